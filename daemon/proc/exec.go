@@ -1,0 +1,58 @@
+package proc
+
+import (
+	"os/exec"
+	"sync"
+)
+
+// helpers is the set of pids of short-lived helper commands (git, hooks) that
+// the daemon starts through os/exec and waits for itself. The reaper leaves
+// them alone, so that exec.Cmd.Wait still finds its child to reap.
+var helpers = struct {
+	// mu is held for reading while a helper is forked and registered, and for
+	// writing while the reaper looks for zombies, so that the reaper never sees
+	// a helper that is not yet registered.
+	mu sync.RWMutex
+	// pidsMu guards pids, which concurrent Starts write under mu's read lock.
+	pidsMu sync.Mutex
+	pids   map[int]struct{}
+}{pids: make(map[int]struct{})}
+
+// Start starts cmd like cmd.Start, registered so that the daemon's reaper does
+// not take its exit status away from cmd.Wait. Every command the daemon runs
+// outside a session goes through Start (and Wait) or Run.
+func Start(cmd *exec.Cmd) error {
+	helpers.mu.RLock()
+	defer helpers.mu.RUnlock()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	helpers.pidsMu.Lock()
+	helpers.pids[cmd.Process.Pid] = struct{}{}
+	helpers.pidsMu.Unlock()
+	return nil
+}
+
+// Wait waits for a command started with Start and unregisters it.
+func Wait(cmd *exec.Cmd) error {
+	err := cmd.Wait()
+	helpers.pidsMu.Lock()
+	delete(helpers.pids, cmd.Process.Pid)
+	helpers.pidsMu.Unlock()
+	return err
+}
+
+// Run is Start followed by Wait.
+func Run(cmd *exec.Cmd) error {
+	if err := Start(cmd); err != nil {
+		return err
+	}
+	return Wait(cmd)
+}
+
+func isHelper(pid int) bool {
+	helpers.pidsMu.Lock()
+	defer helpers.pidsMu.Unlock()
+	_, ok := helpers.pids[pid]
+	return ok
+}
