@@ -1,0 +1,270 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sessiond/sessiond/ipc"
+)
+
+func (a *app) checkpointCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "checkpoint ID|DIR",
+		Short: "Take a checkpoint of a live session's project now",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := a.resolve(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			res, err := a.client.Checkpoint(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				_, err = fmt.Fprintf(a.out, "%s", res)
+				return err
+			}
+			var r struct {
+				ID           string   `json:"id"`
+				Ref          string   `json:"ref"`
+				FilesChanged int      `json:"files_changed"`
+				Skipped      bool     `json:"skipped"`
+				LeftOut      []string `json:"left_out"`
+			}
+			if err := json.Unmarshal(res, &r); err != nil {
+				return err
+			}
+			if r.Skipped {
+				fmt.Fprintf(a.out, "nothing changed since checkpoint %.12s\n", r.ID)
+			} else {
+				fmt.Fprintf(a.out, "checkpoint %.12s on %s: %d files changed\n", r.ID, r.Ref, r.FilesChanged)
+			}
+			for _, p := range r.LeftOut {
+				fmt.Fprintf(a.out, "  left out: %s\n", p)
+			}
+			return nil
+		},
+	}
+}
+
+func (a *app) checkpointsCmd() *cobra.Command {
+	var prune int
+	cmd := &cobra.Command{
+		Use:   "checkpoints [--prune N] DIR",
+		Short: "List a project's checkpoints (--prune N keeps N per session first)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if prune < 0 {
+				return usageErr("--prune: want a positive number of checkpoints to keep")
+			}
+			dir, err := absDir(args[0])
+			if err != nil {
+				return err
+			}
+			raw, err := a.client.Checkpoints(cmd.Context(), dir, prune)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				_, err = fmt.Fprintf(a.out, "%s", raw)
+				return err
+			}
+			var list []struct {
+				ID           string    `json:"id"`
+				SessionID    string    `json:"session_id"`
+				Time         time.Time `json:"time"`
+				FilesChanged int       `json:"files_changed"`
+				Message      string    `json:"message"`
+			}
+			if err := json.Unmarshal(raw, &list); err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tTIME\tSESSION\tFILES\tMESSAGE")
+			for _, c := range list {
+				fmt.Fprintf(tw, "%.12s\t%s\t%s\t%d\t%s\n", c.ID, c.Time.Local().Format("2006-01-02 15:04:05"), c.SessionID, c.FilesChanged, clipText(firstLine(c.Message), 60))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().IntVar(&prune, "prune", 0, "keep only the newest N checkpoints of each session (older ones fold into history)")
+	return cmd
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+func (a *app) restoreCmd() *cobra.Command {
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "restore [--force] DIR CHECKPOINT",
+		Short: "Checkpoint the current tree, then restore the work tree to CHECKPOINT",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := absDir(args[0])
+			if err != nil {
+				return err
+			}
+			resp, err := a.client.Restore(cmd.Context(), dir, args[1], force)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(resp)
+			}
+			var saved, restored struct {
+				ID string `json:"id"`
+			}
+			_ = json.Unmarshal(resp.Saved, &saved)
+			_ = json.Unmarshal(resp.Restored, &restored)
+			fmt.Fprintf(a.out, "saved the current tree as checkpoint %.12s\nrestored %s to checkpoint %.12s\n", saved.ID, dir, restored.ID)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&force, "force", false, "restore even while a session of the project runs")
+	return cmd
+}
+
+func (a *app) handoffCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "handoff ID|DIR",
+		Short: "Print a session's handoff",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := a.resolve(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			raw, err := a.client.Handoff(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(a.out, "%s", raw)
+			return err
+		},
+	}
+}
+
+func (a *app) stateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "state [DIR]",
+		Short: "Print the project's session state as the restore summary (--json: the state)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			arg := "."
+			if len(args) == 1 {
+				arg = args[0]
+			}
+			dir, err := absDir(arg)
+			if err != nil {
+				return err
+			}
+			out, err := a.client.SessionState(cmd.Context(), dir, !a.json)
+			if errors.Is(err, ipc.ErrNotFound) {
+				if a.json {
+					fmt.Fprintln(a.out, "null")
+				} else {
+					fmt.Fprintln(a.out, "🚀 Starting new session...")
+				}
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(a.out, "%s", out)
+			if len(out) > 0 && out[len(out)-1] != '\n' {
+				fmt.Fprintln(a.out)
+			}
+			return err
+		},
+	}
+}
+
+func (a *app) clearSessionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "clear-session [DIR]",
+		Short: "Delete the project's session state",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			arg := "."
+			if len(args) == 1 {
+				arg = args[0]
+			}
+			dir, err := absDir(arg)
+			if err != nil {
+				return err
+			}
+			if err := a.client.ClearSessionState(cmd.Context(), dir); err != nil {
+				return err
+			}
+			fmt.Fprintln(a.out, "✓ Session state cleared")
+			return nil
+		},
+	}
+}
+
+func (a *app) reportCmd() *cobra.Command {
+	var r ipc.Report
+	var progress float64
+	var session string
+	cmd := &cobra.Command{
+		Use:   "report [--summary S] [--next A]... [--blocker Q]... [--plan P] [--progress PCT] [--task T] [--step N/M] [--status S]",
+		Short: "Record what the agent knows, from inside a session (uses SESSIOND_SESSION_ID)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			id := session
+			if id == "" {
+				var err error
+				if id, err = sessionFromEnv(); err != nil {
+					return err
+				}
+			}
+			if cmd.Flags().Changed("progress") {
+				r.Progress = &progress
+			}
+			if !cmd.Flags().Changed("next") {
+				r.Next = nil
+			}
+			if !cmd.Flags().Changed("blocker") {
+				r.Blockers = nil
+			}
+			given := false
+			for _, name := range []string{"summary", "next", "blocker", "plan", "progress", "task", "step", "status", "last-action"} {
+				given = given || cmd.Flags().Changed(name)
+			}
+			if !given {
+				return usageErr("nothing to report: give at least one of --summary, --next, --blocker, --plan, --progress, --task, --step, --status")
+			}
+			got, err := a.client.Report(cmd.Context(), id, r)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(got)
+			}
+			fmt.Fprintln(a.out, "✓ Report recorded")
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&r.Summary, "summary", "", "what this session did (≤ 500 characters)")
+	f.StringArrayVar(&r.Next, "next", nil, "a next action for the next session (repeatable, ≤ 5)")
+	f.StringArrayVar(&r.Blockers, "blocker", nil, "a question that needs a human (repeatable)")
+	f.StringVar(&r.Plan, "plan", "", "the current plan")
+	f.Float64Var(&progress, "progress", 0, "progress in percent, 0 to 100")
+	f.StringVar(&r.Task, "task", "", "the task being worked on")
+	f.StringVar(&r.Step, "step", "", "the current step as N/M")
+	f.StringVar(&r.Status, "status", "", "task status: completed, in_progress, blocked, failed")
+	f.StringVar(&r.LastAction, "last-action", "", "the last thing done")
+	f.StringVar(&session, "session", "", "session id (default $SESSIOND_SESSION_ID)")
+	return cmd
+}

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sessiond/sessiond/config"
+	"github.com/sessiond/sessiond/ipc"
+)
+
+// version is stamped at link time (-X main.version=...).
+var version = "dev"
+
+// Exit codes (DESIGN §5.2).
+const (
+	exitOK          = 0
+	exitFailed      = 1
+	exitUsage       = 2
+	exitUnreachable = 3
+)
+
+// exitError carries an exit code through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErr(format string, args ...any) error {
+	return &exitError{exitUsage, fmt.Errorf(format, args...)}
+}
+
+// app is the state shared by the commands of one invocation.
+type app struct {
+	socket  string
+	json    bool
+	noColor bool
+	out     io.Writer
+	errOut  io.Writer
+	client  *ipc.Client
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	a := &app{out: stdout, errOut: stderr}
+	root := a.newRoot()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	return a.report(err)
+}
+
+// report prints err as one line a user can act on and returns the exit code.
+func (a *app) report(err error) int {
+	var ee *exitError
+	if errors.As(err, &ee) && ee.code == exitOK {
+		return exitOK
+	}
+	var un *ipc.UnreachableError
+	if errors.As(err, &un) {
+		fmt.Fprintf(a.errOut, "sessionctl: sessiond is not running (nothing answers on %s: %v).\nStart it with `sessiond run` (or `sessiond start` for the installed service), or point --socket / SESSIOND_SOCKET at its socket.\n", un.Socket, un.Err)
+		return exitUnreachable
+	}
+	var ae *ipc.Error
+	if errors.As(err, &ae) {
+		fmt.Fprintf(a.errOut, "sessionctl: %s\n", ae.Message)
+		for _, c := range ae.Candidates {
+			fmt.Fprintf(a.errOut, "  %s\n", c)
+		}
+		if errors.As(err, &ee) {
+			return ee.code
+		}
+		return exitFailed
+	}
+	fmt.Fprintf(a.errOut, "sessionctl: %v\n", err)
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	if strings.Contains(err.Error(), "unknown flag") || strings.Contains(err.Error(), "unknown command") ||
+		strings.Contains(err.Error(), "accepts") || strings.Contains(err.Error(), "requires") || strings.Contains(err.Error(), "invalid argument") {
+		return exitUsage
+	}
+	return exitFailed
+}
+
+func (a *app) newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "sessionctl",
+		Short: "Control sessiond: start, watch and stop supervised agent sessions",
+		Long: `sessionctl talks to sessiond over its Unix socket.
+
+Session ids accept any unique prefix; a DIR argument means the live (or
+latest) session of that project.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if a.socket == "" {
+				a.socket = config.ClientSocket()
+			}
+			if os.Getenv("NO_COLOR") != "" {
+				a.noColor = true
+			}
+			a.client = &ipc.Client{Socket: a.socket}
+			return nil
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{exitUsage, err} })
+	root.PersistentFlags().StringVar(&a.socket, "socket", "", "daemon socket (default $SESSIOND_SOCKET, else the user's, else the system's)")
+	root.PersistentFlags().BoolVar(&a.json, "json", false, "machine-readable JSON output")
+	root.PersistentFlags().BoolVar(&a.noColor, "no-color", false, "no colour in output (also NO_COLOR)")
+	root.AddCommand(
+		a.startCmd(), a.psCmd(), a.stopCmd(), a.killCmd(), a.logsCmd(), a.inspectCmd(),
+		a.extendCmd(), a.remainingCmd(), a.hookCmd(), a.eventsCmd(), a.versionCmd(),
+		a.checkpointCmd(), a.checkpointsCmd(), a.restoreCmd(), a.handoffCmd(),
+		a.stateCmd(), a.clearSessionCmd(), a.reportCmd(),
+	)
+	return root
+}
+
+// isDirArg reports whether an ID|DIR argument names a directory.
+func isDirArg(arg string) bool {
+	if arg == "." || arg == ".." || strings.ContainsRune(arg, '/') {
+		return true
+	}
+	fi, err := os.Stat(arg)
+	return err == nil && fi.IsDir()
+}
+
+// absDir resolves a DIR argument as the daemon will see it.
+func absDir(arg string) (string, error) {
+	abs, err := filepath.Abs(arg)
+	if err != nil {
+		return "", err
+	}
+	res, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", &exitError{exitFailed, fmt.Errorf("directory %s does not exist", arg)}
+		}
+		return "", err
+	}
+	fi, err := os.Stat(res)
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", &exitError{exitFailed, fmt.Errorf("%s is not a directory", arg)}
+	}
+	return res, nil
+}
+
+// resolve turns an ID|DIR argument into a session id: a DIR means the
+// project's live session, else its latest.
+func (a *app) resolve(ctx context.Context, arg string) (string, error) {
+	if !isDirArg(arg) {
+		return arg, nil
+	}
+	dir, err := absDir(arg)
+	if err != nil {
+		return "", err
+	}
+	list, err := a.client.Sessions(ctx, ipc.ListOptions{All: true, Project: dir})
+	if err != nil {
+		return "", err
+	}
+	if len(list) == 0 {
+		return "", &exitError{exitFailed, fmt.Errorf("no session has run in %s", dir)}
+	}
+	for i := len(list) - 1; i >= 0; i-- {
+		if ipc.Live(list[i].State) {
+			return list[i].ID, nil
+		}
+	}
+	return list[len(list)-1].ID, nil
+}
+
+// sessionFromEnv is the session sessionctl runs inside, for report,
+// remaining and the agent hook.
+func sessionFromEnv() (string, error) {
+	id := os.Getenv("SESSIOND_SESSION_ID")
+	if id == "" {
+		return "", &exitError{exitUsage, errors.New("SESSIOND_SESSION_ID is not set: run this from inside a session started by sessiond, or give the session id")}
+	}
+	return id, nil
+}

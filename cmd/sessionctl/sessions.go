@@ -1,0 +1,592 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sessiond/sessiond/config"
+	"github.com/sessiond/sessiond/ipc"
+)
+
+func (a *app) printJSON(v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(a.out, "%s\n", b)
+	return err
+}
+
+func (a *app) startCmd() *cobra.Command {
+	var req ipc.StartRequest
+	var env []string
+	var checkpoint string
+	var wait, quiet bool
+	cmd := &cobra.Command{
+		Use:   "start [flags] [DIR] [-- CMD ARGS...]",
+		Short: "Start a session (DIR defaults to .; CMD to the project's sessiond.toml)",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dash := cmd.ArgsLenAtDash()
+			pos := args
+			if dash >= 0 {
+				pos, req.Command = args[:dash], args[dash:]
+				if len(req.Command) == 0 {
+					return usageErr("no command after --")
+				}
+			}
+			if len(pos) > 1 {
+				return usageErr("start takes one DIR, got %d arguments (put the command after --)", len(pos))
+			}
+			dir := "."
+			if len(pos) == 1 {
+				dir = pos[0]
+			}
+			abs, err := absDir(dir)
+			if err != nil {
+				return err
+			}
+			req.Dir = abs
+			req.Env = map[string]string{}
+			for _, kv := range env {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					return usageErr("--env %q: want KEY=VALUE", kv)
+				}
+				req.Env[k] = v
+			}
+			if cmd.Flags().Changed("checkpoint") {
+				req.Checkpoint = &checkpoint
+			}
+			ctx := cmd.Context()
+			var events *ipc.EventWatcher
+			if wait {
+				// Subscribe first, so that a quick end is not missed.
+				if events, err = a.client.Events(ctx); err != nil {
+					return err
+				}
+				defer events.Close()
+			}
+			resp, err := a.client.Start(ctx, req)
+			if err != nil {
+				return err
+			}
+			switch {
+			case a.json && !wait:
+				if err := a.printJSON(resp); err != nil {
+					return err
+				}
+			case quiet:
+				fmt.Fprintln(a.out, resp.Session.ID)
+			default:
+				if resp.Summary != "" {
+					fmt.Fprintln(a.out, resp.Summary)
+				} else {
+					fmt.Fprintln(a.out, "🚀 Starting new session...")
+				}
+				fmt.Fprintln(a.out, resp.Session.ID)
+			}
+			for _, n := range resp.Notices {
+				fmt.Fprintln(a.errOut, "sessionctl: warning:", n)
+			}
+			if !wait {
+				return nil
+			}
+			return a.waitEnd(ctx, events, resp.Session.ID)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&req.Name, "name", "", "session name (default the project directory's name)")
+	f.StringVar(&req.Timeout, "timeout", "", "deadline after start (default 4h)")
+	f.StringVar(&req.WarnBefore, "warn-before", "", "warning this long before the deadline (default 30m)")
+	f.StringVar(&req.WarnSignal, "warn-signal", "", "signal sent at the warning to processes that catch it (default none)")
+	f.BoolVar(&req.WarnSignalForce, "warn-signal-force", false, "send --warn-signal even to processes that do not catch it")
+	f.StringVar(&req.OnWarning, "on-warning", "", "shell command run at the warning")
+	f.StringVar(&req.StopSignal, "stop-signal", "", "graceful stop signal (default SIGTERM)")
+	f.StringVar(&req.StopGrace, "stop-grace", "", "time between the stop signal and SIGKILL (default 30s)")
+	f.StringVar(&req.IdleTimeout, "idle-timeout", "", "stop after this long without output or file changes (default off)")
+	f.StringVar(&checkpoint, "checkpoint", "", `checkpoint schedule, cron or "@every 5m"; "" turns checkpoints off`)
+	f.StringVar(&req.Restart, "restart", "", "restart policy: no, on-failure, always")
+	f.StringArrayVar(&env, "env", nil, "KEY=VALUE for the command's environment (repeatable)")
+	f.BoolVar(&wait, "wait", false, "wait until the session ends and exit with its exit code")
+	f.BoolVarP(&quiet, "quiet", "q", false, "print only the session id")
+	return cmd
+}
+
+// waitEnd blocks until the session ends and returns its exit status as
+// the command's.
+func (a *app) waitEnd(ctx context.Context, events *ipc.EventWatcher, id string) error {
+	for {
+		ev, err := events.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				return &exitError{130, errors.New("interrupted; the session goes on")}
+			}
+			return fmt.Errorf("event stream ended before session %s did: %w", id, err)
+		}
+		if ev.SessionID != id || (ev.Type != ipc.EventEnded && ev.Type != ipc.EventFailed) {
+			continue
+		}
+		rec, err := a.client.Session(ctx, id)
+		if err != nil {
+			return err
+		}
+		if a.json {
+			_ = a.printJSON(rec)
+		}
+		return &exitError{exitCodeOf(rec), fmt.Errorf("session %s ended: %s", id, rec.EndReason)}
+	}
+}
+
+// exitCodeOf maps a session's end to a shell exit code.
+func exitCodeOf(r *ipc.Session) int {
+	if r.ExitCode != nil {
+		return *r.ExitCode
+	}
+	if r.Signal != "" {
+		if s, err := config.ParseSignal(r.Signal); err == nil {
+			return 128 + int(s.Num)
+		}
+	}
+	return exitFailed
+}
+
+func (a *app) psCmd() *cobra.Command {
+	var all, quiet bool
+	cmd := &cobra.Command{
+		Use:   "ps [-a] [-q]",
+		Short: "List sessions",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			list, err := a.client.Sessions(cmd.Context(), ipc.ListOptions{All: all})
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(list)
+			}
+			if quiet {
+				for _, s := range list {
+					fmt.Fprintln(a.out, s.ID)
+				}
+				return nil
+			}
+			a.printTable(list, time.Now())
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&all, "all", "a", false, "include ended sessions")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only ids")
+	return cmd
+}
+
+func (a *app) printTable(list []ipc.Session, now time.Time) {
+	tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tPROJECT\tCOMMAND\tSTATE\tPID\tUPTIME\tREMAINING\tRESTARTS\tLAST ACTIVITY\tCHECKPOINTS")
+	for _, s := range list {
+		end := now
+		if s.EndedAt != nil {
+			end = *s.EndedAt
+		}
+		remaining, pid := "-", "-"
+		if ipc.Live(s.State) {
+			remaining = shortDuration(s.Deadline.Sub(now))
+			if s.PID > 0 {
+				pid = fmt.Sprint(s.PID)
+			}
+		}
+		state := s.State
+		if s.EndReason != "" && !ipc.Live(s.State) {
+			state += " (" + s.EndReason + ")"
+		}
+		activity := "-"
+		if s.LastActivity != nil {
+			activity = shortDuration(now.Sub(*s.LastActivity)) + " ago"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\n", s.ID, clipText(s.Name, 20),
+			clipText(strings.Join(s.Command, " "), 30), state, pid, shortDuration(end.Sub(s.StartedAt)),
+			remaining, s.Restarts, activity, s.Checkpoints)
+	}
+	tw.Flush()
+}
+
+func clipText(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// shortDuration prints a duration the way ps columns want it: 45s, 12m, 3h04m, 2d5h.
+func shortDuration(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd%dh", int(d.Hours())/24, int(d.Hours())%24)
+}
+
+func (a *app) stopCmd() *cobra.Command {
+	var grace string
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "stop [--grace D] [--all] ID|DIR...",
+		Short: "Stop sessions: stop signal, grace, SIGKILL; returns once each handoff is written",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if all == (len(args) > 0) {
+				return usageErr("give session ids or directories, or --all")
+			}
+			ids := args
+			if all {
+				list, err := a.client.Sessions(ctx, ipc.ListOptions{})
+				if err != nil {
+					return err
+				}
+				ids = nil
+				for _, s := range list {
+					ids = append(ids, s.ID)
+				}
+			} else {
+				for i, arg := range args {
+					id, err := a.resolve(ctx, arg)
+					if err != nil {
+						return err
+					}
+					ids[i] = id
+				}
+			}
+			return a.stopAll(ctx, ids, grace)
+		},
+	}
+	cmd.Flags().StringVar(&grace, "grace", "", "time between the stop signal and SIGKILL (default the session's stop_grace)")
+	cmd.Flags().BoolVar(&all, "all", false, "stop every live session")
+	return cmd
+}
+
+// stopAll stops sessions in parallel and reports each end.
+func (a *app) stopAll(ctx context.Context, ids []string, grace string) error {
+	type result struct {
+		rec *ipc.Session
+		err error
+	}
+	results := make([]result, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rec, err := a.client.Stop(ctx, id, ipc.StopRequest{Grace: grace})
+			results[i] = result{rec, err}
+		}()
+	}
+	wg.Wait()
+	var errs []error
+	var recs []*ipc.Session
+	for _, r := range results {
+		if r.err != nil {
+			errs = append(errs, r.err)
+			continue
+		}
+		recs = append(recs, r.rec)
+		if !a.json {
+			fmt.Fprintf(a.out, "%s %s: %s\n", r.rec.ID, r.rec.State, describe(r.rec))
+			if r.rec.HandoffPath != "" {
+				fmt.Fprintf(a.out, "  handoff: %s\n", r.rec.HandoffPath)
+			}
+		}
+	}
+	if a.json {
+		if recs == nil {
+			recs = []*ipc.Session{}
+		}
+		_ = a.printJSON(recs)
+	}
+	return errors.Join(errs...)
+}
+
+func describe(r *ipc.Session) string {
+	switch {
+	case r.Error != "":
+		return r.Error
+	case r.Signal != "":
+		return fmt.Sprintf("%s (%s)", r.EndReason, r.Signal)
+	case r.ExitCode != nil:
+		return fmt.Sprintf("%s (exit %d)", r.EndReason, *r.ExitCode)
+	}
+	return r.EndReason
+}
+
+func (a *app) killCmd() *cobra.Command {
+	var sig string
+	cmd := &cobra.Command{
+		Use:   "kill [-s SIG] ID|DIR",
+		Short: "Send a signal to the session's process group",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := config.ParseSignal(sig); err != nil {
+				return usageErr("%v", err)
+			}
+			id, err := a.resolve(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return a.client.Signal(cmd.Context(), id, sig)
+		},
+	}
+	cmd.Flags().StringVarP(&sig, "signal", "s", "SIGTERM", "signal name or number")
+	return cmd
+}
+
+func (a *app) logsCmd() *cobra.Command {
+	var follow bool
+	var tail int
+	cmd := &cobra.Command{
+		Use:   "logs [-f] [-n N] ID|DIR",
+		Short: "Print the session's combined stdout and stderr",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if tail < 0 {
+				return usageErr("-n: want a non-negative number of lines")
+			}
+			id, err := a.resolve(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			rc, err := a.client.Logs(cmd.Context(), id, ipc.LogOptions{Tail: tail, Follow: follow})
+			if err != nil {
+				return err
+			}
+			defer rc.Close()
+			_, err = io.Copy(a.out, rc)
+			if cmd.Context().Err() != nil {
+				return nil
+			}
+			return err
+		},
+	}
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing output as it comes, until the session ends")
+	cmd.Flags().IntVarP(&tail, "lines", "n", 0, "print only the last N lines")
+	return cmd
+}
+
+func (a *app) inspectCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "inspect ID|DIR",
+		Short: "Print the full session record",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := a.resolve(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			rec, err := a.client.Session(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			return a.printJSON(rec)
+		},
+	}
+}
+
+func (a *app) eventsCmd() *cobra.Command {
+	var follow bool
+	cmd := &cobra.Command{
+		Use:   "events [-f]",
+		Short: "Print the event stream (started, warned, checkpoint, activity, stopping, ended, ...)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if !follow {
+				// Without -f there is no history to print: say what runs now.
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, 200*time.Millisecond)
+				defer cancel()
+			}
+			w, err := a.client.Events(ctx)
+			if err != nil {
+				if !follow && errors.Is(err, context.DeadlineExceeded) {
+					return nil
+				}
+				return err
+			}
+			defer w.Close()
+			for {
+				ev, err := w.Next()
+				if err != nil {
+					return nil
+				}
+				if a.json {
+					b, _ := json.Marshal(ev)
+					fmt.Fprintf(a.out, "%s\n", b)
+					continue
+				}
+				fmt.Fprintf(a.out, "%s  %-10s %s  %s\n", ev.Time.Local().Format("15:04:05.000"), ev.Type, ev.SessionID, ev.Message)
+			}
+		},
+	}
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing events as they come")
+	return cmd
+}
+
+func (a *app) versionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print client and daemon versions",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v, err := a.client.Version(cmd.Context())
+			if a.json {
+				out := map[string]any{"client": version}
+				if err == nil {
+					out["daemon"] = v
+				}
+				_ = a.printJSON(out)
+				return err
+			}
+			fmt.Fprintf(a.out, "sessionctl %s\n", version)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.out, "sessiond   %s (api %s, pid %d, socket %s)\n", v.Version, v.API, v.PID, v.Socket)
+			return nil
+		},
+	}
+}
+
+func (a *app) extendCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "extend ID|DIR DURATION",
+		Short: "Move the session's deadline (and warning) later",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d, err := config.ParseDuration(args[1])
+			if err != nil || d.Duration <= 0 {
+				return usageErr("DURATION %q: want a positive duration such as 30m or 1h", args[1])
+			}
+			id, err := a.resolve(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			rec, err := a.client.Extend(cmd.Context(), id, args[1])
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(rec)
+			}
+			fmt.Fprintf(a.out, "%s: deadline %s (in %s), warning at %s\n", rec.ID, rec.Deadline.Local().Format(time.RFC3339),
+				shortDuration(time.Until(rec.Deadline)), rec.WarnAt.Local().Format(time.RFC3339))
+			return nil
+		},
+	}
+}
+
+// remaining is what sessionctl remaining prints with --json.
+type remaining struct {
+	SessionID string    `json:"session_id"`
+	Deadline  time.Time `json:"deadline"`
+	WarnAt    time.Time `json:"warn_at"`
+	Seconds   int64     `json:"seconds_left"`
+	Left      string    `json:"left"`
+	Warned    bool      `json:"warned"`
+	State     string    `json:"state"`
+}
+
+func (a *app) remainingCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "remaining [ID|DIR]",
+		Short: "How long the session has left and whether it was warned (from inside a session, no argument)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var id string
+			var err error
+			if len(args) == 1 {
+				id, err = a.resolve(cmd.Context(), args[0])
+			} else {
+				id, err = sessionFromEnv()
+			}
+			if err != nil {
+				return err
+			}
+			rec, err := a.client.Session(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			left := time.Until(rec.Deadline)
+			if !ipc.Live(rec.State) || left < 0 {
+				left = 0
+			}
+			r := remaining{SessionID: rec.ID, Deadline: rec.Deadline, WarnAt: rec.WarnAt, Seconds: int64(left / time.Second),
+				Left: left.Round(time.Second).String(), Warned: rec.State == ipc.StateWarned, State: rec.State}
+			if a.json {
+				return a.printJSON(r)
+			}
+			warned := "not warned yet"
+			if r.Warned {
+				warned = "WARNED: wrap up now"
+			}
+			fmt.Fprintf(a.out, "%s left (deadline %s); %s\n", r.Left, rec.Deadline.Local().Format(time.RFC3339), warned)
+			return nil
+		},
+	}
+}
+
+// hookEvents are the Claude Code hook events whose output may add context.
+var hookEvents = map[string]bool{"PostToolUse": true, "UserPromptSubmit": true, "SessionStart": true}
+
+func (a *app) hookCmd() *cobra.Command {
+	hook := &cobra.Command{Use: "hook", Short: "Integrations with agents' own hook systems"}
+	var event string
+	cc := &cobra.Command{
+		Use:   "claude-code",
+		Short: "For a Claude Code PostToolUse or UserPromptSubmit hook: prints the warning as added context once the session is warned, nothing before",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !hookEvents[event] {
+				return usageErr("--event %q: want PostToolUse, UserPromptSubmit or SessionStart", event)
+			}
+			// A hook must never break the agent: outside a session, or with
+			// the daemon away, it prints nothing and succeeds.
+			id := os.Getenv("SESSIOND_SESSION_ID")
+			if id == "" {
+				return nil
+			}
+			rec, err := a.client.Session(cmd.Context(), id)
+			if err != nil || rec.State != ipc.StateWarned {
+				return nil
+			}
+			return a.printJSON(claudeHookOutput(event, rec.Deadline, time.Now()))
+		},
+	}
+	cc.Flags().StringVar(&event, "event", "PostToolUse", "the hook event this runs for (PostToolUse, UserPromptSubmit, SessionStart)")
+	hook.AddCommand(cc)
+	return hook
+}
+
+// claudeHookOutput is Claude Code's hook JSON output that adds context for
+// the model (hookSpecificOutput.additionalContext).
+func claudeHookOutput(event string, deadline, now time.Time) any {
+	return map[string]any{
+		"hookSpecificOutput": map[string]any{
+			"hookEventName":     event,
+			"additionalContext": ipc.WarningText(deadline, now),
+		},
+	}
+}

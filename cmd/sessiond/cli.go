@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/BurntSushi/toml"
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"golang.org/x/term"
+
+	"github.com/sessiond/sessiond/config"
+	"github.com/sessiond/sessiond/daemon"
+	"github.com/sessiond/sessiond/ipc"
+)
+
+// version is stamped at link time (-X main.version=...).
+var version = "dev"
+
+// exitError carries an exit code through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+func run(args []string) int {
+	root := newRoot()
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(os.Stderr, "sessiond:", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return 1
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "sessiond",
+		Short:         "Supervisor for long-running AI coding-agent sessions",
+		Long:          "sessiond supervises long-running coding-agent sessions: deadlines with a warning, checkpoints, project watching, and a handoff for the next session whenever one ends.\nIt is driven by sessionctl over a Unix socket.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newRunCmd(), newConfigCmd(), newVersionCmd())
+	return root
+}
+
+type runFlags struct {
+	config, stateDir, socket, logLevel string
+}
+
+func newRunCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the daemon in the foreground",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDaemon(cmd.Context(), f)
+		},
+	}
+	cmd.Flags().StringVar(&f.config, "config", "", "config file (default $SESSIOND_CONFIG, else "+config.DefaultConfigPath()+")")
+	cmd.Flags().StringVar(&f.stateDir, "state-dir", "", "state directory (default $SESSIOND_STATE_DIR, else the config's, else the mode's default)")
+	cmd.Flags().StringVar(&f.socket, "socket", "", "socket path (default $SESSIOND_SOCKET, else the config's, else the mode's default)")
+	cmd.Flags().StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error (default the config's)")
+	return cmd
+}
+
+// loadConfig reads the config file (or the embedded defaults) and applies
+// the environment and flags on top.
+func loadConfig(f runFlags) (*config.Config, error) {
+	path := f.config
+	if path == "" {
+		path = config.DefaultConfigPath()
+	}
+	cfg, _, err := config.Load(path)
+	if err != nil {
+		return nil, &exitError{1, err}
+	}
+	if v := os.Getenv(config.EnvStateDir); v != "" {
+		cfg.StateDir = v
+	}
+	if v := os.Getenv(config.EnvSocket); v != "" {
+		cfg.Socket = v
+	}
+	if f.stateDir != "" {
+		cfg.StateDir = f.stateDir
+	}
+	if f.socket != "" {
+		cfg.Socket = f.socket
+	}
+	if f.logLevel != "" {
+		cfg.LogLevel = f.logLevel
+	}
+	if err := cfg.Resolve(); err != nil {
+		return nil, err
+	}
+	if err := ipc.CheckSocketPath(cfg.Socket); err != nil {
+		return nil, &exitError{2, err}
+	}
+	return cfg, nil
+}
+
+func runDaemon(ctx context.Context, f runFlags) error {
+	cfg, err := loadConfig(f)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(cfg.LogLevel, cfg.LogFormat, os.Stderr)
+	if err != nil {
+		return &exitError{2, err}
+	}
+	defer func() { _ = log.Sync() }()
+
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	hurry := make(chan struct{})
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+	go func() {
+		s := <-sigs
+		log.Info("received signal, shutting down", zap.String("signal", s.String()))
+		stop()
+		if _, ok := <-sigs; ok {
+			close(hurry)
+		}
+	}()
+
+	d, err := daemon.New(daemon.Options{Config: cfg, Log: log, Version: version, Ready: notifyReady})
+	if err != nil {
+		return err
+	}
+	return d.Run(ctx, hurry)
+}
+
+// newLogger builds the daemon's logger: console encoding on a terminal,
+// JSON otherwise, unless format says which.
+func newLogger(level, format string, w *os.File) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", level)
+	}
+	if format == "" {
+		format = "json"
+		if term.IsTerminal(int(w.Fd())) {
+			format = "console"
+		}
+	}
+	ec := zap.NewProductionEncoderConfig()
+	ec.EncodeTime = zapcore.ISO8601TimeEncoder
+	var enc zapcore.Encoder
+	if format == "console" {
+		ec.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		enc = zapcore.NewConsoleEncoder(ec)
+	} else {
+		enc = zapcore.NewJSONEncoder(ec)
+	}
+	return zap.New(zapcore.NewCore(enc, zapcore.Lock(w), lvl)), nil
+}
+
+// notifyReady tells systemd (Type=notify) that the socket answers.
+func notifyReady() {
+	if err := sdNotify("READY=1"); err != nil {
+		fmt.Fprintln(os.Stderr, "sessiond: notify systemd:", err)
+	}
+}
+
+func newConfigCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "config", Short: "Check or print the daemon configuration"}
+	var path string
+	check := &cobra.Command{
+		Use:   "check",
+		Short: "Validate the config and print the effective configuration",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(runFlags{config: path})
+			if err != nil {
+				return err
+			}
+			return printConfig(cmd.OutOrStdout(), cfg)
+		},
+	}
+	check.Flags().StringVar(&path, "config", "", "config file (default $SESSIOND_CONFIG, else "+config.DefaultConfigPath()+")")
+	def := &cobra.Command{
+		Use:   "default",
+		Short: "Print the embedded default configuration",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := cmd.OutOrStdout().Write(config.DefaultTOML())
+			return err
+		},
+	}
+	cmd.AddCommand(check, def)
+	return cmd
+}
+
+func printConfig(w io.Writer, cfg *config.Config) error {
+	return toml.NewEncoder(w).Encode(cfg)
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintln(cmd.OutOrStdout(), "sessiond", version)
+		},
+	}
+}

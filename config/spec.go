@@ -1,0 +1,177 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Restart policies.
+const (
+	RestartNo        = "no"
+	RestartOnFailure = "on-failure"
+	RestartAlways    = "always"
+)
+
+// Checkpoint modes.
+const (
+	CheckpointRef    = "ref"
+	CheckpointCommit = "commit"
+)
+
+// Spec says what a session runs and how it is supervised.
+type Spec struct {
+	Command           []string          `toml:"command" json:"command,omitempty"`
+	Env               map[string]string `toml:"env" json:"-"`
+	Timeout           Duration          `toml:"timeout" json:"timeout"`
+	WarnBefore        Duration          `toml:"warn_before" json:"warn_before"`
+	WarnSignal        Signal            `toml:"warn_signal" json:"warn_signal,omitempty"`
+	WarnSignalForce   bool              `toml:"warn_signal_force" json:"warn_signal_force,omitempty"`
+	OnWarning         string            `toml:"on_warning" json:"on_warning,omitempty"`
+	StopSignal        Signal            `toml:"stop_signal" json:"stop_signal"`
+	StopGrace         Duration          `toml:"stop_grace" json:"stop_grace"`
+	IdleTimeout       Duration          `toml:"idle_timeout" json:"idle_timeout,omitempty"`
+	Checkpoint        string            `toml:"checkpoint" json:"checkpoint"`
+	CheckpointMode    string            `toml:"checkpoint_mode" json:"checkpoint_mode"`
+	CheckpointMaxFile Size              `toml:"checkpoint_max_file" json:"checkpoint_max_file"`
+	Restart           string            `toml:"restart" json:"restart"`
+	MaxRestarts       int               `toml:"max_restarts" json:"max_restarts"`
+	RestartWindow     Duration          `toml:"restart_window" json:"restart_window"`
+	Preflight         []string          `toml:"preflight" json:"preflight,omitempty"`
+	FeatureList       string            `toml:"feature_list" json:"feature_list,omitempty"`
+	ProgressFile      string            `toml:"progress_file" json:"progress_file,omitempty"`
+	Concurrent        bool              `toml:"concurrent" json:"concurrent,omitempty"`
+	Watch             Watch             `toml:"watch" json:"watch"`
+	Services          []Service         `toml:"service" json:"services,omitempty"`
+}
+
+// Watch configures the project watcher.
+type Watch struct {
+	// Ignore holds gitignore patterns ignored in addition to .git, .sessiond
+	// and the project's .gitignore files.
+	Ignore []string `toml:"ignore" json:"ignore,omitempty"`
+}
+
+// Service is a sidecar started before the session's command and stopped
+// after it, such as a dev server.
+type Service struct {
+	Name         string   `toml:"name" json:"name"`
+	Command      []string `toml:"command" json:"command"`
+	Ready        string   `toml:"ready" json:"ready,omitempty"`
+	ReadyTimeout Duration `toml:"ready_timeout" json:"ready_timeout,omitempty"`
+}
+
+// Clone returns a deep copy of s, so that overriding the copy never changes s.
+func (s Spec) Clone() Spec {
+	c := s
+	c.Command = append([]string(nil), s.Command...)
+	c.Preflight = append([]string(nil), s.Preflight...)
+	c.Watch.Ignore = append([]string(nil), s.Watch.Ignore...)
+	c.Services = append([]Service(nil), s.Services...)
+	c.Env = make(map[string]string, len(s.Env))
+	for k, v := range s.Env {
+		c.Env[k] = v
+	}
+	return c
+}
+
+// Validate reports the first thing wrong with s, naming the key.
+func (s *Spec) Validate() error {
+	return s.validate().err()
+}
+
+// problem is a validation failure tied to a key, so that callers holding
+// the source can point at its line.
+type problem struct {
+	key string
+	msg string
+}
+
+func (p *problem) err() error {
+	if p == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %s", p.key, p.msg)
+}
+
+func (s *Spec) validate() *problem {
+	for i, a := range s.Command {
+		if strings.ContainsRune(a, 0) {
+			return &problem{"command", fmt.Sprintf("argument %d contains a NUL byte", i)}
+		}
+	}
+	if len(s.Command) > 0 && s.Command[0] == "" {
+		return &problem{"command", "the program name is empty"}
+	}
+	for k := range s.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return &problem{"env", fmt.Sprintf("invalid variable name %q", k)}
+		}
+	}
+	if s.Timeout.Duration <= 0 {
+		return &problem{"timeout", fmt.Sprintf("must be positive, got %s", s.Timeout)}
+	}
+	if s.WarnBefore.Duration < 0 {
+		return &problem{"warn_before", fmt.Sprintf("must not be negative, got %s", s.WarnBefore)}
+	}
+	if s.WarnBefore.Duration >= s.Timeout.Duration {
+		return &problem{"warn_before", fmt.Sprintf("%s is not shorter than timeout %s: the warning would come at or before the start", s.WarnBefore, s.Timeout)}
+	}
+	if s.StopSignal.Num == 0 {
+		return &problem{"stop_signal", "must be set (e.g. SIGTERM)"}
+	}
+	if s.StopGrace.Duration < 0 {
+		return &problem{"stop_grace", fmt.Sprintf("must not be negative, got %s", s.StopGrace)}
+	}
+	if s.IdleTimeout.Duration < 0 {
+		return &problem{"idle_timeout", fmt.Sprintf("must not be negative, got %s", s.IdleTimeout)}
+	}
+	if s.Checkpoint != "" {
+		if err := checkCron(s.Checkpoint); err != nil {
+			return &problem{"checkpoint", err.Error()}
+		}
+	}
+	switch s.CheckpointMode {
+	case CheckpointRef, CheckpointCommit:
+	default:
+		return &problem{"checkpoint_mode", fmt.Sprintf("%q is not one of ref, commit", s.CheckpointMode)}
+	}
+	if s.CheckpointMaxFile < 0 {
+		return &problem{"checkpoint_max_file", "must not be negative"}
+	}
+	switch s.Restart {
+	case RestartNo, RestartOnFailure, RestartAlways:
+	default:
+		return &problem{"restart", fmt.Sprintf("%q is not one of no, on-failure, always", s.Restart)}
+	}
+	if s.MaxRestarts < 0 {
+		return &problem{"max_restarts", fmt.Sprintf("must not be negative, got %d", s.MaxRestarts)}
+	}
+	if s.RestartWindow.Duration <= 0 {
+		return &problem{"restart_window", fmt.Sprintf("must be positive, got %s", s.RestartWindow)}
+	}
+	seen := map[string]bool{}
+	for i, sv := range s.Services {
+		key := fmt.Sprintf("service[%d]", i)
+		if sv.Name == "" {
+			return &problem{key + ".name", "is required"}
+		}
+		if seen[sv.Name] {
+			return &problem{key + ".name", fmt.Sprintf("%q is used twice", sv.Name)}
+		}
+		seen[sv.Name] = true
+		if len(sv.Command) == 0 || sv.Command[0] == "" {
+			return &problem{key + ".command", "is required"}
+		}
+		if sv.ReadyTimeout.Duration < 0 {
+			return &problem{key + ".ready_timeout", "must not be negative"}
+		}
+	}
+	return nil
+}
+
+// Deadline returns the session's deadline and warning time for a start at t.
+func (s *Spec) Deadline(t time.Time) (deadline, warnAt time.Time) {
+	deadline = t.Add(s.Timeout.Duration)
+	return deadline, deadline.Add(-s.WarnBefore.Duration)
+}

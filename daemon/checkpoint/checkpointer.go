@@ -1,0 +1,135 @@
+package checkpoint
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Mode says where a checkpoint goes.
+type Mode string
+
+const (
+	// ModeRef commits the work tree to refs/sessiond/checkpoints/<session>
+	// without touching HEAD, the branch, the index, the stash or any file.
+	ModeRef Mode = "ref"
+	// ModeCommit commits work in progress on the current branch with the
+	// user's own index (git add -A && git commit), as the source documents do.
+	ModeCommit Mode = "commit"
+)
+
+// Defaults for Options.
+const (
+	DefaultMaxFileSize = 10 << 20
+	DefaultKeep        = 100
+)
+
+// DefaultLeaveOut names directories that are left out of a checkpoint when
+// they hold untracked, unignored files: dependency trees, virtual
+// environments, caches and build output that can be regenerated.
+var DefaultLeaveOut = []string{
+	"node_modules", "bower_components", ".venv", "venv", "__pycache__",
+	".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+	"target", ".gradle", ".next", ".nuxt", ".turbo", ".parcel-cache",
+	".terraform", ".cache",
+}
+
+// Options configure a Checkpointer. The zero value works for git projects;
+// non-git projects need StateDir.
+type Options struct {
+	// StateDir is where shadow repositories for non-git projects live
+	// (StateDir/shadow/<project-id>.git).
+	StateDir string
+	// MaxFileSize is the size above which an untracked file is left out of
+	// a checkpoint; default DefaultMaxFileSize (10 MiB).
+	MaxFileSize int64
+	// Keep is the number of checkpoints kept per session ref; default
+	// DefaultKeep. Take folds older ones away once a ref holds a quarter more.
+	Keep int
+	// LeaveOut names directories left out when untracked; default
+	// DefaultLeaveOut.
+	LeaveOut []string
+	// Timeout bounds each git command; default DefaultTimeout.
+	Timeout time.Duration
+	// Log receives warnings that do not fail an operation (a failed
+	// automatic prune); default a no-op logger.
+	Log *zap.Logger
+}
+
+// Checkpointer takes, lists, restores and prunes checkpoints. It runs one
+// operation at a time per repository; operations on different repositories
+// run in parallel. It is safe for concurrent use.
+type Checkpointer struct {
+	opt Options
+	log *zap.Logger
+
+	mu    sync.Mutex
+	locks map[string]chan struct{} // per repository (common git dir)
+}
+
+// New returns a Checkpointer with opt's zero fields set to their defaults.
+func New(opt Options) *Checkpointer {
+	if opt.MaxFileSize <= 0 {
+		opt.MaxFileSize = DefaultMaxFileSize
+	}
+	if opt.Keep <= 0 {
+		opt.Keep = DefaultKeep
+	}
+	if opt.LeaveOut == nil {
+		opt.LeaveOut = DefaultLeaveOut
+	}
+	if opt.Timeout <= 0 {
+		opt.Timeout = DefaultTimeout
+	}
+	log := opt.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Checkpointer{opt: opt, log: log.Named("checkpoint"), locks: make(map[string]chan struct{})}
+}
+
+// lock waits until no other operation of this Checkpointer runs on the
+// repository key, or ctx ends.
+func (c *Checkpointer) lock(ctx context.Context, key string) (unlock func(), err error) {
+	c.mu.Lock()
+	ch, ok := c.locks[key]
+	if !ok {
+		ch = make(chan struct{}, 1)
+		c.locks[key] = ch
+	}
+	c.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("wait for another checkpoint operation on %s: %w", key, ctx.Err())
+	}
+}
+
+// open resolves dir and takes its repository lock.
+func (c *Checkpointer) open(ctx context.Context, dir string, create bool) (r *repo, exists bool, unlock func(), err error) {
+	r, exists, err = resolve(ctx, dir, c.opt.StateDir, c.opt.Timeout, create)
+	if err != nil {
+		return nil, false, nil, err
+	}
+	unlock, err = c.lock(ctx, r.commonDir)
+	if err != nil {
+		return nil, false, nil, err
+	}
+	return r, exists, unlock, nil
+}
+
+var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// checkSessionID makes sure id is usable as the last component of a ref.
+func checkSessionID(id string) error {
+	if !sessionIDPattern.MatchString(id) || strings.Contains(id, "..") || strings.HasSuffix(id, ".lock") || strings.HasSuffix(id, ".") {
+		return fmt.Errorf("session id %q: %w", id, ErrBadSessionID)
+	}
+	return nil
+}

@@ -1,0 +1,90 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// factsTimeout bounds each git command of Facts; the handoff must not wait
+// long for them.
+const factsTimeout = 30 * time.Second
+
+// GitFacts is what the handoff records about a project's repository.
+type GitFacts struct {
+	// IsRepo is false for a directory in no git work tree; the other fields
+	// are then empty.
+	IsRepo bool `json:"is_repo"`
+	// Head is the commit HEAD points at, "" on an unborn branch.
+	Head string `json:"head"`
+	// Branch is the current branch ("" when HEAD is detached); on an unborn
+	// branch it is the branch's name.
+	Branch string `json:"branch"`
+	// Uncommitted lists the paths that git status reports (modified, staged,
+	// untracked, ...), relative to the top of the work tree.
+	Uncommitted []string `json:"uncommitted"`
+	// IndexLock is set when an index.lock exists: another git process is
+	// running, or one was killed and left it behind.
+	IndexLock bool `json:"index_lock"`
+	// GitLog is git log --oneline -10.
+	GitLog []string `json:"git_log"`
+}
+
+// Facts collects git facts about the project in dir without changing
+// anything (no index refresh: GIT_OPTIONAL_LOCKS=0). A directory outside any
+// git work tree gives IsRepo false and no error.
+func Facts(ctx context.Context, dir string) (GitFacts, error) {
+	r, _, err := resolve(ctx, dir, "", factsTimeout, false)
+	switch {
+	case errors.Is(err, ErrNoStateDir):
+		return GitFacts{}, nil // not a git work tree
+	case err != nil:
+		return GitFacts{}, fmt.Errorf("git facts of %s: %w", dir, err)
+	}
+	f := GitFacts{IsRepo: true}
+	if f.Head, err = r.head(ctx); err != nil {
+		return f, fmt.Errorf("git facts of %s: %w", r.top, err)
+	}
+	res, err := git(ctx, gitRun{dir: r.top, timeout: r.timeout, okCodes: []int{1}}, "symbolic-ref", "-q", "--short", "HEAD")
+	if err != nil {
+		return f, fmt.Errorf("git facts of %s: %w", r.top, err)
+	}
+	f.Branch = strings.TrimSpace(string(res.stdout))
+	if _, err := os.Lstat(r.index + ".lock"); err == nil {
+		f.IndexLock = true
+	}
+	res, err = r.run(ctx, nil, nil, "status", "--porcelain", "-z")
+	if err != nil {
+		return f, fmt.Errorf("git facts of %s: %w", r.top, err)
+	}
+	f.Uncommitted = parseStatus(res.stdout)
+	if f.Head != "" {
+		res, err = r.run(ctx, nil, nil, "log", "--oneline", "--no-decorate", "--no-color", "-10", "HEAD", "--")
+		if err != nil {
+			return f, fmt.Errorf("git facts of %s: %w", r.top, err)
+		}
+		f.GitLog = splitLines(res.stdout)
+	}
+	return f, nil
+}
+
+// parseStatus reads git status --porcelain -z: "XY path" entries, where a
+// rename or copy is followed by its source path as an entry of its own.
+func parseStatus(b []byte) []string {
+	var paths []string
+	f := strings.Split(string(b), "\x00")
+	for i := 0; i < len(f); i++ {
+		e := f[i]
+		if len(e) < 4 {
+			continue
+		}
+		paths = append(paths, e[3:])
+		if e[0] == 'R' || e[0] == 'C' || e[1] == 'R' || e[1] == 'C' {
+			i++ // the source path
+		}
+	}
+	return paths
+}

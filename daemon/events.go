@@ -1,0 +1,83 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/sessiond/sessiond/ipc"
+)
+
+// bus fans events out to subscribers. A subscriber that cannot keep up is
+// dropped (its channel closed) rather than slowing the daemon down.
+type bus struct {
+	mu   sync.Mutex
+	subs map[chan ipc.Event]subscriber
+}
+
+type subscriber struct {
+	caller ipc.Caller
+}
+
+func newBus() *bus { return &bus{subs: map[chan ipc.Event]subscriber{}} }
+
+// subscribe returns a channel of events visible to c, closed when ctx ends.
+func (b *bus) subscribe(ctx context.Context, c ipc.Caller) <-chan ipc.Event {
+	ch := make(chan ipc.Event, 256)
+	b.mu.Lock()
+	b.subs[ch] = subscriber{caller: c}
+	b.mu.Unlock()
+	go func() {
+		<-ctx.Done()
+		b.drop(ch)
+	}()
+	return ch
+}
+
+func (b *bus) drop(ch chan ipc.Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.subs[ch]; ok {
+		delete(b.subs, ch)
+		close(ch)
+	}
+}
+
+// publish sends ev to every subscriber allowed to see it.
+func (b *bus) publish(ev ipc.Event) {
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for ch, s := range b.subs {
+		if !s.caller.Root() && s.caller.UID != ev.UID {
+			continue
+		}
+		select {
+		case ch <- ev:
+		default:
+			delete(b.subs, ch)
+			close(ch)
+		}
+	}
+}
+
+// closeAll ends every subscription (daemon shutdown).
+func (b *bus) closeAll() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for ch := range b.subs {
+		delete(b.subs, ch)
+		close(ch)
+	}
+}
+
+func eventData(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
+}

@@ -1,0 +1,34 @@
+package proc
+
+import (
+	"context"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// KillSession sends SIGKILL to the process group pgid and to every other
+// process of the session, again and again until none is left (a process may
+// fork while it is being killed) or ctx ends. It returns the pids still
+// alive when it gave up.
+func KillSession(ctx context.Context, sessionID string, pgid int) []int {
+	delay := 2 * time.Millisecond
+	for {
+		_ = SignalGroup(pgid, unix.SIGKILL)
+		left := SessionProcs(sessionID, pgid)
+		if len(left) == 0 {
+			return nil
+		}
+		for _, pid := range left {
+			_ = Signal(pid, unix.SIGKILL)
+		}
+		select {
+		case <-ctx.Done():
+			return SessionProcs(sessionID, pgid)
+		case <-time.After(delay):
+		}
+		if delay < 50*time.Millisecond {
+			delay *= 2
+		}
+	}
+}

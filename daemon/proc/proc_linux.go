@@ -1,0 +1,186 @@
+package proc
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// EnableSubreaper makes the daemon a child subreaper, so that orphaned
+// descendants of its sessions are reparented to it rather than to init.
+func EnableSubreaper() error {
+	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+}
+
+// stat is what the supervisor needs from /proc/PID/stat.
+type stat struct {
+	pid, ppid, pgrp int
+	state           byte
+	start           uint64
+}
+
+func readStat(pid int) (stat, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return stat{}, err
+	}
+	return parseStat(pid, b)
+}
+
+// parseStat parses /proc/PID/stat; the command name may hold spaces and
+// parentheses, so fields are counted from the last ')'.
+func parseStat(pid int, b []byte) (stat, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return stat{}, fmt.Errorf("malformed /proc/%d/stat", pid)
+	}
+	f := strings.Fields(string(b[i+2:]))
+	// f[0] is field 3 (state); starttime is field 22.
+	if len(f) < 20 {
+		return stat{}, fmt.Errorf("malformed /proc/%d/stat", pid)
+	}
+	s := stat{pid: pid, state: f[0][0]}
+	s.ppid, _ = strconv.Atoi(f[1])
+	s.pgrp, _ = strconv.Atoi(f[2])
+	s.start, _ = strconv.ParseUint(f[19], 10, 64)
+	return s, nil
+}
+
+// StartTime returns the process's start time in clock ticks after boot.
+func StartTime(pid int) (uint64, error) {
+	s, err := readStat(pid)
+	return s.start, err
+}
+
+// Alive reports whether pid is a live (not zombie) process that started at
+// startTime; a pid reused by another process is not alive.
+func Alive(pid int, startTime uint64) bool {
+	s, err := readStat(pid)
+	if err != nil || s.state == 'Z' || s.state == 'X' {
+		return false
+	}
+	return startTime == 0 || s.start == startTime
+}
+
+// BootID identifies the running kernel boot; start times compare only
+// within one boot.
+func BootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// allStats reads every process's stat.
+func allStats() []stat {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	out := make([]stat, 0, len(names))
+	for _, n := range names {
+		pid, err := strconv.Atoi(n)
+		if err != nil {
+			continue
+		}
+		if s, err := readStat(pid); err == nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// reapOrphans reaps zombie children of the daemon that are neither session
+// leaders nor helper commands: descendants that came back to the subreaper.
+// Called with the helpers lock held.
+func reapOrphans() {
+	self := os.Getpid()
+	for _, s := range allStats() {
+		if s.ppid != self || s.state != 'Z' || isHelper(s.pid) {
+			continue
+		}
+		var ws unix.WaitStatus
+		_, _ = unix.Wait4(s.pid, &ws, unix.WNOHANG, nil)
+	}
+}
+
+// SessionProcs returns the live processes of a session: its process group
+// pgid, every descendant of its leader, and every process whose environment
+// carries SESSIOND_SESSION_ID=sessionID (which survives setsid and double
+// forks).
+func SessionProcs(sessionID string, pgid int) []int {
+	stats := allStats()
+	kids := map[int][]int{}
+	member := map[int]bool{}
+	for _, s := range stats {
+		if s.state == 'Z' || s.state == 'X' {
+			continue
+		}
+		kids[s.ppid] = append(kids[s.ppid], s.pid)
+		if pgid > 1 && s.pgrp == pgid {
+			member[s.pid] = true
+		}
+	}
+	marker := []byte("SESSIOND_SESSION_ID=" + sessionID + "\x00")
+	self := os.Getpid()
+	for _, s := range stats {
+		if member[s.pid] || s.state == 'Z' || s.pid == self || sessionID == "" {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + strconv.Itoa(s.pid) + "/environ")
+		if err == nil && (bytes.Contains(env, marker) || bytes.HasSuffix(env, marker[:len(marker)-1])) {
+			member[s.pid] = true
+		}
+	}
+	// Everything below a member is a member too.
+	queue := make([]int, 0, len(member))
+	for pid := range member {
+		queue = append(queue, pid)
+	}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		for _, k := range kids[pid] {
+			if !member[k] {
+				member[k] = true
+				queue = append(queue, k)
+			}
+		}
+	}
+	delete(member, self)
+	out := make([]int, 0, len(member))
+	for pid := range member {
+		out = append(out, pid)
+	}
+	return out
+}
+
+// Catches reports whether pid has a handler installed for sig (the SigCgt
+// mask of /proc/PID/status). Catching is not handling: a runtime may catch
+// a signal only to re-raise its default action.
+func Catches(pid int, sig unix.Signal) (bool, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "SigCgt:"); ok {
+			mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			if err != nil {
+				return false, fmt.Errorf("parse SigCgt of %d: %w", pid, err)
+			}
+			return mask&(1<<(uint(sig)-1)) != 0, nil
+		}
+	}
+	return false, fmt.Errorf("no SigCgt in /proc/%d/status", pid)
+}
+
+// CatchesSupported reports whether Catches can tell on this platform.
+const CatchesSupported = true

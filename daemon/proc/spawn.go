@@ -1,0 +1,197 @@
+package proc
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Spec says how to start a session's process.
+type Spec struct {
+	Argv []string
+	Dir  string
+	Env  []string
+	// Output receives the child's stdout and stderr directly.
+	Output *os.File
+	// Credential, when set, runs the child as another user (root daemon only).
+	Credential *syscall.Credential
+}
+
+// Exit is how a process ended.
+type Exit struct {
+	// Code is the exit code, or -1 when a signal killed the process.
+	Code int
+	// Signal is the name of the signal that killed it, if any.
+	Signal string
+}
+
+// Child is a spawned session process, the leader of its own process group.
+type Child struct {
+	PID int
+	// StartTime is the process's start time in clock ticks after boot
+	// (0 where the platform does not tell), which tells it from a later
+	// process that reuses its pid.
+	StartTime uint64
+
+	done chan struct{}
+	exit Exit
+}
+
+// Done is closed once the process has exited and been reaped.
+func (c *Child) Done() <-chan struct{} { return c.done }
+
+// Exit returns how the process ended; valid once Done is closed.
+func (c *Child) Exit() Exit { return c.exit }
+
+// children are the session processes the reaper delivers exit statuses for.
+var children = struct {
+	mu sync.Mutex
+	m  map[int]*Child
+}{m: make(map[int]*Child)}
+
+// ErrNotFound means the command could not be found or is not executable.
+var ErrNotFound = errors.New("command not found")
+
+// LookPath finds argv0 as the child would: a name with a slash is taken
+// relative to dir, any other name is searched in the PATH of env.
+func LookPath(argv0, dir string, env []string) (string, error) {
+	if argv0 == "" {
+		return "", fmt.Errorf("empty command: %w", ErrNotFound)
+	}
+	if strings.Contains(argv0, "/") {
+		p := argv0
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if err := executable(p); err != nil {
+			return "", fmt.Errorf("%s: %w", argv0, err)
+		}
+		return p, nil
+	}
+	path := os.Getenv("PATH")
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, d := range filepath.SplitList(path) {
+		if d == "" {
+			d = "."
+		}
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(dir, d)
+		}
+		p := filepath.Join(d, argv0)
+		if executable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%q not found in PATH: %w", argv0, ErrNotFound)
+}
+
+func executable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrNotFound, err)
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("%w: is a directory", ErrNotFound)
+	}
+	if fi.Mode()&0o111 == 0 {
+		return fmt.Errorf("%w: not executable", ErrNotFound)
+	}
+	return nil
+}
+
+// Spawn starts a session's process in a new process group, stdin from
+// /dev/null and output to spec.Output. Its exit is reaped by the reaper and
+// reported through the Child.
+func Spawn(spec Spec) (*Child, error) {
+	if len(spec.Argv) == 0 {
+		return nil, fmt.Errorf("empty command: %w", ErrNotFound)
+	}
+	path, err := LookPath(spec.Argv[0], spec.Dir, spec.Env)
+	if err != nil {
+		return nil, err
+	}
+	startReaper()
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, err
+	}
+	defer devnull.Close()
+	attr := &os.ProcAttr{
+		Dir:   spec.Dir,
+		Env:   spec.Env,
+		Files: []*os.File{devnull, spec.Output, spec.Output},
+		Sys:   &syscall.SysProcAttr{Setpgid: true, Credential: spec.Credential},
+	}
+	// Hold the helpers lock for reading so the reaper cannot see the child
+	// exit before it is registered and mistake it for an orphan.
+	helpers.mu.RLock()
+	p, err := os.StartProcess(path, spec.Argv, attr)
+	if err != nil {
+		helpers.mu.RUnlock()
+		return nil, fmt.Errorf("start %s: %w", spec.Argv[0], err)
+	}
+	c := &Child{PID: p.Pid, done: make(chan struct{})}
+	children.mu.Lock()
+	children.m[c.PID] = c
+	children.mu.Unlock()
+	helpers.mu.RUnlock()
+	// The reaper collects the status with wait4; the handle is not needed.
+	_ = p.Release()
+	c.StartTime, _ = StartTime(c.PID)
+	return c, nil
+}
+
+// SignalGroup sends sig to the process group pgid.
+func SignalGroup(pgid int, sig unix.Signal) error {
+	if pgid <= 1 {
+		return fmt.Errorf("refusing to signal process group %d", pgid)
+	}
+	err := unix.Kill(-pgid, sig)
+	if errors.Is(err, unix.ESRCH) {
+		return nil
+	}
+	return err
+}
+
+// Signal sends sig to one process; a process already gone is not an error.
+func Signal(pid int, sig unix.Signal) error {
+	if pid <= 1 {
+		return fmt.Errorf("refusing to signal pid %d", pid)
+	}
+	err := unix.Kill(pid, sig)
+	if errors.Is(err, unix.ESRCH) {
+		return nil
+	}
+	return err
+}
+
+// exitOf converts a wait status.
+func exitOf(ws unix.WaitStatus) Exit {
+	if ws.Signaled() {
+		return Exit{Code: -1, Signal: unix.SignalName(ws.Signal())}
+	}
+	return Exit{Code: ws.ExitStatus()}
+}
+
+// Command returns an exec.Cmd for a helper command; run it with Run or
+// Start/Wait from this package.
+func Command(name string, args ...string) *exec.Cmd { return exec.Command(name, args...) }
+
+// Gone returns a Child for a process that has already ended unobserved:
+// Done is closed and the exit status is unknown.
+func Gone(pid int) *Child {
+	c := &Child{PID: pid, done: make(chan struct{}), exit: Exit{Code: -1}}
+	close(c.done)
+	return c
+}

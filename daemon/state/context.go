@@ -1,0 +1,282 @@
+package state
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Amounts of detail in context.md, which an agent reads whole at start.
+const (
+	contextFiles    = 20
+	contextLogLines = 20
+	contextCommits  = 10
+)
+
+// ContextInput is what BuildContext renders. Every field is optional except
+// SessionID, ProjectDir and Now.
+type ContextInput struct {
+	SessionID  string
+	ProjectDir string
+	Deadline   time.Time
+	WarnAt     time.Time
+	// Previous is the handoff of the session before this one.
+	Previous *Handoff
+	State    *SessionState
+	// NextTask is the most urgent feature that does not pass yet.
+	NextTask *Feature
+	Features *FeatureProgress
+	// GitLog is recent history, one commit per line ("abc1234 subject").
+	GitLog []string
+	Now    time.Time
+}
+
+// BuildContext renders context.md: what a session needs to resume work, in
+// the order it should read it: its own limits, what to look at first, the
+// previous session, the project's state, the next task, progress and recent
+// commits, and how to report back. The output depends only on in.
+func BuildContext(in ContextInput) []byte {
+	var b bytes.Buffer
+	b.WriteString("# Session context\n\n")
+	fmt.Fprintf(&b, "Session `%s` in `%s`, started %s.\n", oneLine(in.SessionID), oneLine(in.ProjectDir), in.Now.Format(time.RFC3339))
+	if !in.Deadline.IsZero() {
+		fmt.Fprintf(&b, "Deadline: %s (%s from the start).\n", in.Deadline.Format(time.RFC3339), humanDuration(in.Deadline.Sub(in.Now)))
+	}
+	if !in.WarnAt.IsZero() {
+		fmt.Fprintf(&b, "Warning at: %s. Then `%s/%s` appears: finish the current step, commit, and report where you are.\n",
+			in.WarnAt.Format(time.RFC3339), DirName, WarningFile)
+	}
+
+	if in.Previous == nil && in.State == nil {
+		b.WriteString("\nNo earlier session is recorded for this project.\n")
+	}
+	if h := in.Previous; h != nil && len(h.Warnings) > 0 {
+		b.WriteString("\n## Look at first\n\n")
+		for _, w := range h.Warnings {
+			fmt.Fprintf(&b, "- %s\n", oneLine(w))
+		}
+	}
+	if h := in.Previous; h != nil {
+		writePrevious(&b, h, in.Now)
+	}
+	if s := in.State; s != nil {
+		writeState(&b, s)
+	}
+	if f := in.NextTask; f != nil {
+		b.WriteString("\n## Next task\n\n")
+		if !f.ID.IsZero() {
+			fmt.Fprintf(&b, "#%s: ", oneLine(f.ID.String()))
+		}
+		b.WriteString(oneLine(f.Description))
+		if !f.Priority.IsZero() {
+			fmt.Fprintf(&b, " (priority %s)", oneLine(f.Priority.String()))
+		}
+		b.WriteString("\n")
+		for i, s := range f.Steps {
+			if i == 0 {
+				b.WriteString("\nSteps:\n")
+			}
+			fmt.Fprintf(&b, "%d. %s\n", i+1, oneLine(s))
+		}
+	}
+	if p := in.Features; p != nil {
+		b.WriteString("\n## Features\n\n")
+		fmt.Fprintf(&b, "%d of %d passing (%d%%).\n", p.Done, p.Total, int(math.Floor(p.Pct)))
+	}
+	if len(in.GitLog) > 0 {
+		b.WriteString("\n## Recent commits\n\n")
+		var log []string
+		for _, l := range in.GitLog[:min(len(in.GitLog), contextCommits)] {
+			log = append(log, oneLine(l))
+		}
+		writeFenced(&b, "", log)
+	}
+	b.WriteString("\n## Reporting\n\n")
+	b.WriteString("Record what only you know, before the session ends and whenever it changes:\n\n")
+	b.WriteString("    sessionctl report --summary \"...\" --next \"...\" --progress PCT --task \"...\" --step N/M --status in_progress\n\n")
+	b.WriteString("Add `--blocker \"question\"` for anything that needs a human.\n")
+	return b.Bytes()
+}
+
+func writePrevious(b *bytes.Buffer, h *Handoff, now time.Time) {
+	b.WriteString("\n## Previous session\n\n")
+	ended := "ended"
+	if h.EndReason != "" {
+		ended = "ended: " + oneLine(h.EndReason)
+	}
+	fmt.Fprintf(b, "- Session `%s`, %s", oneLine(h.SessionID), ended)
+	if !h.EndedAt.IsZero() {
+		fmt.Fprintf(b, " at %s (%s)", h.EndedAt.Format(time.RFC3339), RelativeTime(h.EndedAt, now))
+	}
+	switch {
+	case h.Signal != "":
+		fmt.Fprintf(b, ", killed by %s", oneLine(h.Signal))
+	case h.ExitCode != nil:
+		fmt.Fprintf(b, ", exit code %d", *h.ExitCode)
+	default:
+		b.WriteString(", exit status unknown")
+	}
+	b.WriteString("\n")
+	if h.TaskAttempted != "" {
+		fmt.Fprintf(b, "- Task: %s", oneLine(h.TaskAttempted))
+		var detail []string
+		if h.TaskStatus != "" {
+			detail = append(detail, oneLine(h.TaskStatus))
+		}
+		if h.TotalSteps > 0 {
+			detail = append(detail, fmt.Sprintf("step %d of %d", h.CurrentStep, h.TotalSteps))
+		}
+		if len(detail) > 0 {
+			fmt.Fprintf(b, " (%s)", strings.Join(detail, ", "))
+		}
+		b.WriteString("\n")
+	}
+	if h.LastActionTaken != "" {
+		fmt.Fprintf(b, "- Last action: %s\n", oneLine(h.LastActionTaken))
+	}
+	if h.BlockedReason != "" {
+		fmt.Fprintf(b, "- Blocked: %s", oneLine(h.BlockedReason))
+		if h.BlockedNeedsHuman {
+			b.WriteString(" (needs a human)")
+		}
+		b.WriteString("\n")
+	}
+	if h.GitBranch != "" || h.GitCommitHash != "" {
+		b.WriteString("- Git:")
+		if h.GitBranch != "" {
+			fmt.Fprintf(b, " branch `%s`", oneLine(h.GitBranch))
+		}
+		if h.GitCommitHash != "" {
+			fmt.Fprintf(b, " at %s", oneLine(shortHash(h.GitCommitHash)))
+		}
+		b.WriteString("\n")
+	}
+	if h.Checkpoint != "" {
+		fmt.Fprintf(b, "- Last checkpoint: `%s` (`sessionctl restore . %s` brings the tree back to it)\n", oneLine(shortHash(h.Checkpoint)), oneLine(h.Checkpoint))
+	}
+	writeFiles(b, "Uncommitted files", h.UncommittedFiles)
+	writeFiles(b, "Files changed", h.FilesChanged)
+	if h.LastFileEdited != "" {
+		fmt.Fprintf(b, "- Last file edited: `%s`\n", oneLine(h.LastFileEdited))
+	}
+	if h.DevServerWasRunning {
+		b.WriteString("- A dev server was running; start it again if you need it.\n")
+	}
+	if h.Restarts > 0 {
+		fmt.Fprintf(b, "- Restarts: %d\n", h.Restarts)
+	}
+	if len(h.RecommendedNextSteps) > 0 {
+		b.WriteString("\n### Recommended next steps\n\n")
+		for i, s := range h.RecommendedNextSteps {
+			fmt.Fprintf(b, "%d. %s\n", i+1, oneLine(s))
+		}
+	}
+	if len(h.LogTail) > 0 && h.EndReason != "complete" {
+		b.WriteString("\n### End of its output\n\n")
+		writeFenced(b, "text", h.LogTail[max(0, len(h.LogTail)-contextLogLines):])
+	}
+}
+
+func writeState(b *bytes.Buffer, s *SessionState) {
+	b.WriteString("\n## Session state\n\n")
+	if l := s.LastSession; l != nil && l.Summary != "" {
+		fmt.Fprintf(b, "Last summary: %s\n", oneLine(l.Summary))
+	}
+	pct := s.ProgressPct
+	if math.IsNaN(pct) || math.IsInf(pct, 0) {
+		pct = 0
+	}
+	fmt.Fprintf(b, "Progress: %d%%", int(math.Floor(math.Max(0, math.Min(pct, 100)))))
+	if s.TasksTotal > 0 {
+		fmt.Fprintf(b, " (%d/%d tasks complete)", s.TasksDone, s.TasksTotal)
+	}
+	b.WriteString("\n")
+	if s.CurrentPlan != "" {
+		b.WriteString("\n### Plan\n\n")
+		b.WriteString(strings.TrimSpace(s.CurrentPlan) + "\n")
+	}
+	if len(s.NextActions) > 0 {
+		b.WriteString("\n### Next actions\n\n")
+		for i, a := range s.NextActions {
+			fmt.Fprintf(b, "%d. %s\n", i+1, oneLine(a))
+		}
+	}
+	if len(s.ActiveBlockers) > 0 {
+		b.WriteString("\n### Open blockers\n\n")
+		for _, bl := range s.ActiveBlockers {
+			b.WriteString("- ")
+			if bl.Priority != "" {
+				fmt.Fprintf(b, "[%s] ", oneLine(bl.Priority))
+			}
+			b.WriteString(oneLine(bl.Question))
+			if bl.ID != 0 {
+				fmt.Fprintf(b, " (#%d)", bl.ID)
+			}
+			b.WriteString("\n")
+		}
+	}
+}
+
+func writeFiles(b *bytes.Buffer, title string, files []string) {
+	if len(files) == 0 {
+		return
+	}
+	shown := files[:min(len(files), contextFiles)]
+	quoted := make([]string, len(shown))
+	for i, f := range shown {
+		quoted[i] = "`" + oneLine(f) + "`"
+	}
+	fmt.Fprintf(b, "- %s (%d): %s", title, len(files), strings.Join(quoted, ", "))
+	if len(files) > len(shown) {
+		fmt.Fprintf(b, " and %d more", len(files)-len(shown))
+	}
+	b.WriteString("\n")
+}
+
+// writeFenced writes lines in a code block whose fence is longer than any
+// run of backticks in them, so that output cannot close it early.
+func writeFenced(b *bytes.Buffer, lang string, lines []string) {
+	longest := 0
+	for _, l := range lines {
+		run := 0
+		for _, c := range l {
+			if c == '`' {
+				run++
+				longest = max(longest, run)
+			} else {
+				run = 0
+			}
+		}
+	}
+	fence := strings.Repeat("`", max(3, longest+1))
+	b.WriteString(fence + lang + "\n")
+	for _, l := range lines {
+		b.WriteString(strings.TrimRight(l, "\r\n") + "\n")
+	}
+	b.WriteString(fence + "\n")
+}
+
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// humanDuration writes d as "4h", "3h30m" or "45m" (rounded to the minute).
+func humanDuration(d time.Duration) string {
+	d = d.Round(time.Minute)
+	if d < 0 {
+		return "-" + humanDuration(-d)
+	}
+	h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
+	switch {
+	case h == 0:
+		return fmt.Sprintf("%dm", m)
+	case m == 0:
+		return fmt.Sprintf("%dh", h)
+	}
+	return fmt.Sprintf("%dh%dm", h, m)
+}

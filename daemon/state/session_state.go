@@ -1,0 +1,199 @@
+package state
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"strings"
+	"time"
+)
+
+// Limits that SessionState.Bound enforces, counted in characters (runes).
+const (
+	MaxSummaryLen     = 500
+	MaxNextActions    = 5
+	MaxActionLen      = 200
+	MaxPlanLen        = 2000
+	MaxBlockers       = 20
+	MaxQuestionLen    = 500
+	MaxPriorityLen    = 20
+	MaxCompletedTasks = 100
+	maxIDLen          = 200
+)
+
+// SessionState is a project's rolling state, session_state.json: what the
+// last session did, what to do next, the plan, open blockers and progress.
+// Its schema is the one of the seed's session-lifecycle feature, extended
+// with task counts and the last session's id and end reason.
+type SessionState struct {
+	LastSession    *LastSession `json:"last_session,omitempty"`
+	NextActions    []string     `json:"next_actions"`
+	CurrentPlan    string       `json:"current_plan,omitempty"`
+	ActiveBlockers []Blocker    `json:"active_blockers"`
+	ProgressPct    float64      `json:"progress_pct"`
+	TasksDone      int          `json:"tasks_done,omitempty"`
+	TasksTotal     int          `json:"tasks_total,omitempty"`
+}
+
+// LastSession describes the session that last ended in the project.
+type LastSession struct {
+	Summary        string    `json:"summary"`
+	CompletedTasks []TaskID  `json:"completed_tasks"`
+	Timestamp      time.Time `json:"timestamp,omitzero"`
+	SessionID      string    `json:"session_id,omitempty"`
+	EndReason      string    `json:"end_reason,omitempty"`
+}
+
+// Blocker is a question that needs a human before work can go on.
+type Blocker struct {
+	ID       int    `json:"id"`
+	Question string `json:"question"`
+	Priority string `json:"priority"`
+}
+
+// timestampLayouts are accepted when reading last_session.timestamp: RFC 3339
+// as sessiond writes it, and the zone-less ISO form (Python's isoformat())
+// that the seed's files hold, read as local time.
+var timestampLayouts = []string{
+	"2006-01-02T15:04:05.999999999",
+	"2006-01-02 15:04:05.999999999",
+	"2006-01-02T15:04",
+}
+
+// UnmarshalJSON decodes a LastSession, accepting a timestamp with or without
+// a zone (seed files have none) and an empty or null one as "unknown".
+func (l *LastSession) UnmarshalJSON(data []byte) error {
+	type plain LastSession
+	var aux struct {
+		plain
+		Timestamp json.RawMessage `json:"timestamp"`
+	}
+	if err := json.Unmarshal(data, &aux); err != nil {
+		return err
+	}
+	*l = LastSession(aux.plain)
+	l.Timestamp = time.Time{}
+	if len(aux.Timestamp) == 0 || string(aux.Timestamp) == "null" {
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(aux.Timestamp, &s); err != nil {
+		return fmt.Errorf("last_session.timestamp: want a string, got %.40s", aux.Timestamp)
+	}
+	if s == "" {
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		for _, layout := range timestampLayouts {
+			if t, err = time.ParseInLocation(layout, s, time.Local); err == nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("last_session.timestamp: %q is not an RFC 3339 time", s)
+	}
+	if t.Year() < 0 || t.Year() > 9999 {
+		return fmt.Errorf("last_session.timestamp: %q is out of range", s)
+	}
+	l.Timestamp = t
+	return nil
+}
+
+// Bound enforces the limits that keep the state small and displayable:
+// summary ≤ MaxSummaryLen characters, at most MaxNextActions non-empty next
+// actions of ≤ MaxActionLen, plan ≤ MaxPlanLen, at most MaxBlockers blockers
+// with questions ≤ MaxQuestionLen, at most MaxCompletedTasks completed tasks
+// (the latest), progress clamped to 0–100 (NaN and infinities become 0) and
+// task counts not negative. Text is cut on character boundaries with a
+// trailing "…", and invalid UTF-8 is replaced. Nil lists become empty ones,
+// so that they are written as [] rather than null.
+func (s *SessionState) Bound() {
+	if l := s.LastSession; l != nil {
+		l.Summary = truncate(l.Summary, MaxSummaryLen)
+		if len(l.CompletedTasks) > MaxCompletedTasks {
+			l.CompletedTasks = l.CompletedTasks[len(l.CompletedTasks)-MaxCompletedTasks:]
+		}
+		if l.CompletedTasks == nil {
+			l.CompletedTasks = []TaskID{}
+		}
+		for i, id := range l.CompletedTasks {
+			if !id.number {
+				l.CompletedTasks[i].text = truncate(id.text, maxIDLen)
+			}
+		}
+		l.SessionID = truncate(l.SessionID, maxIDLen)
+		l.EndReason = truncate(l.EndReason, maxIDLen)
+	}
+	s.NextActions = boundList(s.NextActions, MaxNextActions, MaxActionLen)
+	s.CurrentPlan = truncate(s.CurrentPlan, MaxPlanLen)
+	blockers := make([]Blocker, 0, min(len(s.ActiveBlockers), MaxBlockers))
+	for _, b := range s.ActiveBlockers {
+		if len(blockers) == MaxBlockers {
+			break
+		}
+		b.Question = truncate(strings.TrimSpace(b.Question), MaxQuestionLen)
+		b.Priority = truncate(strings.TrimSpace(b.Priority), MaxPriorityLen)
+		if b.Question != "" {
+			blockers = append(blockers, b)
+		}
+	}
+	s.ActiveBlockers = blockers
+	switch {
+	case math.IsNaN(s.ProgressPct) || math.IsInf(s.ProgressPct, 0):
+		s.ProgressPct = 0
+	case s.ProgressPct < 0:
+		s.ProgressPct = 0
+	case s.ProgressPct > 100:
+		s.ProgressPct = 100
+	}
+	s.TasksTotal = max(s.TasksTotal, 0)
+	s.TasksDone = max(s.TasksDone, 0)
+	if s.TasksTotal > 0 {
+		s.TasksDone = min(s.TasksDone, s.TasksTotal)
+	}
+}
+
+// LoadSessionState reads the project's session state. It returns nil and no
+// error when there is none. A corrupt file gives nil and a *CorruptError
+// (errors.Is(err, ErrCorrupt)), the file having been moved aside: the caller
+// warns and starts a new session. The state returned is bounded.
+func LoadSessionState(project string) (*SessionState, error) {
+	var s SessionState
+	if err := ReadJSON(SessionStatePath(project), &s); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("load session state: %w", err)
+	}
+	s.Bound()
+	return &s, nil
+}
+
+// SaveSessionState bounds s (see Bound) and writes it atomically, mode 0600,
+// to the project's .sessiond directory, creating that directory if needed.
+func SaveSessionState(project string, s *SessionState) error {
+	if s == nil {
+		return errors.New("save session state: nil state")
+	}
+	if _, err := ProjectDir(project); err != nil {
+		return fmt.Errorf("save session state: %w", err)
+	}
+	s.Bound()
+	if err := WriteJSON(SessionStatePath(project), s); err != nil {
+		return fmt.Errorf("save session state: %w", err)
+	}
+	return nil
+}
+
+// ClearSessionState removes the project's session state. A project without
+// one is not an error.
+func ClearSessionState(project string) error {
+	if err := removeFile(SessionStatePath(project)); err != nil {
+		return fmt.Errorf("clear session state: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,339 @@
+package watch
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"go.uber.org/zap"
+)
+
+// ErrClosed is returned by Hub.Watch after Hub.Close.
+var ErrClosed = errors.New("watch: hub closed")
+
+// gitIdleDefault is how long a project's git check-ignore coprocesses are
+// kept after their last question: idle projects hold no process.
+const gitIdleDefault = 20 * time.Second
+
+// Hub multiplexes one inotify instance over many project watches.
+//
+// One fsnotify.Watcher serves every project: the kernel allows only
+// fs.inotify.max_user_instances (128 by default) instances per user, and the
+// daemon may watch a thousand projects. One goroutine reads the watcher and
+// hands each event to the watches that own the event's directory; it never
+// adds or removes watches itself (that is done by the watches' own
+// goroutines), as fsnotify requires.
+type Hub struct {
+	log *zap.Logger
+	fsw *fsnotify.Watcher // nil when inotify could not be had: every watch polls
+
+	// Seams for tests; they default to the real thing.
+	addWatch    func(abs string) error
+	removeWatch func(abs string) error
+	readDir     func(abs string) ([]fs.DirEntry, error)
+	gitIdle     time.Duration
+
+	mu      sync.RWMutex
+	owners  map[string][]*Watch // watched directory (absolute) -> watches that own it
+	watches map[*Watch]struct{}
+	closed  bool
+	nextID  int
+	tmp     string // temporary dir: the empty repository, excludes files
+
+	limitOnce sync.Once // the watch-limit advice is logged once per hub
+	readerEnd chan struct{}
+}
+
+// NewHub starts the shared inotify instance and its reader. If the kernel
+// refuses an inotify instance (the instance or descriptor limit is reached),
+// the hub still works: every directory is then rescanned periodically, and
+// the log says which sysctl would fix it.
+func NewHub(log *zap.Logger) (*Hub, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	h := &Hub{
+		log:       log.Named("watch"),
+		readDir:   readDirUnsorted,
+		gitIdle:   gitIdleDefault,
+		owners:    make(map[string][]*Watch),
+		watches:   make(map[*Watch]struct{}),
+		readerEnd: make(chan struct{}),
+	}
+	fsw, err := fsnotify.NewWatcher()
+	switch {
+	case err == nil:
+		h.fsw = fsw
+		h.addWatch = fsw.Add
+		h.removeWatch = fsw.Remove
+		go h.read()
+	case errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE):
+		h.log.Warn("no inotify instance available; all projects will be rescanned periodically instead of watched",
+			zap.Error(err), zap.String("fix", instancesAdvice()))
+		h.addWatch = func(string) error { return fmt.Errorf("no inotify instance: %w", err) }
+		h.removeWatch = func(string) error { return nil }
+		close(h.readerEnd)
+	default:
+		return nil, fmt.Errorf("start inotify watcher: %w", err)
+	}
+	return h, nil
+}
+
+// Close stops every watch of the hub and the inotify reader. No goroutine or
+// child process of the hub is left when it returns.
+func (h *Hub) Close() error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	ws := make([]*Watch, 0, len(h.watches))
+	for w := range h.watches {
+		ws = append(ws, w)
+	}
+	h.mu.Unlock()
+
+	var errs []error
+	for _, w := range ws {
+		errs = append(errs, w.Close())
+	}
+	if h.fsw != nil {
+		if err := h.fsw.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close inotify watcher: %w", err))
+		}
+	}
+	<-h.readerEnd
+	h.mu.Lock()
+	tmp := h.tmp
+	h.mu.Unlock()
+	if tmp != "" {
+		if err := os.RemoveAll(tmp); err != nil {
+			errs = append(errs, fmt.Errorf("remove %s: %w", tmp, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// read is the one goroutine that reads fsnotify.
+func (h *Hub) read() {
+	defer close(h.readerEnd)
+	for {
+		select {
+		case ev, ok := <-h.fsw.Events:
+			if !ok {
+				return
+			}
+			h.dispatch(ev, time.Now())
+		case err, ok := <-h.fsw.Errors:
+			if !ok {
+				return
+			}
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				h.overflow()
+				continue
+			}
+			h.log.Warn("inotify error", zap.Error(err))
+		}
+	}
+}
+
+// dispatch hands an event to every watch that owns the event's directory
+// (several projects may share one), and events about a watched directory
+// itself (removed, moved away) to its owners.
+func (h *Hub) dispatch(ev fsnotify.Event, now time.Time) {
+	if ev.Op&^fsnotify.Chmod == 0 {
+		// Attribute changes alone (and the extra Chmod inotify sends on every
+		// unlink) are not edits.
+		return
+	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for _, w := range h.owners[filepath.Dir(ev.Name)] {
+		w.enqueue(w.relOf(ev.Name), ev.Op, now)
+	}
+	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+		for _, w := range h.owners[ev.Name] {
+			w.enqueue(w.relOf(ev.Name), ev.Op, now)
+		}
+	}
+}
+
+// overflow handles a lost-events notice: the kernel does not say whose events
+// were lost, so every project rescans.
+func (h *Hub) overflow() {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	h.log.Warn("inotify event queue overflowed; events were lost, rescanning every project",
+		zap.Int("projects", len(h.watches)),
+		zap.String("fix", "sysctl fs.inotify.max_queued_events="+strconv.Itoa(max(2*readSysctl("max_queued_events"), 65536))))
+	for w := range h.watches {
+		w.requestRescan()
+	}
+}
+
+// watchDir adds an inotify watch on abs for w. Several watches may own the
+// same directory; the kernel watch is added by the first one.
+func (h *Hub) watchDir(abs string, w *Watch) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return ErrClosed
+	}
+	owners := h.owners[abs]
+	for _, o := range owners {
+		if o == w {
+			return nil
+		}
+	}
+	if len(owners) == 0 {
+		if err := h.addWatch(abs); err != nil {
+			return err
+		}
+	}
+	h.owners[abs] = append(owners, w)
+	return nil
+}
+
+// unwatchDir drops w's interest in abs; the kernel watch goes with the last
+// owner. The error of a kernel watch that is already gone (its directory was
+// deleted) is of no interest.
+func (h *Hub) unwatchDir(abs string, w *Watch) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	owners := h.owners[abs]
+	for i, o := range owners {
+		if o == w {
+			owners = append(owners[:i:i], owners[i+1:]...)
+			break
+		}
+	}
+	if len(owners) > 0 {
+		h.owners[abs] = owners
+		return
+	}
+	if _, ok := h.owners[abs]; ok {
+		delete(h.owners, abs)
+		_ = h.removeWatch(abs)
+	}
+}
+
+// register adds w to the hub and gives it a name unique in the hub.
+func (h *Hub) register(w *Watch) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return ErrClosed
+	}
+	h.nextID++
+	w.id = h.nextID
+	h.watches[w] = struct{}{}
+	return nil
+}
+
+func (h *Hub) forget(w *Watch) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.watches, w)
+}
+
+// tempDir returns the hub's temporary directory, made on first use.
+func (h *Hub) tempDir() (string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.tmp != "" {
+		return h.tmp, nil
+	}
+	if h.closed {
+		return "", ErrClosed
+	}
+	dir, err := os.MkdirTemp("", "sessiond-watch-")
+	if err != nil {
+		return "", fmt.Errorf("make temporary dir for the watcher: %w", err)
+	}
+	h.tmp = dir
+	return dir, nil
+}
+
+// emptyRepo returns the git directory of an empty repository: git
+// check-ignore needs a repository, and one that is not a git work tree is
+// checked against this one (its .gitignore files, the extra patterns), never
+// against a repository made inside the project.
+func (h *Hub) emptyRepo() (string, error) {
+	tmp, err := h.tempDir()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(tmp, "empty.git")
+	if _, err := os.Stat(filepath.Join(dir, "HEAD")); err == nil {
+		return dir, nil
+	}
+	for _, d := range []string{"objects", "refs", "info"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+			return "", fmt.Errorf("make empty repository in %s: %w", dir, err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config"), []byte("[core]\n\trepositoryformatversion = 0\n\tbare = true\n"), 0o600); err != nil {
+		return "", fmt.Errorf("make empty repository in %s: %w", dir, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "HEAD"), []byte("ref: refs/heads/main\n"), 0o600); err != nil {
+		return "", fmt.Errorf("make empty repository in %s: %w", dir, err)
+	}
+	return dir, nil
+}
+
+// limitHit logs, once per hub, which sysctl lifts the limit that err hit.
+func (h *Hub) limitHit(err error) {
+	h.limitOnce.Do(func() {
+		h.log.Warn("inotify limit reached; directories past it are rescanned periodically instead of watched",
+			zap.Error(err), zap.String("fix", limitAdvice(err)))
+	})
+}
+
+// isLimit reports whether an error from adding a watch means a kernel limit
+// (and not a problem with the directory).
+func isLimit(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+}
+
+// limitAdvice names the command that lifts the limit err hit.
+func limitAdvice(err error) string {
+	if errors.Is(err, syscall.ENOSPC) {
+		n := max(524288, 2*readSysctl("max_user_watches"))
+		return fmt.Sprintf("sysctl fs.inotify.max_user_watches=%d (persist it in /etc/sysctl.d/)", n)
+	}
+	return instancesAdvice()
+}
+
+func instancesAdvice() string {
+	n := max(1024, 2*readSysctl("max_user_instances"))
+	return fmt.Sprintf("sysctl fs.inotify.max_user_instances=%d (persist it in /etc/sysctl.d/), or raise the descriptor limit (LimitNOFILE= in the unit, ulimit -n)", n)
+}
+
+// readSysctl reads /proc/sys/fs/inotify/NAME, or 0.
+func readSysctl(name string) int {
+	b, err := os.ReadFile("/proc/sys/fs/inotify/" + name)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return n
+}
+
+// readDirUnsorted lists a directory without sorting it (os.ReadDir sorts).
+func readDirUnsorted(abs string) ([]fs.DirEntry, error) {
+	f, err := os.Open(abs)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
+}

@@ -1,0 +1,465 @@
+package watch
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sessiond/sessiond/daemon/proc"
+)
+
+// alwaysIgnored reports whether a relative, slash-separated path lies in a
+// directory that is never watched whatever the ignore rules say: git's own
+// internals (of the project or of a nested repository) and sessiond's state.
+// git check-ignore does not report .git as ignored, so it is decided here.
+func alwaysIgnored(rel string) bool {
+	for rel != "" {
+		var name string
+		if i := strings.IndexByte(rel, '/'); i >= 0 {
+			name, rel = rel[:i], rel[i+1:]
+		} else {
+			name, rel = rel, ""
+		}
+		if name == ".git" || name == ".sessiond" {
+			return true
+		}
+	}
+	return false
+}
+
+// ignorer answers "is this path ignored?" for one project with git's own
+// rules, by asking git check-ignore. A project is split into domains: the
+// project root and every nested repository (a directory holding .git, such as
+// a submodule), because git refuses pathspecs that reach into a submodule and
+// a nested repository has rules of its own. Each domain has its own
+// check-ignore coprocess, started on first use and stopped when idle.
+type ignorer struct {
+	log      *zap.Logger
+	root     string   // project root, absolute
+	patterns []string // extra patterns, relative to root
+	hub      *Hub
+	name     string // unique per Watch, to name the excludes files
+	domains  map[string]*checker
+}
+
+func newIgnorer(h *Hub, log *zap.Logger, root string, patterns []string, name string) *ignorer {
+	return &ignorer{
+		log:      log,
+		root:     root,
+		patterns: patterns,
+		hub:      h,
+		name:     name,
+		domains:  make(map[string]*checker),
+	}
+}
+
+// addDomain records that rel (a directory under the root, "" for the root)
+// holds a repository of its own.
+func (ig *ignorer) addDomain(rel string) {
+	if _, ok := ig.domains[rel]; ok {
+		return
+	}
+	ig.domains[rel] = &checker{ig: ig, rel: rel}
+}
+
+// dropDomains forgets the domains at or under rel (a directory that is gone).
+func (ig *ignorer) dropDomains(rel string) {
+	for d, c := range ig.domains {
+		if d != "" && (d == rel || strings.HasPrefix(d, rel+"/")) {
+			c.stop()
+			delete(ig.domains, d)
+		}
+	}
+}
+
+// domainOf returns the deepest domain that holds rel.
+func (ig *ignorer) domainOf(rel string) string {
+	for d := path.Dir(rel); ; d = path.Dir(d) {
+		if d == "." {
+			d = ""
+		}
+		if _, ok := ig.domains[d]; ok {
+			return d
+		}
+		if d == "" {
+			return ""
+		}
+	}
+}
+
+// ignored reports for each relative path whether git would ignore it. A path
+// that git cannot judge counts as not ignored: watching a little too much is
+// better than missing a change.
+func (ig *ignorer) ignored(rels []string) []bool {
+	out := make([]bool, len(rels))
+	if len(rels) == 0 {
+		return out
+	}
+	ig.addDomain("")
+	byDomain := make(map[string][]int)
+	for i, r := range rels {
+		if alwaysIgnored(r) {
+			out[i] = true
+			continue
+		}
+		d := ig.domainOf(r)
+		byDomain[d] = append(byDomain[d], i)
+	}
+	for d, idx := range byDomain {
+		c := ig.domains[d]
+		paths := make([]string, len(idx))
+		for j, i := range idx {
+			if d == "" {
+				paths[j] = rels[i]
+			} else {
+				paths[j] = rels[i][len(d)+1:]
+			}
+		}
+		res, err := c.query(paths)
+		if err != nil {
+			ig.log.Warn("git check-ignore failed; treating paths as not ignored",
+				zap.String("domain", d), zap.Error(err))
+		}
+		for j, i := range idx {
+			out[i] = res[j]
+		}
+	}
+	return out
+}
+
+// stop ends every coprocess; they start again on the next query. It is also
+// how a changed .gitignore takes effect, since git caches the files it read.
+func (ig *ignorer) stop() {
+	for _, c := range ig.domains {
+		c.stop()
+	}
+}
+
+// close ends every coprocess and removes the excludes files.
+func (ig *ignorer) close() {
+	for _, c := range ig.domains {
+		c.stop()
+		if c.excludes != "" && c.excludes != os.DevNull {
+			_ = os.Remove(c.excludes)
+		}
+	}
+}
+
+// checker is one long-lived `git check-ignore --stdin` for one domain.
+type checker struct {
+	ig  *ignorer
+	rel string // domain root relative to the project root
+
+	configured bool
+	dir        string // the domain's directory; paths are relative to it
+	gitDir     string
+	workTree   string
+	excludes   string
+
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	stderr *limitedBuffer
+}
+
+// configure finds the repository of the domain, or falls back to the hub's
+// empty repository for directories that are not in one, and writes the
+// domain's excludes file.
+func (c *checker) configure() error {
+	ig := c.ig
+	c.dir = filepath.Join(ig.root, filepath.FromSlash(c.rel))
+	var prefix string // domain dir relative to the work tree top, for the root domain
+	top := findRepoTop(c.dir)
+	if c.rel != "" {
+		top = c.dir
+	}
+	if top != "" && validRepo(filepath.Join(top, ".git"), top) {
+		c.gitDir, c.workTree = filepath.Join(top, ".git"), top
+		if c.rel == "" && top != c.dir {
+			rel, err := filepath.Rel(top, c.dir)
+			if err != nil {
+				return fmt.Errorf("locate %s in repository %s: %w", c.dir, top, err)
+			}
+			prefix = filepath.ToSlash(rel)
+		}
+	} else {
+		if top != "" {
+			ig.log.Warn("not a usable git repository; using ignore files without it",
+				zap.String("dir", top))
+		}
+		empty, err := ig.hub.emptyRepo()
+		if err != nil {
+			return err
+		}
+		c.gitDir, c.workTree = empty, c.dir
+	}
+	pats := rebasePatterns(ig.patterns, prefix, c.rel)
+	c.excludes = os.DevNull
+	if len(pats) > 0 {
+		tmp, err := ig.hub.tempDir()
+		if err != nil {
+			return err
+		}
+		f, err := os.CreateTemp(tmp, ig.name+"-*.exclude")
+		if err != nil {
+			return fmt.Errorf("write ignore patterns for %s: %w", c.dir, err)
+		}
+		_, werr := f.WriteString(strings.Join(pats, "\n") + "\n")
+		cerr := f.Close()
+		if err := errors.Join(werr, cerr); err != nil {
+			return fmt.Errorf("write ignore patterns to %s: %w", f.Name(), err)
+		}
+		c.excludes = f.Name()
+	}
+	c.configured = true
+	return nil
+}
+
+// findRepoTop returns the nearest directory at or above dir that holds .git,
+// or "".
+func findRepoTop(dir string) string {
+	for d := dir; ; {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return ""
+		}
+		d = parent
+	}
+}
+
+// validRepo reports whether git accepts gitDir (a directory or a gitfile)
+// as a repository with workTree as its work tree.
+func validRepo(gitDir, workTree string) bool {
+	cmd := exec.Command("git", "--git-dir="+gitDir, "--work-tree="+workTree, "rev-parse", "--git-dir")
+	cmd.Dir = workTree
+	cmd.Env = gitEnv()
+	return proc.Run(cmd) == nil
+}
+
+// gitEnv is the environment without the variables that would point git at
+// another repository, index or config.
+func gitEnv() []string {
+	env := make([]string, 0, len(os.Environ())+2)
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "GIT_") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	// GIT_FLUSH: answer each path at once, not when a pipe buffer fills.
+	return append(env, "GIT_FLUSH=1", "GIT_CONFIG_NOSYSTEM=1")
+}
+
+func (c *checker) start() error {
+	if !c.configured {
+		if err := c.configure(); err != nil {
+			return err
+		}
+	}
+	cmd := exec.Command("git",
+		"--git-dir="+c.gitDir, "--work-tree="+c.workTree,
+		"-c", "core.excludesFile="+c.excludes,
+		"-c", "core.fsmonitor=false",
+		"check-ignore", "--stdin", "-z", "--verbose", "--non-matching")
+	cmd.Dir = c.dir
+	cmd.Env = gitEnv()
+	c.stderr = &limitedBuffer{max: 4096}
+	cmd.Stderr = c.stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return fmt.Errorf("git check-ignore in %s: %w", c.dir, err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return fmt.Errorf("git check-ignore in %s: %w", c.dir, err)
+	}
+	if err := proc.Start(cmd); err != nil {
+		return fmt.Errorf("start git check-ignore in %s: %w", c.dir, err)
+	}
+	c.cmd, c.in, c.out = cmd, in, bufio.NewReaderSize(out, 64<<10)
+	return nil
+}
+
+// stop ends the coprocess: EOF on its stdin makes git exit; a git that does
+// not is killed after a bound.
+func (c *checker) stop() {
+	if c.cmd == nil {
+		return
+	}
+	cmd, in := c.cmd, c.in
+	c.cmd, c.in, c.out = nil, nil, nil
+	_ = in.Close()
+	done := make(chan struct{})
+	go func() {
+		_ = proc.Wait(cmd)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// query asks git about paths (relative to the domain). A path that makes git
+// die (a race with a symlink or a submodule appearing) is answered "not
+// ignored" and skipped, and git is started again for the rest.
+func (c *checker) query(paths []string) ([]bool, error) {
+	res := make([]bool, len(paths))
+	var lastErr error
+	for i, fails := 0, 0; i < len(paths); {
+		if c.cmd == nil {
+			if err := c.start(); err != nil {
+				return res, err
+			}
+		}
+		n, err := c.roundTrip(paths[i:], res[i:])
+		i += n
+		if err == nil {
+			break
+		}
+		stderr := c.stderr
+		c.kill() // after this, git's stderr is no longer written
+		msg := strings.TrimSpace(stderr.String())
+		lastErr = fmt.Errorf("git check-ignore in %s on %q: %w (%s)", c.dir, paths[min(i, len(paths)-1)], err, msg)
+		c.ig.log.Debug("git check-ignore stopped", zap.Error(lastErr))
+		i++ // the path git died on stays "not ignored"
+		if fails++; fails >= 3 {
+			return res, lastErr
+		}
+	}
+	return res, nil
+}
+
+// kill ends a coprocess that misbehaved.
+func (c *checker) kill() {
+	if c.cmd != nil {
+		_ = c.cmd.Process.Kill()
+	}
+	c.stop()
+}
+
+// roundTrip sends paths and reads one answer per path; it returns how many
+// answers it read. The paths are written from another goroutine so that a
+// large batch cannot deadlock on two full pipes.
+func (c *checker) roundTrip(paths []string, res []bool) (int, error) {
+	in := c.in
+	werr := make(chan error, 1)
+	go func() {
+		bw := bufio.NewWriterSize(in, 32<<10)
+		for _, p := range paths {
+			if _, err := bw.WriteString(p); err != nil {
+				werr <- err
+				return
+			}
+			if err := bw.WriteByte(0); err != nil {
+				werr <- err
+				return
+			}
+		}
+		werr <- bw.Flush()
+	}()
+	n, err := c.readAnswers(paths, res)
+	if err != nil {
+		// Unblock the writer before waiting for it.
+		_ = c.cmd.Process.Kill()
+		_ = in.Close()
+		<-werr
+		return n, err
+	}
+	if err := <-werr; err != nil {
+		return n, fmt.Errorf("write paths: %w", err)
+	}
+	return n, nil
+}
+
+func (c *checker) readAnswers(paths []string, res []bool) (int, error) {
+	var field [4]string
+	for i, p := range paths {
+		for k := range field {
+			s, err := c.out.ReadString(0)
+			if err != nil {
+				return i, fmt.Errorf("read answer: %w", err)
+			}
+			field[k] = s[:len(s)-1]
+		}
+		// source, line number, pattern, path; no source means no match.
+		if field[3] != p {
+			return i, fmt.Errorf("answer for %q, want %q", field[3], p)
+		}
+		res[i] = field[0] != "" && !strings.HasPrefix(field[2], "!")
+	}
+	return len(paths), nil
+}
+
+// rebasePatterns rewrites gitignore patterns written relative to the project
+// root for a domain: up is the project root relative to the repository top
+// (the project is a subdirectory of a repository), down the domain relative
+// to the project root (a nested repository). Unanchored patterns match at any
+// depth and stay as they are; anchored ones are moved, or dropped when they
+// cannot match inside the nested repository.
+func rebasePatterns(patterns []string, up, down string) []string {
+	out := make([]string, 0, len(patterns))
+	for _, p := range patterns {
+		p = strings.TrimRight(p, "\r")
+		if strings.TrimSpace(p) == "" || strings.HasPrefix(p, "#") {
+			continue
+		}
+		neg := ""
+		if strings.HasPrefix(p, "!") {
+			neg, p = "!", p[1:]
+		}
+		if !strings.Contains(strings.TrimSuffix(p, "/"), "/") {
+			out = append(out, neg+p)
+			continue
+		}
+		q := strings.TrimPrefix(p, "/")
+		switch {
+		case down != "":
+			if strings.HasPrefix(q, "**/") {
+				out = append(out, neg+q)
+			} else if rest, ok := strings.CutPrefix(q, down+"/"); ok && rest != "" {
+				out = append(out, neg+"/"+rest)
+			}
+		case up != "":
+			out = append(out, neg+"/"+up+"/"+q)
+		default:
+			out = append(out, neg+p)
+		}
+	}
+	return out
+}
+
+// limitedBuffer keeps the first max bytes written to it (git's stderr).
+type limitedBuffer struct {
+	max int
+	buf bytes.Buffer
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if room := b.max - b.buf.Len(); room > 0 {
+		b.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+func (b *limitedBuffer) String() string {
+	if b == nil {
+		return ""
+	}
+	return b.buf.String()
+}

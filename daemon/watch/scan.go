@@ -1,0 +1,296 @@
+package watch
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// fsTimeSlack covers the coarse clock file systems stamp times with (up to a
+// jiffy behind the wall clock), so that a change made right at a scan's
+// starting time is not missed.
+const fsTimeSlack = 20 * time.Millisecond
+
+type scanMode int
+
+const (
+	scanQuiet   scanMode = iota // find and watch directories; report no file
+	scanCreated                 // the tree is new: every file in it changed
+	scanSince                   // report the files changed since a time
+)
+
+var errAborted = errors.New("watch closed during a scan")
+
+// scan walks the directory rel (which is not ignored), level by level so that
+// git is asked about each level in one batch. It watches every directory that
+// is not ignored (or polls it when an inotify limit is hit), reports files as
+// mode says, and with prune forgets the directories under rel that it no
+// longer finds. Symlinks are never followed. Only a failure on rel itself is
+// returned; the others are logged and skipped.
+func (w *Watch) scan(rel string, mode scanMode, since time.Time, prune bool) error {
+	var seen map[string]struct{}
+	if prune {
+		seen = make(map[string]struct{})
+	}
+	now := time.Now()
+	var files []change
+	level := []string{rel}
+	for len(level) > 0 {
+		if w.quitting() {
+			return errAborted
+		}
+		var (
+			cands []string
+			chg   []change // for the files among cands; dirs have rel == ""
+		)
+		for _, d := range level {
+			entries, err := w.enter(d)
+			if err != nil {
+				if d == rel {
+					return err
+				}
+				continue
+			}
+			if prune {
+				seen[d] = struct{}{}
+			}
+			for _, e := range entries {
+				name := e.Name()
+				switch name {
+				case ".git":
+					w.ign.addDomain(d)
+					continue
+				case ".sessiond":
+					continue
+				}
+				child := joinRel(d, name)
+				if e.IsDir() {
+					cands = append(cands, child)
+					chg = append(chg, change{})
+					continue
+				}
+				switch mode {
+				case scanCreated:
+					cands = append(cands, child)
+					chg = append(chg, change{rel: child, t: now, exists: true})
+				case scanSince:
+					info, err := e.Info()
+					if err != nil {
+						continue // gone since it was listed
+					}
+					if t := changeTime(info); !t.Before(since) {
+						cands = append(cands, child)
+						chg = append(chg, change{rel: child, t: t, exists: true})
+					}
+				}
+			}
+		}
+		ignored := w.ign.ignored(cands)
+		level = level[:0:0]
+		for i, c := range cands {
+			switch {
+			case ignored[i]:
+			case chg[i].rel == "":
+				level = append(level, c)
+			default:
+				files = append(files, chg[i])
+			}
+		}
+	}
+	w.record(files)
+	if prune {
+		for d := range w.dirs {
+			if _, ok := seen[d]; !ok && isUnder(d, rel) {
+				w.unwatch(d)
+			}
+		}
+		for d := range w.polled {
+			if _, ok := seen[d]; !ok && isUnder(d, rel) {
+				w.unwatch(d)
+			}
+		}
+	}
+	w.syncCounts()
+	return nil
+}
+
+// enter watches directory d (or, past an inotify limit, puts it among the
+// polled ones) and lists it.
+func (w *Watch) enter(d string) ([]fs.DirEntry, error) {
+	abs := w.abs(d)
+	_, watched := w.dirs[d]
+	_, polled := w.polled[d]
+	if !watched {
+		err := w.hub.watchDir(abs, w)
+		switch {
+		case err == nil:
+			w.dirs[d] = struct{}{}
+			delete(w.polled, d)
+			polled = false
+		case isLimit(err):
+			if !polled {
+				w.polled[d] = nil // its names are filled in below
+				polled = true
+				if !w.degradedLogged {
+					w.degradedLogged = true
+					w.log.Warn("inotify limit reached; directories past it are rescanned periodically instead of watched",
+						zap.Duration("every", w.opt.Rescan), zap.Error(err), zap.String("fix", limitAdvice(err)))
+				}
+			}
+		case errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+			return nil, fmt.Errorf("watch %s: %w", abs, err) // gone meanwhile
+		default:
+			w.log.Warn("cannot watch directory; skipping it and what is under it",
+				zap.String("dir", d), zap.Error(err))
+			return nil, fmt.Errorf("watch %s: %w", abs, err)
+		}
+	}
+	entries, err := w.hub.readDir(abs)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			w.unwatch(d)
+		} else {
+			w.log.Warn("cannot list directory; what is under it is not watched",
+				zap.String("dir", d), zap.Error(err))
+		}
+		return nil, fmt.Errorf("list %s: %w", abs, err)
+	}
+	if polled {
+		w.polled[d] = names(entries)
+	}
+	return entries, nil
+}
+
+func names(entries []fs.DirEntry) map[string]struct{} {
+	m := make(map[string]struct{}, len(entries))
+	for _, e := range entries {
+		m[e.Name()] = struct{}{}
+	}
+	return m
+}
+
+// changeTime is the later of a file's modification and status change times:
+// a rename or a copy that keeps the mtime still moves the ctime.
+func changeTime(info fs.FileInfo) time.Time {
+	t := info.ModTime()
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		if c := time.Unix(st.Ctim.Unix()); c.After(t) {
+			t = c
+		}
+	}
+	return t
+}
+
+// poll is the degraded-mode rescan of the directories that could not be
+// watched: it compares each one's entries with the last rescan's (new and
+// removed names) and the files' times with the last rescan's time. It also
+// tries to watch them again, in case the limit was raised or watches freed.
+func (w *Watch) poll() {
+	since := w.lastPoll.Add(-fsTimeSlack)
+	w.lastPoll = time.Now()
+	dirs := make([]string, 0, len(w.polled))
+	for d := range w.polled {
+		dirs = append(dirs, d)
+	}
+	var (
+		cands   []string
+		chg     []change
+		removed = make(map[string]struct{})
+	)
+	for _, d := range dirs {
+		before := w.polled[d]
+		abs := w.abs(d)
+		if err := w.hub.watchDir(abs, w); err == nil {
+			w.dirs[d] = struct{}{}
+			delete(w.polled, d)
+			w.log.Info("directory watched again after the inotify limit", zap.String("dir", d))
+		}
+		entries, err := w.hub.readDir(abs)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+				removed[d] = struct{}{}
+			} else {
+				w.log.Warn("cannot list directory", zap.String("dir", d), zap.Error(err))
+			}
+			continue
+		}
+		now := names(entries)
+		for _, e := range entries {
+			name := e.Name()
+			if name == ".git" {
+				w.ign.addDomain(d)
+				continue
+			}
+			if name == ".sessiond" {
+				continue
+			}
+			child := joinRel(d, name)
+			if e.IsDir() {
+				_, isWatched := w.dirs[child]
+				_, isPolled := w.polled[child]
+				if !isWatched && !isPolled {
+					cands = append(cands, child)
+					chg = append(chg, change{})
+				}
+				continue
+			}
+			info, err := e.Info()
+			if err != nil {
+				continue
+			}
+			_, known := before[name]
+			if t := changeTime(info); !t.Before(since) || !known {
+				cands = append(cands, child)
+				chg = append(chg, change{rel: child, t: t, exists: true})
+			}
+		}
+		for name := range before {
+			if _, ok := now[name]; ok {
+				continue
+			}
+			child := joinRel(d, name)
+			_, isWatched := w.dirs[child]
+			_, isPolled := w.polled[child]
+			if isWatched || isPolled {
+				removed[child] = struct{}{}
+				continue
+			}
+			cands = append(cands, child)
+			chg = append(chg, change{rel: child, t: w.lastPoll})
+		}
+		if _, ok := w.polled[d]; ok {
+			w.polled[d] = now
+		}
+	}
+	if len(removed) > 0 {
+		w.unwatchTrees(removed)
+	}
+	ignored := w.ign.ignored(cands)
+	var files []change
+	var newDirs []string
+	for i, c := range cands {
+		switch {
+		case ignored[i]:
+		case chg[i].rel == "":
+			newDirs = append(newDirs, c)
+		default:
+			files = append(files, chg[i])
+		}
+	}
+	w.record(files)
+	for _, d := range newDirs {
+		if _, ok := w.dirs[d]; ok {
+			continue
+		}
+		if _, ok := w.polled[d]; ok {
+			continue
+		}
+		_ = w.scan(d, scanCreated, time.Time{}, false)
+	}
+	w.syncCounts()
+}

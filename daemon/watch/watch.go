@@ -1,0 +1,656 @@
+package watch
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"go.uber.org/zap"
+)
+
+// Defaults for Options.
+const (
+	DefaultMaxFiles = 1000
+	DefaultCoalesce = 50 * time.Millisecond
+	DefaultRescan   = 30 * time.Second
+)
+
+const (
+	// maxQueued bounds the distinct paths waiting for one watch; past it the
+	// events are dropped and the watch rescans, as after a kernel overflow.
+	maxQueued = 1 << 16
+	// maxMoreTracked bounds the paths remembered (as hashes) beyond MaxFiles
+	// to count FilesChangedMore without double counting; past it the count
+	// may count a path twice.
+	maxMoreTracked = 1 << 16
+)
+
+// Options tune a Watch. The zero value is usable.
+type Options struct {
+	// Ignore holds extra patterns in gitignore syntax, relative to the
+	// project root (the spec's [watch] ignore).
+	Ignore []string
+	// MaxFiles bounds the set of changed files kept; default 1000.
+	MaxFiles int
+	// Coalesce is how long events are gathered before they are handled; a
+	// burst on one path within it counts once. Default 50ms.
+	Coalesce time.Duration
+	// Rescan is the period of the rescans of directories that could not be
+	// watched (an inotify limit was hit); default 30s.
+	Rescan time.Duration
+	// OnActivity, if set, is called once per handled batch of changes with
+	// the file that changed last. It is called from the watch's goroutine,
+	// never concurrently for one Watch, and must not block long.
+	OnActivity func(Activity)
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxFiles <= 0 {
+		o.MaxFiles = DefaultMaxFiles
+	}
+	if o.Coalesce <= 0 {
+		o.Coalesce = DefaultCoalesce
+	}
+	if o.Rescan <= 0 {
+		o.Rescan = DefaultRescan
+	}
+	return o
+}
+
+// Activity is a change seen in a project.
+type Activity struct {
+	// Path is the file, relative to the project root and slash-separated.
+	Path string
+	// Time is when the change was seen.
+	Time time.Time
+}
+
+// Stats is what a watch has seen so far.
+type Stats struct {
+	// FilesChanged holds the files (not directories) created, written,
+	// removed or renamed, relative to the root, sorted, at most MaxFiles.
+	FilesChanged []string
+	// FilesChangedMore counts the changed files beyond MaxFiles.
+	FilesChangedMore int
+	// LastFileEdited is the file created or written last.
+	LastFileEdited string
+	// LastActivity is when the last change was seen; zero if none was.
+	LastActivity time.Time
+	// Dirs is the number of directories watched through inotify.
+	Dirs int
+	// Polled is the number of directories rescanned periodically instead.
+	Polled int
+	// Degraded reports whether some directories are rescanned periodically
+	// instead of watched.
+	Degraded bool
+	// RootGone reports that the project directory was removed or moved away
+	// and the watch has stopped.
+	RootGone bool
+}
+
+// Watch is the watch of one project tree.
+type Watch struct {
+	hub     *Hub
+	id      int
+	root    string // absolute, symlinks resolved
+	opt     Options
+	log     *zap.Logger
+	ign     *ignorer
+	rootDev uint64
+	rootIno uint64
+	started time.Time
+
+	// Owned by the watch's goroutine (by Hub.Watch before it starts, by Close
+	// after it ends). Keys are paths relative to root, "" for root.
+	dirs           map[string]struct{}            // watched through inotify
+	polled         map[string]map[string]struct{} // rescanned: names seen last time
+	lastPoll       time.Time
+	degradedLogged bool
+
+	qmu    sync.Mutex
+	queue  map[string]queued
+	rescan bool
+	wake   chan struct{}
+
+	quit      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+
+	smu          sync.Mutex
+	changed      map[string]struct{}
+	more         map[uint64]struct{}
+	moreCount    int
+	lastEdited   string
+	lastEditedAt time.Time
+	lastActivity time.Time
+	nDirs        int
+	nPolled      int
+	rootGone     bool
+}
+
+type queued struct {
+	op fsnotify.Op
+	t  time.Time
+}
+
+// change is a file found changed.
+type change struct {
+	rel    string
+	t      time.Time
+	exists bool
+}
+
+// Watch starts watching root, an absolute directory, and returns once every
+// directory of it that is not ignored is watched.
+func (h *Hub) Watch(root string, opt Options) (*Watch, error) {
+	if !filepath.IsAbs(root) {
+		return nil, fmt.Errorf("watch %q: not an absolute path", root)
+	}
+	real, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return nil, fmt.Errorf("watch %s: %w", root, err)
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return nil, fmt.Errorf("watch %s: %w", root, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("watch %s: not a directory", root)
+	}
+	w := &Watch{
+		hub:     h,
+		root:    real,
+		opt:     opt.withDefaults(),
+		dirs:    make(map[string]struct{}),
+		polled:  make(map[string]map[string]struct{}),
+		queue:   make(map[string]queued),
+		wake:    make(chan struct{}, 1),
+		quit:    make(chan struct{}),
+		done:    make(chan struct{}),
+		changed: make(map[string]struct{}),
+		more:    make(map[uint64]struct{}),
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		w.rootDev, w.rootIno = uint64(st.Dev), st.Ino
+	}
+	if err := h.register(w); err != nil {
+		return nil, fmt.Errorf("watch %s: %w", root, err)
+	}
+	w.log = h.log.With(zap.String("project", real))
+	w.ign = newIgnorer(h, w.log, real, w.opt.Ignore, fmt.Sprintf("w%d", w.id))
+	w.started = time.Now()
+	w.lastPoll = w.started
+	if err := w.scan("", scanQuiet, time.Time{}, false); err != nil {
+		close(w.done)
+		w.teardown()
+		h.forget(w)
+		if w.quitting() {
+			err = ErrClosed
+		}
+		return nil, fmt.Errorf("watch %s: %w", root, err)
+	}
+	go w.loop()
+	return w, nil
+}
+
+// Close stops the watch. Its Stats stay readable.
+func (w *Watch) Close() error {
+	w.closeOnce.Do(func() {
+		close(w.quit)
+		<-w.done
+		w.teardown()
+		w.hub.forget(w)
+	})
+	return nil
+}
+
+// Stats returns what the watch has seen so far.
+func (w *Watch) Stats() Stats {
+	w.smu.Lock()
+	defer w.smu.Unlock()
+	files := make([]string, 0, len(w.changed))
+	for f := range w.changed {
+		files = append(files, f)
+	}
+	sort.Strings(files)
+	return Stats{
+		FilesChanged:     files,
+		FilesChangedMore: w.moreCount,
+		LastFileEdited:   w.lastEdited,
+		LastActivity:     w.lastActivity,
+		Dirs:             w.nDirs,
+		Polled:           w.nPolled,
+		Degraded:         w.nPolled > 0,
+		RootGone:         w.rootGone,
+	}
+}
+
+// ChangedSince reports whether a change was seen after t: whether a
+// checkpoint taken at t is out of date.
+func (w *Watch) ChangedSince(t time.Time) bool {
+	w.smu.Lock()
+	defer w.smu.Unlock()
+	return w.lastActivity.After(t)
+}
+
+// Root returns the watched directory, symlinks resolved.
+func (w *Watch) Root() string { return w.root }
+
+func (w *Watch) relOf(abs string) string {
+	if abs == w.root {
+		return ""
+	}
+	return filepath.ToSlash(strings.TrimPrefix(abs, w.root+string(filepath.Separator)))
+}
+
+func (w *Watch) abs(rel string) string {
+	if rel == "" {
+		return w.root
+	}
+	return filepath.Join(w.root, filepath.FromSlash(rel))
+}
+
+func (w *Watch) quitting() bool {
+	select {
+	case <-w.quit:
+		return true
+	default:
+		return false
+	}
+}
+
+// enqueue is called by the hub's reader: it must not block.
+func (w *Watch) enqueue(rel string, op fsnotify.Op, t time.Time) {
+	w.qmu.Lock()
+	if q, ok := w.queue[rel]; ok {
+		w.queue[rel] = queued{op: q.op | op, t: t}
+	} else if len(w.queue) < maxQueued {
+		w.queue[rel] = queued{op: op, t: t}
+	} else {
+		w.rescan = true
+	}
+	w.qmu.Unlock()
+	w.poke()
+}
+
+// requestRescan asks for a rescan of the whole tree (events were lost).
+func (w *Watch) requestRescan() {
+	w.qmu.Lock()
+	w.rescan = true
+	w.qmu.Unlock()
+	w.poke()
+}
+
+func (w *Watch) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// loop is the watch's goroutine: it coalesces events, handles them, runs the
+// degraded-mode rescans and stops idle git coprocesses. With nothing
+// happening it sleeps on channels and costs nothing.
+func (w *Watch) loop() {
+	defer close(w.done)
+	coalesce := time.NewTimer(time.Hour)
+	coalesce.Stop()
+	defer coalesce.Stop()
+	idle := time.NewTimer(w.hub.gitIdle)
+	defer idle.Stop()
+	var ticker *time.Ticker
+	defer func() {
+		if ticker != nil {
+			ticker.Stop()
+		}
+	}()
+	pending, worked := false, false
+	for {
+		var tick <-chan time.Time
+		switch {
+		case len(w.polled) > 0 && ticker == nil:
+			ticker = time.NewTicker(w.opt.Rescan)
+		case len(w.polled) == 0 && ticker != nil:
+			ticker.Stop()
+			ticker = nil
+		}
+		if ticker != nil {
+			tick = ticker.C
+		}
+		select {
+		case <-w.quit:
+			return
+		case <-w.wake:
+			if !pending {
+				pending = true
+				coalesce.Reset(w.opt.Coalesce)
+			}
+			continue
+		case <-coalesce.C:
+			pending = false
+			w.handleQueue()
+			worked = true
+		case <-tick:
+			w.poll()
+			worked = true
+		case <-idle.C:
+			w.ign.stop()
+			worked = false
+		}
+		// A removed root sends no event while any process (the agent, our
+		// git) has it as its working directory, so look after every batch and
+		// once more when things go quiet.
+		if !w.isRootGone() && !w.rootAlive() {
+			w.markRootGone()
+		}
+		if w.isRootGone() {
+			return
+		}
+		if worked {
+			idle.Reset(w.hub.gitIdle) // fires once after the last work, not periodically
+		}
+	}
+}
+
+func (w *Watch) isRootGone() bool {
+	w.smu.Lock()
+	defer w.smu.Unlock()
+	return w.rootGone
+}
+
+// handleQueue takes the events gathered so far and handles them.
+func (w *Watch) handleQueue() {
+	w.qmu.Lock()
+	batch, rescan := w.queue, w.rescan
+	w.queue, w.rescan = make(map[string]queued), false
+	w.qmu.Unlock()
+
+	if rescan {
+		w.log.Warn("events were lost (inotify queue overflow); rescanning the project")
+		w.fullRescan()
+	}
+	w.handleBatch(batch)
+	w.syncCounts()
+}
+
+// fullRescan walks the whole tree after events were lost: it watches the
+// directories that appeared, forgets those that went, and counts as changed
+// every file modified since the watch started (which are exactly the files
+// the set should hold; deletions in the lost window cannot be seen).
+func (w *Watch) fullRescan() {
+	if !w.rootAlive() {
+		w.markRootGone()
+		return
+	}
+	_ = w.scan("", scanSince, w.started.Add(-fsTimeSlack), true)
+}
+
+// handleBatch handles one coalesced batch of events.
+func (w *Watch) handleBatch(batch map[string]queued) {
+	if len(batch) == 0 {
+		return
+	}
+	if _, ok := batch[""]; ok {
+		delete(batch, "")
+		if !w.rootAlive() {
+			w.markRootGone()
+			return
+		}
+	}
+	var (
+		cands      []string // files and new directories to ask git about
+		candChange []change
+		candDir    []bool
+		removed    = make(map[string]struct{})
+		gitignores []string
+	)
+	for rel, q := range batch {
+		if alwaysIgnored(rel) {
+			continue
+		}
+		if path.Base(rel) == ".gitignore" {
+			gitignores = append(gitignores, parentOf(rel))
+		}
+		_, isWatched := w.dirs[rel]
+		_, isPolled := w.polled[rel]
+		fi, err := os.Lstat(w.abs(rel))
+		switch {
+		case err != nil:
+			if isWatched || isPolled {
+				removed[rel] = struct{}{}
+				continue
+			}
+			if !errors.Is(err, os.ErrNotExist) {
+				w.log.Debug("cannot stat changed path", zap.String("path", rel), zap.Error(err))
+			}
+			cands = append(cands, rel)
+			candChange = append(candChange, change{rel: rel, t: q.t})
+			candDir = append(candDir, false)
+		case fi.IsDir():
+			if isWatched || isPolled {
+				continue
+			}
+			cands = append(cands, rel)
+			candChange = append(candChange, change{rel: rel, t: q.t})
+			candDir = append(candDir, true)
+		default: // a file, symlink (never followed) or special file
+			if isWatched || isPolled {
+				removed[rel] = struct{}{} // a directory replaced by a file
+			}
+			cands = append(cands, rel)
+			candChange = append(candChange, change{rel: rel, t: q.t, exists: true})
+			candDir = append(candDir, false)
+		}
+	}
+	if len(removed) > 0 {
+		w.unwatchTrees(removed)
+	}
+	if len(gitignores) > 0 {
+		w.ign.stop() // git caches ignore files; the next question starts a fresh one
+	}
+	ignored := w.ign.ignored(cands)
+	var files []change
+	var newDirs []string
+	for i := range cands {
+		switch {
+		case ignored[i]:
+		case candDir[i]:
+			newDirs = append(newDirs, cands[i])
+		default:
+			files = append(files, candChange[i])
+		}
+	}
+	w.record(files)
+	// Parents first: a nested directory is then found by its parent's scan.
+	sort.Strings(newDirs)
+	for _, d := range newDirs {
+		if _, ok := w.dirs[d]; ok {
+			continue
+		}
+		if _, ok := w.polled[d]; ok {
+			continue
+		}
+		// Files made before the watch landed are found by this scan.
+		_ = w.scan(d, scanCreated, time.Time{}, false)
+	}
+	if len(gitignores) > 0 {
+		w.log.Info("ignore rules changed; re-reading the tree", zap.Strings("gitignore_dirs", gitignores))
+		for _, d := range outermost(gitignores) {
+			if _, ok := w.dirs[d]; ok || d == "" {
+				_ = w.scan(d, scanQuiet, time.Time{}, true)
+			}
+		}
+	}
+}
+
+// record adds changed files to the stats and tells OnActivity.
+func (w *Watch) record(files []change) {
+	if len(files) == 0 {
+		return
+	}
+	now := time.Now()
+	var last change
+	w.smu.Lock()
+	for _, c := range files {
+		if c.t.After(now) {
+			c.t = now
+		}
+		w.addChanged(c.rel)
+		if c.exists && !c.t.Before(w.lastEditedAt) {
+			w.lastEdited, w.lastEditedAt = c.rel, c.t
+		}
+		if c.t.After(w.lastActivity) {
+			w.lastActivity = c.t
+		}
+		if last.rel == "" || c.t.After(last.t) || (c.t.Equal(last.t) && c.exists && !last.exists) {
+			last = c
+		}
+	}
+	w.smu.Unlock()
+	if w.opt.OnActivity != nil {
+		w.opt.OnActivity(Activity{Path: last.rel, Time: last.t})
+	}
+}
+
+// addChanged adds one path to the bounded set; smu is held.
+func (w *Watch) addChanged(rel string) {
+	if _, ok := w.changed[rel]; ok {
+		return
+	}
+	if len(w.changed) < w.opt.MaxFiles {
+		w.changed[rel] = struct{}{}
+		return
+	}
+	if len(w.more) >= maxMoreTracked {
+		w.moreCount++
+		return
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(rel))
+	sum := h.Sum64()
+	if _, ok := w.more[sum]; !ok {
+		w.more[sum] = struct{}{}
+		w.moreCount++
+	}
+}
+
+// rootAlive reports whether the root is still the directory that was
+// watched (not removed, not moved away, not replaced).
+func (w *Watch) rootAlive() bool {
+	fi, err := os.Lstat(w.root)
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && w.rootIno != 0 {
+		return uint64(st.Dev) == w.rootDev && st.Ino == w.rootIno
+	}
+	return true
+}
+
+// markRootGone stops the watch of a project whose directory went away; the
+// stats stay.
+func (w *Watch) markRootGone() {
+	w.log.Warn("project directory removed or moved away; its watch has stopped")
+	w.teardown()
+	w.smu.Lock()
+	w.rootGone = true
+	w.smu.Unlock()
+}
+
+// teardown drops every watch and ends the git coprocesses.
+func (w *Watch) teardown() {
+	for d := range w.dirs {
+		w.hub.unwatchDir(w.abs(d), w)
+	}
+	clear(w.dirs)
+	clear(w.polled)
+	if w.ign != nil {
+		w.ign.close()
+	}
+	w.syncCounts()
+}
+
+func (w *Watch) syncCounts() {
+	w.smu.Lock()
+	w.nDirs, w.nPolled = len(w.dirs), len(w.polled)
+	w.smu.Unlock()
+}
+
+// unwatch forgets one directory.
+func (w *Watch) unwatch(d string) {
+	if _, ok := w.dirs[d]; ok {
+		w.hub.unwatchDir(w.abs(d), w)
+		delete(w.dirs, d)
+	}
+	delete(w.polled, d)
+	if d != "" {
+		w.ign.dropDomains(d)
+	}
+}
+
+// unwatchTrees forgets every directory at or under one of removed.
+func (w *Watch) unwatchTrees(removed map[string]struct{}) {
+	under := func(d string) bool {
+		for a := d; ; a = parentOf(a) {
+			if _, ok := removed[a]; ok {
+				return true
+			}
+			if a == "" {
+				return false
+			}
+		}
+	}
+	for d := range w.dirs {
+		if under(d) {
+			w.unwatch(d)
+		}
+	}
+	for d := range w.polled {
+		if under(d) {
+			w.unwatch(d)
+		}
+	}
+}
+
+// parentOf returns the parent of a relative path, "" for the root.
+func parentOf(rel string) string {
+	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+		return rel[:i]
+	}
+	return ""
+}
+
+// joinRel joins a relative directory and a name.
+func joinRel(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+// isUnder reports whether rel is dir or inside it.
+func isUnder(rel, dir string) bool {
+	return dir == "" || rel == dir || strings.HasPrefix(rel, dir+"/")
+}
+
+// outermost keeps the directories of dirs that are not inside another one.
+func outermost(dirs []string) []string {
+	sort.Strings(dirs)
+	var out []string
+	for _, d := range dirs {
+		if len(out) > 0 && isUnder(d, out[len(out)-1]) {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}

@@ -1,0 +1,660 @@
+package watch
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestNestedNewDirectories(t *testing.T) {
+	h, _ := newHub(t)
+	root := t.TempDir()
+	w := watchDir(t, h, root, Options{})
+	if got := w.Stats().Dirs; got != 1 {
+		t.Fatalf("Dirs = %d, want 1", got)
+	}
+	// The file is made before any watch on a/b/c can land: the rescan of the
+	// new directory must find it.
+	mkfile(t, filepath.Join(root, "a/b/c/deep.txt"), "x")
+	st := waitChanged(t, w, "a/b/c/deep.txt")
+	waitFor(t, "4 dirs watched", func() bool { return w.Stats().Dirs == 4 })
+	if st.LastFileEdited != "a/b/c/deep.txt" {
+		t.Errorf("LastFileEdited = %q, want a/b/c/deep.txt", st.LastFileEdited)
+	}
+	// And the new directories are watched: a later file comes by its event.
+	mkfile(t, filepath.Join(root, "a/b/c/later.txt"), "y")
+	waitChanged(t, w, "a/b/c/later.txt")
+}
+
+// ignoreTree lays out a tree with root and nested .gitignore files.
+func ignoreTree(t *testing.T, root string) {
+	mkfile(t, filepath.Join(root, ".gitignore"), "node_modules/\n*.log\n!keep.log\n")
+	mkfile(t, filepath.Join(root, "sub/.gitignore"), "secret.txt\n/gen/\n")
+	mkdirs(t, root, "node_modules/a/b", "node_modules/c", "src/pkg", "sub/gen/x", "sub/deep/gen", ".sessiond")
+}
+
+func TestIgnores(t *testing.T) {
+	for _, git := range []bool{false, true} {
+		t.Run(fmt.Sprintf("git=%v", git), func(t *testing.T) {
+			h, _ := newHub(t)
+			root := t.TempDir()
+			if git {
+				gitInit(t, root)
+			}
+			ignoreTree(t, root)
+			w := watchDir(t, h, root, Options{})
+			// root, src, src/pkg, sub, sub/deep, sub/deep/gen ("/gen/" is anchored
+			// to sub); never node_modules, sub/gen, .git or .sessiond.
+			if got := w.Stats().Dirs; got != 6 {
+				t.Errorf("Dirs = %d, want 6", got)
+			}
+			for _, f := range []string{
+				"a.log", "sub/secret.txt", "node_modules/a/b/x.js", "sub/gen/x/y.go",
+				".sessiond/state.json", ".git/objects/zz", "src/pkg/debug.log",
+			} {
+				mkfile(t, filepath.Join(root, f), "ignored")
+			}
+			want := []string{"keep.log", "secret.txt", "src/pkg/main.go", "sub/deep/gen/z.go", "zz-marker"}
+			for _, f := range want {
+				mkfile(t, filepath.Join(root, f), "seen")
+			}
+			st := waitChanged(t, w, "zz-marker")
+			if !slices.Equal(st.FilesChanged, want) {
+				t.Errorf("FilesChanged = %q, want %q", st.FilesChanged, want)
+			}
+			// A new ignored directory is not watched either.
+			mkdirs(t, root, "node_modules/new", "src/build.log")
+			mkfile(t, filepath.Join(root, "zz-marker2"), "")
+			waitChanged(t, w, "zz-marker2")
+			if got := w.Stats().Dirs; got != 6 {
+				t.Errorf("Dirs after new ignored dirs = %d, want 6", got)
+			}
+		})
+	}
+}
+
+func TestExtraIgnorePatterns(t *testing.T) {
+	h, _ := newHub(t)
+	root := t.TempDir()
+	mkdirs(t, root, "dist/js", "sub/dist", "sub/only")
+	w := watchDir(t, h, root, Options{Ignore: []string{"dist/", "*.tmp", "/only-root.txt", "# a comment", "", "/sub/only/"}})
+	// root, sub.
+	if got := w.Stats().Dirs; got != 2 {
+		t.Errorf("Dirs = %d, want 2", got)
+	}
+	for _, f := range []string{"x.tmp", "only-root.txt", "dist/js/a.js", "sub/y.tmp"} {
+		mkfile(t, filepath.Join(root, f), "")
+	}
+	mkfile(t, filepath.Join(root, "sub/only-root.txt"), "")
+	mkfile(t, filepath.Join(root, "zz"), "")
+	st := waitChanged(t, w, "zz")
+	if want := []string{"sub/only-root.txt", "zz"}; !slices.Equal(st.FilesChanged, want) {
+		t.Errorf("FilesChanged = %q, want %q", st.FilesChanged, want)
+	}
+}
+
+// A project in a subdirectory of a repository: the repository's .gitignore
+// applies, and anchored extra patterns stay anchored to the project.
+func TestProjectInsideRepository(t *testing.T) {
+	h, _ := newHub(t)
+	repo := t.TempDir()
+	gitInit(t, repo)
+	mkfile(t, filepath.Join(repo, ".gitignore"), "*.log\n")
+	root := filepath.Join(repo, "proj")
+	mkdirs(t, root, "build", "src/build")
+	w := watchDir(t, h, root, Options{Ignore: []string{"/build/"}})
+	// proj, src, src/build.
+	if got := w.Stats().Dirs; got != 3 {
+		t.Errorf("Dirs = %d, want 3", got)
+	}
+	mkfile(t, filepath.Join(root, "a.log"), "")
+	mkfile(t, filepath.Join(root, "src/build/out.o"), "")
+	st := waitChanged(t, w, "src/build/out.o")
+	if want := []string{"src/build/out.o"}; !slices.Equal(st.FilesChanged, want) {
+		t.Errorf("FilesChanged = %q, want %q", st.FilesChanged, want)
+	}
+}
+
+// A nested repository has its own rules, and git is not asked about its
+// paths through the outer one (which would refuse a submodule's).
+func TestNestedRepository(t *testing.T) {
+	h, _ := newHub(t)
+	root := t.TempDir()
+	gitInit(t, root)
+	inner := filepath.Join(root, "vendor/lib")
+	mkdirs(t, inner)
+	gitInit(t, inner)
+	mkfile(t, filepath.Join(inner, ".gitignore"), "out/\n")
+	mkdirs(t, inner, "out/o", "src")
+	w := watchDir(t, h, root, Options{})
+	// root, vendor, vendor/lib, vendor/lib/src.
+	if got := w.Stats().Dirs; got != 4 {
+		t.Errorf("Dirs = %d, want 4", got)
+	}
+	mkfile(t, filepath.Join(inner, "src/a.go"), "")
+	waitChanged(t, w, "vendor/lib/src/a.go")
+}
+
+func TestGitignoreChangeTakesEffect(t *testing.T) {
+	h, _ := newHub(t)
+	root := t.TempDir()
+	mkdirs(t, root, "gen/a", "src")
+	w := watchDir(t, h, root, Options{})
+	if got := w.Stats().Dirs; got != 4 {
+		t.Fatalf("Dirs = %d, want 4", got)
+	}
+	mkfile(t, filepath.Join(root, ".gitignore"), "gen/\n")
+	waitFor(t, "gen unwatched", func() bool { return w.Stats().Dirs == 2 })
+	mkfile(t, filepath.Join(root, "gen/a/x"), "")
+	mkfile(t, filepath.Join(root, "marker"), "")
+	st := waitChanged(t, w, "marker")
+	if slices.Contains(st.FilesChanged, "gen/a/x") {
+		t.Errorf("gen/a/x reported after gen/ was ignored: %q", st.FilesChanged)
+	}
+	if err := os.WriteFile(filepath.Join(root, ".gitignore"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "gen watched again", func() bool { return w.Stats().Dirs == 4 })
+	mkfile(t, filepath.Join(root, "gen/a/y"), "")
+	waitChanged(t, w, "gen/a/y")
+}
+
+func TestCoalescing(t *testing.T) {
+	h, _ := newHub(t)
+	root := t.TempDir()
+	var calls atomic.Int32
+	var lastMu sync.Mutex
+	var last Activity
+	w := watchDir(t, h, root, Options{Coalesce: 200 * time.Millisecond, OnActivity: func(a Activity) {
+		calls.Add(1)
+		lastMu.Lock()
+		last = a
+		lastMu.Unlock()
+	}})
+	f, err := os.Create(filepath.Join(root, "hot.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		if _, err := fmt.Fprintf(f, "line %d\n", i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st := waitChanged(t, w, "hot.txt")
+	if !slices.Equal(st.FilesChanged, []string{"hot.txt"}) || st.FilesChangedMore != 0 {
+		t.Errorf("FilesChanged = %q (+%d), want [hot.txt]", st.FilesChanged, st.FilesChangedMore)
+	}
+	waitFor(t, "an activity callback", func() bool { return calls.Load() > 0 })
+	// 101 events in far less than the window: one batch (a slow machine may
+	// split it, never into many).
+	if n := calls.Load(); n > 3 {
+		t.Errorf("OnActivity called %d times for one burst, want 1", n)
+	}
+	lastMu.Lock()
+	defer lastMu.Unlock()
+	if last.Path != "hot.txt" || last.Time.IsZero() {
+		t.Errorf("last activity = %+v, want hot.txt with a time", last)
+	}
+}
+
+func TestBoundedChangedSet(t *testing.T) {
+	h, _ := newHub(t)
+	root := t.TempDir()
+	w := watchDir(t, h, root, Options{MaxFiles: 5})
+	var all []string
+	for i := range 12 {
+		name := fmt.Sprintf("f%02d", i)
+		all = append(all, name)
+		mkfile(t, filepath.Join(root, name), "")
+	}
+	var st Stats
+	waitFor(t, "12 changes counted", func() bool {
+		st = w.Stats()
+		return len(st.FilesChanged)+st.FilesChangedMore == 12
+	})
+	if len(st.FilesChanged) != 5 || st.FilesChangedMore != 7 {
+		t.Fatalf("got %d files + %d more, want 5 + 7", len(st.FilesChanged), st.FilesChangedMore)
+	}
+	// Writing again to a file counted beyond the bound does not count it twice.
+	var extra string
+	for _, f := range all {
+		if !slices.Contains(st.FilesChanged, f) {
+			extra = f
+			break
+		}
+	}
+	before := st.LastActivity
+	mkfile(t, filepath.Join(root, extra), "again")
+	waitFor(t, "the rewrite seen", func() bool { return w.Stats().LastActivity.After(before) })
+	if got := w.Stats().FilesChangedMore; got != 7 {
+		t.Errorf("FilesChangedMore = %d after rewriting %s, want 7", got, extra)
+	}
+}
+
+func TestChangedSince(t *testing.T) {
+	h, _ := newHub(t)
+	root := t.TempDir()
+	mkfile(t, filepath.Join(root, "old.txt"), "")
+	w := watchDir(t, h, root, Options{})
+	if w.ChangedSince(time.Time{}) {
+		t.Error("ChangedSince(zero) = true before any change")
+	}
+	if st := w.Stats(); !st.LastActivity.IsZero() || len(st.FilesChanged) != 0 {
+		t.Errorf("stats before any change = %+v", st)
+	}
+	t0 := time.Now()
+	mkfile(t, filepath.Join(root, "new.txt"), "")
+	waitFor(t, "ChangedSince(t0)", func() bool { return w.ChangedSince(t0) })
+	t1 := time.Now()
+	if w.ChangedSince(t1) {
+		t.Error("ChangedSince(after the change) = true")
+	}
+}
+
+// A real inotify queue overflow: the hub's reader is held while more events
+// than fs.inotify.max_queued_events are made, so the kernel drops the tail,
+// and the file made last is found only by the rescan.
+func TestOverflowRescan(t *testing.T) {
+	if readSysctl("max_queued_events") > 100000 {
+		t.Skip("max_queued_events too large to overflow quickly")
+	}
+	h, logs := newHub(t)
+	root := t.TempDir()
+	mkdirs(t, root, "d")
+	w := watchDir(t, h, root, Options{})
+	a, err := os.Create(filepath.Join(root, "d/a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := os.Create(filepath.Join(root, "d/b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	// Twice the kernel queue: fsnotify holds one read buffer of events too.
+	n := 2 * readSysctl("max_queued_events")
+	h.mu.Lock() // the reader blocks in dispatch; the kernel queue fills
+	for i := 0; i < n/2+1; i++ {
+		// Alternate files: the kernel merges identical consecutive events.
+		_, _ = a.Write([]byte{'a'})
+		_, _ = b.Write([]byte{'b'})
+	}
+	mkfile(t, filepath.Join(root, "d/lost-in-overflow.txt"), "")
+	h.mu.Unlock()
+	waitChanged(t, w, "d/lost-in-overflow.txt", "d/a", "d/b")
+	waitFor(t, "the overflow logged", func() bool { return logged(logs, "overflow") })
+	// The watch still works after it.
+	mkfile(t, filepath.Join(root, "d/after.txt"), "")
+	waitChanged(t, w, "d/after.txt")
+}
+
+// The rescan the overflow handler asks for, with the events of the changes
+// kept from the watch: new files found, vanished directories forgotten, and
+// files untouched since the start not counted.
+func TestFullRescanReconciles(t *testing.T) {
+	h, _ := newHub(t)
+	root, probeRoot := t.TempDir(), t.TempDir()
+	mkdirs(t, root, "gone/x", "keep")
+	mkfile(t, filepath.Join(root, "keep/untouched.txt"), "")
+	// Rescans allow for the file system's coarse clock: start the watch
+	// clearly after the file was written.
+	waitFor(t, "the file's time to age", func() bool {
+		fi, err := os.Stat(filepath.Join(root, "keep/untouched.txt"))
+		return err == nil && time.Since(changeTime(fi)) > 3*fsTimeSlack
+	})
+	w := watchDir(t, h, root, Options{})
+	probe := watchDir(t, h, probeRoot, Options{})
+	if got := w.Stats().Dirs; got != 4 {
+		t.Fatalf("Dirs = %d, want 4", got)
+	}
+	// Take w's directories out of the dispatch table, as if its events were lost.
+	h.mu.Lock()
+	saved := make(map[string][]*Watch)
+	for dir, owners := range h.owners {
+		if slices.Contains(owners, w) {
+			saved[dir] = owners
+			delete(h.owners, dir)
+		}
+	}
+	h.mu.Unlock()
+	if err := os.RemoveAll(filepath.Join(root, "gone")); err != nil {
+		t.Fatal(err)
+	}
+	mkfile(t, filepath.Join(root, "keep/new.txt"), "")
+	// inotify keeps order: once the probe's event is through, so are w's.
+	mkfile(t, filepath.Join(probeRoot, "probe"), "")
+	waitChanged(t, probe, "probe")
+	h.mu.Lock()
+	maps.Copy(h.owners, saved)
+	h.mu.Unlock()
+	if st := w.Stats(); len(st.FilesChanged) != 0 {
+		t.Fatalf("changes seen without events: %q", st.FilesChanged)
+	}
+
+	w.requestRescan()
+	st := waitChanged(t, w, "keep/new.txt")
+	waitFor(t, "gone forgotten", func() bool { return w.Stats().Dirs == 2 })
+	if slices.Contains(st.FilesChanged, "keep/untouched.txt") {
+		t.Errorf("a file untouched since the start was counted: %q", st.FilesChanged)
+	}
+}
+
+// limitAdd wraps the real add with a fake inotify limit for paths under a
+// prefix, which can be lifted.
+type limitAdd struct {
+	real   func(string) error
+	prefix string
+	errno  syscall.Errno
+	lifted atomic.Bool
+}
+
+func (l *limitAdd) add(abs string) error {
+	if !l.lifted.Load() && (abs == l.prefix || strings.HasPrefix(abs, l.prefix+"/")) {
+		return fmt.Errorf("fake: %w", l.errno)
+	}
+	return l.real(abs)
+}
+
+func TestWatchLimitFallback(t *testing.T) {
+	for _, errno := range []syscall.Errno{syscall.ENOSPC, syscall.EMFILE} {
+		t.Run(errno.Error(), func(t *testing.T) {
+			h, logs := newHub(t)
+			root := t.TempDir()
+			mkdirs(t, root, "a", "deg/x")
+			mkfile(t, filepath.Join(root, "deg/x/old.txt"), "")
+			lim := &limitAdd{real: h.addWatch, prefix: filepath.Join(root, "deg"), errno: errno}
+			h.addWatch = lim.add
+			w := watchDir(t, h, root, Options{Rescan: 50 * time.Millisecond})
+			st := w.Stats()
+			if st.Dirs != 2 || st.Polled != 2 || !st.Degraded {
+				t.Fatalf("Dirs %d Polled %d Degraded %v, want 2, 2, true", st.Dirs, st.Polled, st.Degraded)
+			}
+			fix := "sysctl fs.inotify.max_user_watches="
+			if errno == syscall.EMFILE {
+				fix = "sysctl fs.inotify.max_user_instances="
+			}
+			if !logged(logs, fix) {
+				t.Errorf("the log does not name %q", fix)
+			}
+			// Changes in polled directories are found by the rescans...
+			mkfile(t, filepath.Join(root, "deg/x/new.txt"), "")
+			mkfile(t, filepath.Join(root, "deg/y/in-new-dir.txt"), "")
+			if err := os.Remove(filepath.Join(root, "deg/x/old.txt")); err != nil {
+				t.Fatal(err)
+			}
+			waitChanged(t, w, "deg/x/new.txt", "deg/y/in-new-dir.txt", "deg/x/old.txt")
+			if st := w.Stats(); st.Polled != 3 {
+				t.Errorf("Polled = %d, want 3", st.Polled)
+			}
+			// ...the watched part still works by events...
+			mkfile(t, filepath.Join(root, "a/f"), "")
+			waitChanged(t, w, "a/f")
+			// ...and once the limit is lifted, the rescans watch them again.
+			lim.lifted.Store(true)
+			waitFor(t, "no longer degraded", func() bool { st := w.Stats(); return !st.Degraded && st.Dirs == 5 })
+		})
+	}
+}
+
+func TestProjectRootRemoved(t *testing.T) {
+	for _, how := range []string{"remove", "rename"} {
+		t.Run(how, func(t *testing.T) {
+			h, logs := newHub(t)
+			parent := t.TempDir()
+			root := filepath.Join(parent, "proj")
+			mkdirs(t, root, "a/b")
+			w := watchDir(t, h, root, Options{})
+			mkfile(t, filepath.Join(root, "a/b/f"), "")
+			waitChanged(t, w, "a/b/f")
+			var err error
+			if how == "remove" {
+				err = os.RemoveAll(root)
+			} else {
+				err = os.Rename(root, filepath.Join(parent, "moved"))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "RootGone", func() bool { return w.Stats().RootGone })
+			st := w.Stats()
+			if st.Dirs != 0 || !slices.Contains(st.FilesChanged, "a/b/f") {
+				t.Errorf("stats after the root went = %+v", st)
+			}
+			if !logged(logs, "project directory removed") {
+				t.Error("the removal was not logged")
+			}
+			h.mu.RLock()
+			owned := len(h.owners)
+			h.mu.RUnlock()
+			if owned != 0 {
+				t.Errorf("%d directories still owned after the root went", owned)
+			}
+			if err := w.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		})
+	}
+}
+
+// Running as root, chmod 000 denies nothing, so the errors a user's daemon
+// would get are injected through the hub's add and list seams.
+func TestPermissionDenied(t *testing.T) {
+	h, logs := newHub(t)
+	root := t.TempDir()
+	mkdirs(t, root, "ok", "noadd/sub", "nolist/sub")
+	realAdd, realRead := h.addWatch, h.readDir
+	h.addWatch = func(abs string) error {
+		if strings.HasPrefix(abs, filepath.Join(root, "noadd")) {
+			return fmt.Errorf("fake: %w", syscall.EACCES)
+		}
+		return realAdd(abs)
+	}
+	h.readDir = func(abs string) ([]fs.DirEntry, error) {
+		if abs == filepath.Join(root, "nolist") {
+			return nil, &os.PathError{Op: "open", Path: abs, Err: syscall.EACCES}
+		}
+		return realRead(abs)
+	}
+	w := watchDir(t, h, root, Options{})
+	// root, ok, nolist (watched, but not listed, so not its sub).
+	if got := w.Stats().Dirs; got != 3 {
+		t.Errorf("Dirs = %d, want 3", got)
+	}
+	if !logged(logs, "cannot watch directory") || !logged(logs, "cannot list directory") {
+		t.Error("the denied directories were not logged")
+	}
+	mkfile(t, filepath.Join(root, "ok/f"), "")
+	waitChanged(t, w, "ok/f")
+}
+
+func TestSymlinksNotFollowed(t *testing.T) {
+	h, _ := newHub(t)
+	root := t.TempDir()
+	mkdirs(t, root, "a")
+	for link, target := range map[string]string{"a/loop": "..", "self": ".", "abs": "/"} {
+		if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := watchDir(t, h, root, Options{})
+	if got := w.Stats().Dirs; got != 2 {
+		t.Errorf("Dirs = %d, want 2", got)
+	}
+	if err := os.Symlink(".", filepath.Join(root, "a/again")); err != nil {
+		t.Fatal(err)
+	}
+	st := waitChanged(t, w, "a/again")
+	if st.Dirs != 2 {
+		t.Errorf("Dirs after a new symlink loop = %d, want 2", st.Dirs)
+	}
+}
+
+func TestFileReplacedByDirectory(t *testing.T) {
+	h, _ := newHub(t)
+	root := t.TempDir()
+	mkfile(t, filepath.Join(root, "x"), "file")
+	mkdirs(t, root, "d")
+	w := watchDir(t, h, root, Options{})
+	if err := os.Remove(filepath.Join(root, "x")); err != nil {
+		t.Fatal(err)
+	}
+	mkfile(t, filepath.Join(root, "x/inside"), "")
+	// And a directory replaced by a file.
+	if err := os.Remove(filepath.Join(root, "d")); err != nil {
+		t.Fatal(err)
+	}
+	mkfile(t, filepath.Join(root, "d"), "now a file")
+	waitChanged(t, w, "x/inside", "d")
+	waitFor(t, "root and x watched", func() bool { return w.Stats().Dirs == 2 })
+	mkfile(t, filepath.Join(root, "x/later"), "")
+	waitChanged(t, w, "x/later")
+}
+
+func TestDirectoryRenamedAndRemoved(t *testing.T) {
+	h, _ := newHub(t)
+	root := t.TempDir()
+	mkdirs(t, root, "m/n", "gone/x/y")
+	w := watchDir(t, h, root, Options{})
+	if got := w.Stats().Dirs; got != 6 {
+		t.Fatalf("Dirs = %d, want 6", got)
+	}
+	if err := os.RemoveAll(filepath.Join(root, "gone")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(root, "m"), filepath.Join(root, "r")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "root, r, r/n watched", func() bool { return w.Stats().Dirs == 3 })
+	// Events under the moved tree carry its new name.
+	mkfile(t, filepath.Join(root, "r/n/f"), "")
+	st := waitChanged(t, w, "r/n/f")
+	for _, f := range st.FilesChanged {
+		if strings.HasPrefix(f, "m/") {
+			t.Errorf("a change under the old name: %q", f)
+		}
+	}
+}
+
+// Two projects, one inside the other, share directories of one hub.
+func TestOverlappingProjects(t *testing.T) {
+	h, _ := newHub(t)
+	outer := t.TempDir()
+	inner := filepath.Join(outer, "inner")
+	mkdirs(t, inner, "src")
+	wo := watchDir(t, h, outer, Options{})
+	wi := watchDir(t, h, inner, Options{})
+	mkfile(t, filepath.Join(inner, "src/a"), "")
+	waitChanged(t, wo, "inner/src/a")
+	waitChanged(t, wi, "src/a")
+	if err := wi.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mkfile(t, filepath.Join(inner, "src/b"), "")
+	waitChanged(t, wo, "inner/src/b")
+}
+
+func TestWatchErrors(t *testing.T) {
+	h, _ := newHub(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	mkfile(t, file, "")
+	for _, root := range []string{"relative/dir", filepath.Join(dir, "missing"), file} {
+		if w, err := h.Watch(root, Options{}); err == nil {
+			_ = w.Close()
+			t.Errorf("Watch(%q) succeeded, want an error", root)
+		} else if !strings.Contains(err.Error(), root) {
+			t.Errorf("Watch(%q) error %q does not name the path", root, err)
+		}
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Watch(dir, Options{}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Watch after Close: %v, want ErrClosed", err)
+	}
+}
+
+func TestHubCloseStopsWatches(t *testing.T) {
+	h, _ := newHub(t)
+	var ws []*Watch
+	for range 3 {
+		root := t.TempDir()
+		mkdirs(t, root, "a", "b")
+		w, err := h.Watch(root, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, w)
+		mkfile(t, filepath.Join(root, "a/f"), "")
+	}
+	waitChanged(t, ws[0], "a/f")
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range ws {
+		if err := w.Close(); err != nil {
+			t.Errorf("Close after Hub.Close: %v", err)
+		}
+	}
+	if _, err := os.Stat(h.tmp); h.tmp != "" && !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("temporary dir %s left: %v", h.tmp, err)
+	}
+}
+
+func TestRebasePatterns(t *testing.T) {
+	pats := []string{"*.log", "/build/", "a/b", "!/keep", "**/tmp", "vendor/lib/out/", "dir/", "# c", ""}
+	for _, tc := range []struct {
+		up, down string
+		want     []string
+	}{
+		{"", "", []string{"*.log", "/build/", "a/b", "!/keep", "**/tmp", "vendor/lib/out/", "dir/"}},
+		{"proj", "", []string{"*.log", "/proj/build/", "/proj/a/b", "!/proj/keep", "/proj/**/tmp", "/proj/vendor/lib/out/", "dir/"}},
+		{"", "vendor/lib", []string{"*.log", "**/tmp", "/out/", "dir/"}},
+	} {
+		if got := rebasePatterns(pats, tc.up, tc.down); !slices.Equal(got, tc.want) {
+			t.Errorf("rebasePatterns(up %q, down %q) = %q, want %q", tc.up, tc.down, got, tc.want)
+		}
+	}
+}
+
+func TestAlwaysIgnored(t *testing.T) {
+	for p, want := range map[string]bool{
+		".git": true, ".git/HEAD": true, "sub/.git/x": true, ".sessiond/a": true,
+		"a.git": false, "src/.gitignore": false, "x/.gitx/y": false, "": false,
+	} {
+		if got := alwaysIgnored(p); got != want {
+			t.Errorf("alwaysIgnored(%q) = %v, want %v", p, got, want)
+		}
+	}
+}
+
+// A path that makes git die (beyond a symlink) is answered "not ignored" and
+// the others still get their answers.
+func TestCheckerSurvivesGitDying(t *testing.T) {
+	h, _ := newHub(t)
+	root := t.TempDir()
+	mkfile(t, filepath.Join(root, ".gitignore"), "*.log\n")
+	if err := os.Symlink("/tmp", filepath.Join(root, "lnk")); err != nil {
+		t.Fatal(err)
+	}
+	ig := newIgnorer(h, h.log, root, nil, "t")
+	defer ig.close()
+	got := ig.ignored([]string{"a.log", "lnk/x.log", "b.log", "c.txt"})
+	if want := []bool{true, false, true, false}; !slices.Equal(got, want) {
+		t.Errorf("ignored = %v, want %v", got, want)
+	}
+}

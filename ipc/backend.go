@@ -1,0 +1,53 @@
+package ipc
+
+import (
+	"context"
+	"io"
+)
+
+// Caller is the identity of the process at the other end of a connection,
+// from the socket's peer credentials.
+type Caller struct {
+	UID int
+	GID int
+	PID int
+}
+
+// Root reports whether the caller is the superuser, who may act on every
+// user's sessions.
+func (c Caller) Root() bool { return c.UID == 0 }
+
+// ListOptions filters a session listing.
+type ListOptions struct {
+	// All includes ended and failed sessions.
+	All bool
+	// Project keeps only the sessions of this directory (absolute path).
+	Project string
+}
+
+// LogOptions says which part of a session's log to send.
+type LogOptions struct {
+	// Tail sends only the last Tail lines; 0 sends the whole log.
+	Tail int
+	// Follow keeps sending output as it is written, until the session
+	// ends or the request is cancelled.
+	Follow bool
+}
+
+// Backend is what the server adapts requests to; the daemon implements it.
+// Every method takes the caller so that it can decide what the caller may
+// see and do. Errors of type *Error reach the client as they are; any other
+// error is an internal error.
+type Backend interface {
+	ListSessions(ctx context.Context, c Caller, opt ListOptions) ([]Session, error)
+	StartSession(ctx context.Context, c Caller, req StartRequest) (*StartResponse, error)
+	GetSession(ctx context.Context, c Caller, id string) (*Session, error)
+	StopSession(ctx context.Context, c Caller, id string, req StopRequest) (*Session, error)
+	SignalSession(ctx context.Context, c Caller, id string, req SignalRequest) error
+	// Logs writes the session's output to w, flushing as it goes.
+	Logs(ctx context.Context, c Caller, id string, opt LogOptions, w io.Writer) error
+	// Subscribe returns the event stream for c; it is closed when ctx ends.
+	Subscribe(ctx context.Context, c Caller) (<-chan Event, error)
+	Version() Version
+	Health() Health
+}

@@ -1,0 +1,255 @@
+package ipc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+)
+
+// Client talks to a daemon over its socket. The zero value is not usable
+// until Socket is set; a Client is safe for concurrent use.
+type Client struct {
+	// Socket is the daemon's Unix socket path.
+	Socket string
+
+	once sync.Once
+	hc   *http.Client
+}
+
+func (c *Client) httpClient() *http.Client {
+	c.once.Do(func() {
+		c.hc = &http.Client{Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", c.Socket)
+			},
+			DisableCompression: true,
+		}}
+	})
+	return c.hc
+}
+
+// send performs one request and returns the response for a 2xx status;
+// any other status becomes an *Error, a failed dial an *UnreachableError.
+func (c *Client) send(ctx context.Context, method, path string, query url.Values, body any) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	u := "http://sessiond/" + APIVersion + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.httpClient().Do(req)
+	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			return nil, &UnreachableError{Socket: c.Socket, Err: op.Err}
+		}
+		return nil, err
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	var eb ErrorBody
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, MaxBodySize))
+	if err := json.Unmarshal(data, &eb); err != nil || eb.Code == "" {
+		return nil, &Error{Status: resp.StatusCode, Code: CodeInternal, Message: fmt.Sprintf("daemon answered %s: %s", resp.Status, bytes.TrimSpace(data))}
+	}
+	return nil, &Error{Status: resp.StatusCode, Code: eb.Code, Message: eb.Error, Candidates: eb.Candidates}
+}
+
+// do sends a request and decodes the JSON answer into out (if not nil).
+func do[T any](ctx context.Context, c *Client, method, path string, query url.Values, body any) (T, error) {
+	var out T
+	resp, err := c.send(ctx, method, path, query, body)
+	if err != nil {
+		return out, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNoContent {
+		return out, nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return out, fmt.Errorf("decode %s %s response: %w", method, path, err)
+	}
+	return out, nil
+}
+
+func sessionPath(id string, rest string) string {
+	return "/sessions/" + url.PathEscape(id) + rest
+}
+
+// Sessions lists sessions.
+func (c *Client) Sessions(ctx context.Context, opt ListOptions) ([]Session, error) {
+	q := url.Values{}
+	if opt.All {
+		q.Set("all", "1")
+	}
+	if opt.Project != "" {
+		q.Set("project", opt.Project)
+	}
+	return do[[]Session](ctx, c, http.MethodGet, "/sessions", q, nil)
+}
+
+// Start starts a session.
+func (c *Client) Start(ctx context.Context, req StartRequest) (*StartResponse, error) {
+	return do[*StartResponse](ctx, c, http.MethodPost, "/sessions", nil, req)
+}
+
+// Session returns the record of the session id (or unique id prefix).
+func (c *Client) Session(ctx context.Context, id string) (*Session, error) {
+	return do[*Session](ctx, c, http.MethodGet, sessionPath(id, ""), nil, nil)
+}
+
+// Stop stops a session and returns its final record, once its end is on disk.
+func (c *Client) Stop(ctx context.Context, id string, req StopRequest) (*Session, error) {
+	return do[*Session](ctx, c, http.MethodPost, sessionPath(id, "/stop"), nil, req)
+}
+
+// Signal sends a signal to a session's process group.
+func (c *Client) Signal(ctx context.Context, id, signal string) error {
+	_, err := do[struct{}](ctx, c, http.MethodPost, sessionPath(id, "/signal"), nil, SignalRequest{Signal: signal})
+	return err
+}
+
+// Logs returns a session's output; with opt.Follow the stream goes on until
+// the session ends or ctx is cancelled. The caller closes the reader.
+func (c *Client) Logs(ctx context.Context, id string, opt LogOptions) (io.ReadCloser, error) {
+	q := url.Values{}
+	if opt.Tail > 0 {
+		q.Set("tail", strconv.Itoa(opt.Tail))
+	}
+	if opt.Follow {
+		q.Set("follow", "1")
+	}
+	resp, err := c.send(ctx, http.MethodGet, sessionPath(id, "/logs"), q, nil)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}
+
+// Version returns the daemon's version.
+func (c *Client) Version(ctx context.Context) (Version, error) {
+	return do[Version](ctx, c, http.MethodGet, "/version", nil, nil)
+}
+
+// Health returns the daemon's health.
+func (c *Client) Health(ctx context.Context) (Health, error) {
+	return do[Health](ctx, c, http.MethodGet, "/health", nil, nil)
+}
+
+// Events opens the event stream.
+func (c *Client) Events(ctx context.Context) (*EventWatcher, error) {
+	resp, err := c.send(ctx, http.MethodGet, "/events", nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &EventWatcher{body: resp.Body, dec: json.NewDecoder(bufio.NewReader(resp.Body))}, nil
+}
+
+// EventWatcher reads the event stream one event at a time.
+type EventWatcher struct {
+	body io.ReadCloser
+	dec  *json.Decoder
+}
+
+// Next blocks until the next event, or returns an error when the stream ends.
+func (w *EventWatcher) Next() (Event, error) {
+	var ev Event
+	err := w.dec.Decode(&ev)
+	return ev, err
+}
+
+// Close ends the stream.
+func (w *EventWatcher) Close() error { return w.body.Close() }
+
+// Extend moves a session's deadline later by the duration by ("30m").
+func (c *Client) Extend(ctx context.Context, id, by string) (*Session, error) {
+	return do[*Session](ctx, c, http.MethodPost, sessionPath(id, "/extend"), nil, ExtendRequest{By: by})
+}
+
+// Report records what the agent reports from inside session id.
+func (c *Client) Report(ctx context.Context, id string, r Report) (*Report, error) {
+	return do[*Report](ctx, c, http.MethodPost, sessionPath(id, "/report"), nil, r)
+}
+
+// Checkpoint takes a checkpoint of a live session's project now. The
+// result is the checkpoint as JSON.
+func (c *Client) Checkpoint(ctx context.Context, id string) (json.RawMessage, error) {
+	return do[json.RawMessage](ctx, c, http.MethodPost, sessionPath(id, "/checkpoint"), nil, nil)
+}
+
+// Handoff returns a session's handoff as JSON.
+func (c *Client) Handoff(ctx context.Context, id string) (json.RawMessage, error) {
+	return do[json.RawMessage](ctx, c, http.MethodGet, sessionPath(id, "/handoff"), nil, nil)
+}
+
+func projectPath(dir, rest string) (string, url.Values) {
+	return "/projects/" + ProjectID(dir) + rest, url.Values{"dir": {dir}}
+}
+
+// Projects lists the projects the daemon has run sessions in.
+func (c *Client) Projects(ctx context.Context) ([]Project, error) {
+	return do[[]Project](ctx, c, http.MethodGet, "/projects", nil, nil)
+}
+
+// SessionState returns a project's session state as JSON; summary, when
+// true, asks for the rendered restore summary instead.
+func (c *Client) SessionState(ctx context.Context, dir string, summary bool) ([]byte, error) {
+	p, q := projectPath(dir, "/session")
+	if summary {
+		q.Set("format", "summary")
+	}
+	resp, err := c.send(ctx, http.MethodGet, p, q, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
+}
+
+// ClearSessionState deletes a project's session state.
+func (c *Client) ClearSessionState(ctx context.Context, dir string) error {
+	p, q := projectPath(dir, "/session")
+	_, err := do[struct{}](ctx, c, http.MethodDelete, p, q, nil)
+	return err
+}
+
+// Checkpoints lists a project's checkpoints as JSON; prune > 0 first prunes
+// each session's checkpoints to that many.
+func (c *Client) Checkpoints(ctx context.Context, dir string, prune int) (json.RawMessage, error) {
+	p, q := projectPath(dir, "/checkpoints")
+	if prune > 0 {
+		q.Set("prune", strconv.Itoa(prune))
+	}
+	return do[json.RawMessage](ctx, c, http.MethodGet, p, q, nil)
+}
+
+// Restore restores a project's work tree to a checkpoint.
+func (c *Client) Restore(ctx context.Context, dir, checkpoint string, force bool) (*RestoreResponse, error) {
+	p, q := projectPath(dir, "/restore")
+	return do[*RestoreResponse](ctx, c, http.MethodPost, p, q, RestoreRequest{Dir: dir, Checkpoint: checkpoint, Force: force})
+}

@@ -1,0 +1,95 @@
+package ipc
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Error codes.
+const (
+	CodeBadRequest  = "bad_request"
+	CodeNotFound    = "not_found"
+	CodeAmbiguous   = "ambiguous"
+	CodeConflict    = "conflict"
+	CodeForbidden   = "forbidden"
+	CodeTooLarge    = "too_large"
+	CodeUnavailable = "unavailable"
+	CodeInternal    = "internal"
+)
+
+// Error is an API error: what the server sends and what the client returns.
+type Error struct {
+	Status     int
+	Code       string
+	Message    string
+	Candidates []string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Is lets errors.Is match an *Error against the sentinels by code.
+func (e *Error) Is(target error) bool {
+	var t *Error
+	if errors.As(target, &t) {
+		return t.Code == e.Code && t.Message == ""
+	}
+	return false
+}
+
+// Sentinels that errors.Is matches against any *Error with the same code.
+var (
+	ErrBadRequest = &Error{Status: http.StatusBadRequest, Code: CodeBadRequest}
+	ErrNotFound   = &Error{Status: http.StatusNotFound, Code: CodeNotFound}
+	ErrAmbiguous  = &Error{Status: http.StatusConflict, Code: CodeAmbiguous}
+	ErrConflict   = &Error{Status: http.StatusConflict, Code: CodeConflict}
+	ErrForbidden  = &Error{Status: http.StatusForbidden, Code: CodeForbidden}
+)
+
+func newError(status int, code, format string, args ...any) *Error {
+	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// BadRequest returns a 400 error.
+func BadRequest(format string, args ...any) *Error {
+	return newError(http.StatusBadRequest, CodeBadRequest, format, args...)
+}
+
+// NotFound returns a 404 error.
+func NotFound(format string, args ...any) *Error {
+	return newError(http.StatusNotFound, CodeNotFound, format, args...)
+}
+
+// Conflict returns a 409 error: the request is valid but the state forbids it.
+func Conflict(format string, args ...any) *Error {
+	return newError(http.StatusConflict, CodeConflict, format, args...)
+}
+
+// Forbidden returns a 403 error.
+func Forbidden(format string, args ...any) *Error {
+	return newError(http.StatusForbidden, CodeForbidden, format, args...)
+}
+
+// Ambiguous returns the error for an id prefix that matches several sessions.
+func Ambiguous(prefix string, candidates []string) *Error {
+	e := newError(http.StatusConflict, CodeAmbiguous, "session id %q is ambiguous: it matches %d sessions", prefix, len(candidates))
+	e.Candidates = candidates
+	return e
+}
+
+// Unavailable returns a 503 error.
+func Unavailable(format string, args ...any) *Error {
+	return newError(http.StatusServiceUnavailable, CodeUnavailable, format, args...)
+}
+
+// UnreachableError is returned by the client when no daemon answers on the socket.
+type UnreachableError struct {
+	Socket string
+	Err    error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("cannot reach sessiond at %s: %v", e.Socket, e.Err)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }

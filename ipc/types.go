@@ -1,0 +1,260 @@
+package ipc
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/sessiond/sessiond/config"
+)
+
+// APIVersion is the version prefix of every route.
+const APIVersion = "v1"
+
+// VersionHeader is set on every response to the daemon's version.
+const VersionHeader = "Sessiond-Version"
+
+// Session states.
+const (
+	StateStarting = "starting"
+	StateRunning  = "running"
+	StateWarned   = "warned"
+	StateStopping = "stopping"
+	StateEnded    = "ended"
+	StateFailed   = "failed"
+)
+
+// End reasons.
+const (
+	EndComplete    = "complete"
+	EndError       = "error"
+	EndTimeout     = "timeout"
+	EndIdle        = "idle"
+	EndInterrupted = "interrupted"
+	EndCrashed     = "crashed"
+)
+
+// Live reports whether a session in state s has a process to supervise.
+func Live(s string) bool {
+	return s == StateStarting || s == StateRunning || s == StateWarned || s == StateStopping
+}
+
+// Session is the session record: what session.json holds, what inspect
+// prints, and each element of ps --json.
+type Session struct {
+	ID               string     `json:"id"`
+	Name             string     `json:"name"`
+	ProjectDir       string     `json:"project_dir"`
+	ProjectID        string     `json:"project_id"`
+	Command          []string   `json:"command"`
+	State            string     `json:"state"`
+	PID              int        `json:"pid"`
+	StartedAt        time.Time  `json:"started_at"`
+	EndedAt          *time.Time `json:"ended_at"`
+	Deadline         time.Time  `json:"deadline"`
+	WarnAt           time.Time  `json:"warn_at"`
+	EndReason        string     `json:"end_reason"`
+	ExitCode         *int       `json:"exit_code"`
+	Signal           string     `json:"signal"`
+	Restarts         int        `json:"restarts"`
+	RestartOf        string     `json:"restart_of"`
+	LastActivity     *time.Time `json:"last_activity"`
+	LastFileEdited   string     `json:"last_file_edited"`
+	FilesChanged     []string   `json:"files_changed"`
+	FilesChangedMore int        `json:"files_changed_more,omitempty"`
+	Checkpoints      int        `json:"checkpoints"`
+	LastCheckpoint   string     `json:"last_checkpoint"`
+	LogPath          string     `json:"log_path"`
+
+	// UID is the user the session runs as and belongs to.
+	UID int `json:"uid"`
+	// StartTime is the child's start time in clock ticks after boot, which
+	// with BootID tells a live child from a reused pid.
+	StartTime uint64 `json:"start_time,omitempty"`
+	BootID    string `json:"boot_id,omitempty"`
+	// Error says why a session failed to start, or what went wrong at its end.
+	Error string `json:"error,omitempty"`
+	// EnvKeys names the variables given with --env; their values are never
+	// written anywhere.
+	EnvKeys []string `json:"env_keys,omitempty"`
+	// Warning records what happened at the warning time.
+	Warning *Warning `json:"warning,omitempty"`
+	// Spec is the resolved spec the session runs under (env values left out).
+	Spec config.Spec `json:"spec"`
+	// Warnings are problems the next session should know of (failed
+	// checkpoints, unknown exit status, ...).
+	Warnings []string `json:"warnings,omitempty"`
+	// Report is what the agent reported from inside the session.
+	Report *Report `json:"report,omitempty"`
+	// HandoffPath is where the session's handoff was written.
+	HandoffPath string `json:"handoff_path,omitempty"`
+}
+
+// Warning records a session's warning: when it was given and who was signalled.
+type Warning struct {
+	At       time.Time     `json:"at"`
+	Signal   string        `json:"signal,omitempty"`
+	Signaled []int         `json:"signaled,omitempty"`
+	Skipped  []SkippedProc `json:"skipped,omitempty"`
+	Hook     string        `json:"hook,omitempty"`
+}
+
+// SkippedProc is a process that was not sent the warning signal, and why.
+type SkippedProc struct {
+	PID    int    `json:"pid"`
+	Reason string `json:"reason"`
+}
+
+// StartRequest asks for a new session. Empty fields take the project's
+// sessiond.toml value, else the daemon's default.
+type StartRequest struct {
+	Dir             string            `json:"dir"`
+	Command         []string          `json:"command,omitempty"`
+	Name            string            `json:"name,omitempty"`
+	Env             map[string]string `json:"env,omitempty"`
+	Timeout         string            `json:"timeout,omitempty"`
+	WarnBefore      string            `json:"warn_before,omitempty"`
+	WarnSignal      string            `json:"warn_signal,omitempty"`
+	WarnSignalForce bool              `json:"warn_signal_force,omitempty"`
+	OnWarning       string            `json:"on_warning,omitempty"`
+	StopSignal      string            `json:"stop_signal,omitempty"`
+	StopGrace       string            `json:"stop_grace,omitempty"`
+	IdleTimeout     string            `json:"idle_timeout,omitempty"`
+	Checkpoint      *string           `json:"checkpoint,omitempty"`
+	Restart         string            `json:"restart,omitempty"`
+}
+
+// StartResponse is the new session, and the project's restore summary
+// (empty when the project has no state).
+type StartResponse struct {
+	Session Session `json:"session"`
+	Summary string  `json:"summary,omitempty"`
+	// Notices are problems found while starting that did not stop it, such
+	// as a corrupt state file that was kept aside.
+	Notices []string `json:"notices,omitempty"`
+}
+
+// StopRequest asks for a graceful stop; Grace overrides the spec's stop_grace.
+type StopRequest struct {
+	Grace string `json:"grace,omitempty"`
+}
+
+// SignalRequest asks for a signal to the session's process group.
+type SignalRequest struct {
+	Signal string `json:"signal"`
+}
+
+// ExtendRequest moves a session's deadline (and warning) later by By.
+type ExtendRequest struct {
+	By string `json:"by"`
+}
+
+// Event types.
+const (
+	EventStarted    = "started"
+	EventWarned     = "warned"
+	EventCheckpoint = "checkpoint"
+	EventActivity   = "activity"
+	EventStopping   = "stopping"
+	EventEnded      = "ended"
+	EventRestarted  = "restarted"
+	EventFailed     = "failed"
+	EventExtended   = "extended"
+)
+
+// Event is one line of the event stream.
+type Event struct {
+	Type      string          `json:"type"`
+	Time      time.Time       `json:"time"`
+	SessionID string          `json:"session_id,omitempty"`
+	ProjectID string          `json:"project_id,omitempty"`
+	Message   string          `json:"message,omitempty"`
+	Data      json.RawMessage `json:"data,omitempty"`
+	// UID is the owner of the session, used to show users only their own.
+	UID int `json:"-"`
+}
+
+// Version is the daemon's version information.
+type Version struct {
+	Version string `json:"version"`
+	API     string `json:"api"`
+	PID     int    `json:"pid"`
+	Socket  string `json:"socket"`
+}
+
+// Health is the daemon's liveness report.
+type Health struct {
+	Status   string    `json:"status"`
+	Sessions int       `json:"sessions"`
+	Live     int       `json:"live"`
+	Since    time.Time `json:"since"`
+}
+
+// ErrorBody is the JSON body of every error response.
+type ErrorBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+	// Candidates lists the matches of an ambiguous id prefix.
+	Candidates []string `json:"candidates,omitempty"`
+}
+
+// Report is what the agent told sessiond about its work, through
+// sessionctl report; later reports replace the fields they give.
+type Report struct {
+	Summary    string   `json:"summary,omitempty"`
+	Next       []string `json:"next,omitempty"`
+	Blockers   []string `json:"blockers,omitempty"`
+	Plan       string   `json:"plan,omitempty"`
+	Progress   *float64 `json:"progress,omitempty"`
+	Task       string   `json:"task,omitempty"`
+	Step       string   `json:"step,omitempty"`
+	Status     string   `json:"status,omitempty"`
+	LastAction string   `json:"last_action,omitempty"`
+	// At is when the last report came.
+	At time.Time `json:"at,omitzero"`
+}
+
+// WarningText is the notice an agent is given at its warning, in the
+// event, warning.json and the agent hook output.
+func WarningText(deadline, now time.Time) string {
+	left := deadline.Sub(now).Round(time.Second)
+	if left < 0 {
+		left = 0
+	}
+	return fmt.Sprintf("sessiond: this session will be stopped in %s (at %s). Wrap up now: checkpoint or commit your work, write down what you did and what comes next (sessionctl report --summary ... --next ...), and leave the project in a state the next session can resume from.",
+		left, deadline.Format(time.RFC3339))
+}
+
+// ProjectID is a project's id: the first 12 hex digits of the sha256 of
+// its absolute, symlink-resolved path.
+func ProjectID(dir string) string {
+	sum := sha256.Sum256([]byte(dir))
+	return hex.EncodeToString(sum[:])[:12]
+}
+
+// Project is a directory sessiond has run sessions in.
+type Project struct {
+	ID       string    `json:"id"`
+	Dir      string    `json:"dir"`
+	Sessions int       `json:"sessions"`
+	Live     int       `json:"live"`
+	LastEnd  time.Time `json:"last_end,omitzero"`
+	// LastSession is the id of the project's newest session.
+	LastSession string `json:"last_session,omitempty"`
+}
+
+// RestoreRequest asks to restore a project's work tree to a checkpoint.
+type RestoreRequest struct {
+	Dir        string `json:"dir,omitempty"`
+	Checkpoint string `json:"checkpoint"`
+	Force      bool   `json:"force,omitempty"`
+}
+
+// RestoreResponse says what a restore did: the checkpoint of the tree as
+// it was, and the checkpoint restored.
+type RestoreResponse struct {
+	Saved    json.RawMessage `json:"saved"`
+	Restored json.RawMessage `json:"restored"`
+}
