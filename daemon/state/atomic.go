@@ -54,8 +54,16 @@ func EnsureDir(path string) error {
 	if err := os.MkdirAll(path, 0o700); err != nil {
 		return fmt.Errorf("create directory %s: %w", path, err)
 	}
-	if err := os.Chmod(path, 0o700); err != nil {
-		return fmt.Errorf("set mode of directory %s: %w", path, err)
+	// Chmod only when needed: a needless one still dirties the inode, and
+	// the next directory fsync then has to write it.
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("create directory %s: %w", path, err)
+	}
+	if fi.Mode().Perm() != 0o700 {
+		if err := os.Chmod(path, 0o700); err != nil {
+			return fmt.Errorf("set mode of directory %s: %w", path, err)
+		}
 	}
 	return nil
 }

@@ -1,6 +1,9 @@
 package state
 
-import "testing"
+import (
+	"path/filepath"
+	"testing"
+)
 
 // BenchmarkSaveSessionState measures an atomic, fsynced save of a typical
 // state (DESIGN §7 target: ≤ 2 ms).
@@ -23,6 +26,24 @@ func BenchmarkLoadSessionState(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := LoadSessionState(project); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkWriteFile measures the bare atomic write of the same bytes: the
+// floor that SaveSessionState adds its checks to (two fsyncs dominate).
+func BenchmarkWriteFile(b *testing.B) {
+	path := SessionStatePath(b.TempDir())
+	if err := EnsureDir(filepath.Dir(path)); err != nil {
+		b.Fatal(err)
+	}
+	data, err := marshalJSON(fullState())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := WriteFile(path, data, 0o600); err != nil {
 			b.Fatal(err)
 		}
 	}

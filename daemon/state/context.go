@@ -100,6 +100,18 @@ func BuildContext(in ContextInput) []byte {
 	return b.Bytes()
 }
 
+// WriteContext builds the context for in and writes it to the project's
+// context.md (ContextPath) atomically, mode 0600.
+func WriteContext(project string, in ContextInput) error {
+	if _, err := ProjectDir(project); err != nil {
+		return fmt.Errorf("write context: %w", err)
+	}
+	if err := WriteFile(ContextPath(project), BuildContext(in), 0o600); err != nil {
+		return fmt.Errorf("write context: %w", err)
+	}
+	return nil
+}
+
 func writePrevious(b *bytes.Buffer, h *Handoff, now time.Time) {
 	b.WriteString("\n## Previous session\n\n")
 	ended := "ended"

@@ -50,12 +50,12 @@ func TestBuildContextDoesNotChangeInput(t *testing.T) {
 
 func TestContextWrittenAtomically(t *testing.T) {
 	project := t.TempDir()
-	if _, err := ProjectDir(project); err != nil {
+	in := ContextInput{SessionID: "x", ProjectDir: project, Now: testNow}
+	if err := WriteContext(project, in); err != nil {
 		t.Fatal(err)
 	}
-	data := BuildContext(ContextInput{SessionID: "x", ProjectDir: project, Now: testNow})
-	if err := WriteFile(ContextPath(project), data, 0o600); err != nil {
-		t.Fatal(err)
+	if got, want := readTestFile(t, ContextPath(project)), string(BuildContext(in)); got != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 	if got := mode(t, ContextPath(project)); got != 0o600 {
 		t.Errorf("mode: got %v, want %v", got, os.FileMode(0o600))

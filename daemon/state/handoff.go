@@ -3,8 +3,6 @@ package state
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 )
 
@@ -98,12 +96,13 @@ func (h *Handoff) boundFiles(name string, files []string) []string {
 }
 
 // SaveHandoff bounds h (see Bound) and writes it atomically, mode 0600, to
-// path, creating missing parent directories with mode 0700.
+// path, creating missing parent directories with mode 0700; a path in a
+// project's .sessiond (HandoffPath) gets it through ProjectDir.
 func SaveHandoff(path string, h *Handoff) error {
 	if h == nil {
 		return errors.New("save handoff: nil handoff")
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := ensureParent(path); err != nil {
 		return fmt.Errorf("save handoff: %w", err)
 	}
 	h.Bound()

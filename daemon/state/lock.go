@@ -25,6 +25,9 @@ type Lock struct {
 // WriteLock writes the project's lock file atomically (mode 0600), replacing
 // any earlier one: use it to update the lock of a session that holds it.
 func WriteLock(project string, l *Lock) error {
+	if l == nil {
+		return errors.New("write lock: nil lock")
+	}
 	if _, err := ProjectDir(project); err != nil {
 		return fmt.Errorf("write lock: %w", err)
 	}
@@ -38,7 +41,10 @@ func WriteLock(project string, l *Lock) error {
 // atomic step (the complete file is linked into place). If a lock exists the
 // error wraps fs.ErrExist; the caller reads it with ReadLock to decide
 // whether its session is still alive.
-func CreateLock(project string, l *Lock) (err error) {
+func CreateLock(project string, l *Lock) error {
+	if l == nil {
+		return errors.New("create lock: nil lock")
+	}
 	if _, err := ProjectDir(project); err != nil {
 		return fmt.Errorf("create lock: %w", err)
 	}
@@ -110,6 +116,9 @@ type Warning struct {
 // WriteWarning writes the project's warning.json atomically (mode 0600),
 // filling TimeLeftSeconds from the two times.
 func WriteWarning(project string, w *Warning) error {
+	if w == nil {
+		return errors.New("write warning: nil warning")
+	}
 	if _, err := ProjectDir(project); err != nil {
 		return fmt.Errorf("write warning: %w", err)
 	}

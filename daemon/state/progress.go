@@ -43,8 +43,9 @@ const progressHeader = "# Progress\n\nOne entry per session, appended by session
 // highest session number among them if a hand-kept log numbers higher.
 // A new file starts with a short header and gets mode 0600; an existing
 // one, sessiond's or written by hand, keeps its mode and every byte of its
-// content. A symlinked log is written through the link. Its directory must
-// exist.
+// content. A symlinked log is written through the link. A log in a
+// project's .sessiond (ProgressPath) gets that directory through ProjectDir;
+// any other log's directory must exist.
 //
 // The whole file is rewritten atomically (WriteFile) rather than opened with
 // O_APPEND: the log is small, and a crash can then never leave half an entry
@@ -62,6 +63,11 @@ func AppendProgress(path string, e ProgressEntry) (n int, err error) {
 		}
 	case errors.Is(err, fs.ErrNotExist):
 		old = []byte(progressHeader)
+		if filepath.Base(filepath.Dir(path)) == DirName {
+			if err := ensureParent(path); err != nil {
+				return 0, fmt.Errorf("append progress: %w", err)
+			}
+		}
 	default:
 		return 0, fmt.Errorf("append progress: %w", err)
 	}

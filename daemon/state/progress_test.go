@@ -9,10 +9,7 @@ import (
 )
 
 func TestAppendProgressTwice(t *testing.T) {
-	path := ProgressPath(t.TempDir())
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	path := ProgressPath(t.TempDir()) // .sessiond does not exist yet
 	first := ProgressEntry{
 		Time:       time.Date(2025, 1, 17, 14, 30, 0, 0, time.UTC),
 		SessionID:  "k3f9a2",

@@ -198,3 +198,15 @@ func addExclude(path, pattern string) error {
 	b.WriteString(pattern + "\n")
 	return WriteFile(path, b.Bytes(), perm)
 }
+
+// ensureParent makes the directory of path ready for writing: a project's
+// .sessiond through ProjectDir (so it is kept out of git whichever file is
+// written first), any other missing directory with mode 0700.
+func ensureParent(path string) error {
+	dir := filepath.Dir(path)
+	if filepath.Base(dir) == DirName {
+		_, err := ProjectDir(filepath.Dir(dir))
+		return err
+	}
+	return os.MkdirAll(dir, 0o700)
+}

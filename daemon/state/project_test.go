@@ -184,10 +184,17 @@ func TestProjectDirRealGit(t *testing.T) {
 	wt := filepath.Join(root, "wt")
 	git(repo, "worktree", "add", "-q", wt)
 
+	// Whichever file is written first, .sessiond is kept out of git.
+	if err := SaveSessionState(repo, &SessionState{ProgressPct: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := SaveHandoff(HandoffPath(wt), &Handoff{SessionID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AppendProgress(ProgressPath(wt), ProgressEntry{Time: testNow}); err != nil {
+		t.Fatal(err)
+	}
 	for _, project := range []string{repo, wt} {
-		if err := SaveSessionState(project, &SessionState{ProgressPct: 1}); err != nil {
-			t.Fatal(err)
-		}
 		if got := git(project, "status", "--porcelain", "--untracked-files=all"); got != "" {
 			t.Errorf("%s: git status: got %q, want nothing", project, got)
 		}

@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,10 +100,12 @@ func mkdirs(t testing.TB, root string, dirs ...string) {
 // gitInit makes dir a git repository.
 func gitInit(t testing.TB, dir string) {
 	t.Helper()
+	var out bytes.Buffer
 	cmd := exec.Command("git", "init", "-q", dir)
 	cmd.Env = gitEnv()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git init %s: %v\n%s", dir, err, out)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := proc.Run(cmd); err != nil {
+		t.Fatalf("git init %s: %v\n%s", dir, err, out.String())
 	}
 }
 

@@ -48,7 +48,6 @@ type Hub struct {
 	nextID  int
 	tmp     string // temporary dir: the empty repository, excludes files
 
-	limitOnce sync.Once // the watch-limit advice is logged once per hub
 	readerEnd chan struct{}
 }
 
@@ -57,18 +56,23 @@ type Hub struct {
 // the hub still works: every directory is then rescanned periodically, and
 // the log says which sysctl would fix it.
 func NewHub(log *zap.Logger) (*Hub, error) {
+	return newHubWith(log, fsnotify.NewWatcher)
+}
+
+// newHubWith is NewHub with the watcher's constructor as a seam for tests.
+func newHubWith(log *zap.Logger, newWatcher func() (*fsnotify.Watcher, error)) (*Hub, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
 	h := &Hub{
-		log:       log.Named("watch"),
+		log:       log,
 		readDir:   readDirUnsorted,
 		gitIdle:   gitIdleDefault,
 		owners:    make(map[string][]*Watch),
 		watches:   make(map[*Watch]struct{}),
 		readerEnd: make(chan struct{}),
 	}
-	fsw, err := fsnotify.NewWatcher()
+	fsw, err := newWatcher()
 	switch {
 	case err == nil:
 		h.fsw = fsw
@@ -288,14 +292,6 @@ func (h *Hub) emptyRepo() (string, error) {
 		return "", fmt.Errorf("make empty repository in %s: %w", dir, err)
 	}
 	return dir, nil
-}
-
-// limitHit logs, once per hub, which sysctl lifts the limit that err hit.
-func (h *Hub) limitHit(err error) {
-	h.limitOnce.Do(func() {
-		h.log.Warn("inotify limit reached; directories past it are rescanned periodically instead of watched",
-			zap.Error(err), zap.String("fix", limitAdvice(err)))
-	})
 }
 
 // isLimit reports whether an error from adding a watch means a kernel limit

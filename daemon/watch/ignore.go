@@ -50,6 +50,7 @@ type ignorer struct {
 	hub      *Hub
 	name     string // unique per Watch, to name the excludes files
 	domains  map[string]*checker
+	warned   bool
 }
 
 func newIgnorer(h *Hub, log *zap.Logger, root string, patterns []string, name string) *ignorer {
@@ -76,7 +77,7 @@ func (ig *ignorer) addDomain(rel string) {
 func (ig *ignorer) dropDomains(rel string) {
 	for d, c := range ig.domains {
 		if d != "" && (d == rel || strings.HasPrefix(d, rel+"/")) {
-			c.stop()
+			c.close()
 			delete(ig.domains, d)
 		}
 	}
@@ -127,7 +128,12 @@ func (ig *ignorer) ignored(rels []string) []bool {
 		}
 		res, err := c.query(paths)
 		if err != nil {
-			ig.log.Warn("git check-ignore failed; treating paths as not ignored",
+			// Said once at Warn: a missing git would otherwise fill the log.
+			lvl := zap.DebugLevel
+			if !ig.warned {
+				ig.warned, lvl = true, zap.WarnLevel
+			}
+			ig.log.Log(lvl, "git check-ignore failed; treating paths as not ignored",
 				zap.String("domain", d), zap.Error(err))
 		}
 		for j, i := range idx {
@@ -148,10 +154,7 @@ func (ig *ignorer) stop() {
 // close ends every coprocess and removes the excludes files.
 func (ig *ignorer) close() {
 	for _, c := range ig.domains {
-		c.stop()
-		if c.excludes != "" && c.excludes != os.DevNull {
-			_ = os.Remove(c.excludes)
-		}
+		c.close()
 	}
 }
 
@@ -243,7 +246,8 @@ func findRepoTop(dir string) string {
 // validRepo reports whether git accepts gitDir (a directory or a gitfile)
 // as a repository with workTree as its work tree.
 func validRepo(gitDir, workTree string) bool {
-	cmd := exec.Command("git", "--git-dir="+gitDir, "--work-tree="+workTree, "rev-parse", "--git-dir")
+	cmd := exec.Command("git", "--git-dir="+gitDir, "--work-tree="+workTree,
+		"-c", "core.fsmonitor=false", "-c", "safe.directory=*", "rev-parse", "--git-dir")
 	cmd.Dir = workTree
 	cmd.Env = gitEnv()
 	return proc.Run(cmd) == nil
@@ -272,7 +276,8 @@ func (c *checker) start() error {
 	cmd := exec.Command("git",
 		"--git-dir="+c.gitDir, "--work-tree="+c.workTree,
 		"-c", "core.excludesFile="+c.excludes,
-		"-c", "core.fsmonitor=false",
+		"-c", "core.fsmonitor=false", // never run a command named in the project's config
+		"-c", "safe.directory=*", // a root daemon reads users' repositories
 		"check-ignore", "--stdin", "-z", "--verbose", "--non-matching")
 	cmd.Dir = c.dir
 	cmd.Env = gitEnv()
@@ -313,6 +318,15 @@ func (c *checker) stop() {
 		_ = cmd.Process.Kill()
 		<-done
 	}
+}
+
+// close ends the coprocess and removes the excludes file.
+func (c *checker) close() {
+	c.stop()
+	if c.excludes != "" && c.excludes != os.DevNull {
+		_ = os.Remove(c.excludes)
+	}
+	c.excludes, c.configured = "", false
 }
 
 // query asks git about paths (relative to the domain). A path that makes git

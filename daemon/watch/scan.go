@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"syscall"
 	"time"
 
@@ -269,6 +270,12 @@ func (w *Watch) poll() {
 	}
 	if len(removed) > 0 {
 		w.unwatchTrees(removed)
+	}
+	for _, c := range cands {
+		if path.Base(c) == ".gitignore" {
+			w.ign.stop() // git caches ignore files
+			break
+		}
 	}
 	ignored := w.ign.ignored(cands)
 	var files []change

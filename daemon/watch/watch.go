@@ -190,8 +190,8 @@ func (h *Hub) Watch(root string, opt Options) (*Watch, error) {
 	w.started = time.Now()
 	w.lastPoll = w.started
 	if err := w.scan("", scanQuiet, time.Time{}, false); err != nil {
-		close(w.done)
 		w.teardown()
+		close(w.done) // after teardown: Close may be waiting to do its own
 		h.forget(w)
 		if w.quitting() {
 			err = ErrClosed

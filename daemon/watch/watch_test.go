@@ -14,6 +14,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 func TestNestedNewDirectories(t *testing.T) {
@@ -657,4 +662,29 @@ func TestCheckerSurvivesGitDying(t *testing.T) {
 	if want := []bool{true, false, true, false}; !slices.Equal(got, want) {
 		t.Errorf("ignored = %v, want %v", got, want)
 	}
+}
+
+// Without any inotify instance (the per-user limit is reached) the hub still
+// works, by rescans alone, and says which sysctl fixes it.
+func TestNoInotifyInstance(t *testing.T) {
+	core, logs := observer.New(zapcore.DebugLevel)
+	h, err := newHubWith(zap.New(core), func() (*fsnotify.Watcher, error) {
+		return nil, fmt.Errorf("fake: %w", syscall.EMFILE)
+	})
+	if err != nil {
+		t.Fatalf("newHubWith: %v", err)
+	}
+	defer h.Close()
+	if !logged(logs, "sysctl fs.inotify.max_user_instances=") {
+		t.Error("the log does not name the sysctl")
+	}
+	root := t.TempDir()
+	mkdirs(t, root, "a/b")
+	w := watchDir(t, h, root, Options{Rescan: 50 * time.Millisecond})
+	if st := w.Stats(); st.Dirs != 0 || st.Polled != 3 || !st.Degraded {
+		t.Fatalf("stats = %+v, want 3 polled dirs", st)
+	}
+	mkfile(t, filepath.Join(root, "a/b/f"), "")
+	mkfile(t, filepath.Join(root, "a/new/g"), "")
+	waitChanged(t, w, "a/b/f", "a/new/g")
 }
