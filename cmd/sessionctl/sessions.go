@@ -559,6 +559,15 @@ func (a *app) hookCmd() *cobra.Command {
 		Short: "For a Claude Code PostToolUse or UserPromptSubmit hook: prints the warning as added context once the session is warned, nothing before",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("event") {
+				if e := hookEventFromStdin(cmd.InOrStdin()); e != "" {
+					if !hookEvents[e] {
+						// Never fail a hook: exit 2 would be fed back to the agent.
+						return nil
+					}
+					event = e
+				}
+			}
 			if !hookEvents[event] {
 				return usageErr("--event %q: want PostToolUse, UserPromptSubmit or SessionStart", event)
 			}
@@ -578,6 +587,23 @@ func (a *app) hookCmd() *cobra.Command {
 	cc.Flags().StringVar(&event, "event", "PostToolUse", "the hook event this runs for (PostToolUse, UserPromptSubmit, SessionStart)")
 	hook.AddCommand(cc)
 	return hook
+}
+
+// hookEventFromStdin reads the hook input Claude Code writes to a hook's
+// stdin and returns its hook_event_name, or "" when there is none.
+func hookEventFromStdin(r io.Reader) string {
+	if f, ok := r.(*os.File); ok {
+		if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeCharDevice != 0 {
+			return ""
+		}
+	}
+	var in struct {
+		Event string `json:"hook_event_name"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r, 1<<20)).Decode(&in); err != nil {
+		return ""
+	}
+	return in.Event
 }
 
 // claudeHookOutput is Claude Code's hook JSON output that adds context for

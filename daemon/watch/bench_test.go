@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,7 +63,7 @@ func BenchmarkWatchReady(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		runtime.GC()
+		debug.FreeOSMemory() // so that RSS before and after compare
 		var m0, m1 runtime.MemStats
 		runtime.ReadMemStats(&m0)
 		rss0 := rssBytes()
@@ -72,7 +73,7 @@ func BenchmarkWatchReady(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StopTimer()
-		runtime.GC()
+		debug.FreeOSMemory()
 		runtime.ReadMemStats(&m1)
 		heap += float64(int64(m1.HeapInuse)-int64(m0.HeapInuse)) / (1 << 20)
 		rss += float64(rssBytes()-rss0) / (1 << 20)

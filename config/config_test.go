@@ -1,0 +1,254 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaultIsValid(t *testing.T) {
+	c := Default()
+	if got, want := c.Defaults.Timeout.Duration, 4*time.Hour; got != want {
+		t.Errorf("timeout = %v, want %v", got, want)
+	}
+	if got, want := c.Defaults.WarnBefore.Duration, 30*time.Minute; got != want {
+		t.Errorf("warn_before = %v, want %v", got, want)
+	}
+	if c.Defaults.WarnSignal.Num != 0 {
+		t.Errorf("warn_signal = %v, want none by default", c.Defaults.WarnSignal)
+	}
+	if got, want := c.Defaults.StopSignal.Name, "SIGTERM"; got != want {
+		t.Errorf("stop_signal = %q, want %q", got, want)
+	}
+	if got, want := c.Defaults.Checkpoint, "@every 5m"; got != want {
+		t.Errorf("checkpoint = %q, want %q", got, want)
+	}
+	if got, want := c.OnShutdown, ShutdownStop; got != want {
+		t.Errorf("on_shutdown = %q, want %q", got, want)
+	}
+	if got, want := int64(c.Defaults.CheckpointMaxFile), int64(10<<20); got != want {
+		t.Errorf("checkpoint_max_file = %d, want %d", got, want)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name, src string
+		line      int
+		key, msg  string
+	}{
+		{"unknown key", "log_level = \"info\"\nbogus = 1\n", 2, "bogus", "unknown key"},
+		{"unknown nested key", "[defaults]\ntimeout = \"1h\"\n\n[defaults.watch]\nignre = []\n", 5, "defaults.watch.ignre", "unknown key"},
+		{"bad duration", "[defaults]\ntimeout = \"abc\"\n", 2, "defaults.timeout", "invalid duration"},
+		{"zero timeout", "[defaults]\ntimeout = \"0s\"\n", 2, "defaults.timeout", "must be positive"},
+		{"warn not before timeout", "[defaults]\ntimeout = \"1h\"\nwarn_before = \"1h\"\n", 3, "defaults.warn_before", "not shorter than timeout"},
+		{"bad signal", "[defaults]\nstop_signal = \"SIGFOO\"\n", 2, "defaults.stop_signal", "unknown signal"},
+		{"bad type", "\nlog_level = 3\n", 2, "log_level", "incompatible types"},
+		{"bad level", "log_level = \"loud\"\n", 1, "log_level", "not one of"},
+		{"bad shutdown", "on_shutdown = \"explode\"\n", 1, "on_shutdown", "not one of"},
+		{"bad cron", "[defaults]\ncheckpoint = \"* * *\"\n", 2, "defaults.checkpoint", "invalid schedule"},
+		{"bad restart", "[defaults]\nrestart = \"sometimes\"\n", 2, "defaults.restart", "not one of"},
+		{"bad size", "log_max_size = \"lots\"\n", 1, "log_max_size", "invalid size"},
+		{"syntax", "log_level = \n", 1, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("test.toml", []byte(tt.src))
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("err = %v, want *Error", err)
+			}
+			if ce.File != "test.toml" {
+				t.Errorf("file = %q, want test.toml", ce.File)
+			}
+			if ce.Line != tt.line {
+				t.Errorf("line = %d, want %d (%v)", ce.Line, tt.line, err)
+			}
+			if tt.key != "" && ce.Key != tt.key {
+				t.Errorf("key = %q, want %q", ce.Key, tt.key)
+			}
+			if !strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("error %q does not say %q", err, tt.msg)
+			}
+			if !strings.HasPrefix(err.Error(), "test.toml:") {
+				t.Errorf("error %q does not start with the file", err)
+			}
+		})
+	}
+}
+
+func TestParseOverridesDefaults(t *testing.T) {
+	c, err := Parse("x.toml", []byte("max_sessions = 7\n[defaults]\ntimeout = \"2h\"\nwarn_signal = \"usr1\"\n[defaults.env]\nFOO = \"bar\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxSessions != 7 || c.Defaults.Timeout.Duration != 2*time.Hour {
+		t.Errorf("got max_sessions %d timeout %v, want 7 2h", c.MaxSessions, c.Defaults.Timeout)
+	}
+	if c.Defaults.WarnBefore.Duration != 30*time.Minute {
+		t.Errorf("warn_before = %v, want the default 30m kept", c.Defaults.WarnBefore)
+	}
+	if c.Defaults.WarnSignal.Name != "SIGUSR1" {
+		t.Errorf("warn_signal = %q, want SIGUSR1", c.Defaults.WarnSignal.Name)
+	}
+	if c.Defaults.Env["FOO"] != "bar" {
+		t.Errorf("env FOO = %q, want bar", c.Defaults.Env["FOO"])
+	}
+}
+
+func TestLoadMissingIsDefaults(t *testing.T) {
+	c, found, err := Load(filepath.Join(t.TempDir(), "none.toml"))
+	if err != nil || found {
+		t.Fatalf("Load = found %v, err %v; want defaults", found, err)
+	}
+	if c.Defaults.Timeout.Duration != 4*time.Hour {
+		t.Errorf("timeout = %v, want 4h", c.Defaults.Timeout)
+	}
+}
+
+func TestDefaultTOMLRoundTrips(t *testing.T) {
+	// The printed default config must itself be a valid config file.
+	p := filepath.Join(t.TempDir(), "sessiond.toml")
+	if err := os.WriteFile(p, DefaultTOML(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, err := Load(p); err != nil || !found {
+		t.Fatalf("Load(default) = %v, %v", found, err)
+	}
+}
+
+func TestParseProject(t *testing.T) {
+	base := Default().Defaults
+	src := `[session]
+command = ["claude", "-p", "go on"]
+timeout = "90m"
+warn_before = "10m"
+restart = "on-failure"
+
+[watch]
+ignore = ["*.log"]
+
+[[service]]
+name = "web"
+command = ["npm", "run", "dev"]
+ready = "tcp://127.0.0.1:3000"
+`
+	s, err := ParseProject("sessiond.toml", []byte(src), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(s.Command, " "); got != "claude -p go on" {
+		t.Errorf("command = %q", got)
+	}
+	if s.Timeout.Duration != 90*time.Minute || s.WarnBefore.Duration != 10*time.Minute {
+		t.Errorf("timeout/warn = %v/%v, want 90m/10m", s.Timeout, s.WarnBefore)
+	}
+	if s.StopGrace.Duration != 30*time.Second {
+		t.Errorf("stop_grace = %v, want the default 30s", s.StopGrace)
+	}
+	if len(s.Watch.Ignore) != 1 || len(s.Services) != 1 || s.Services[0].Name != "web" {
+		t.Errorf("watch/services = %v/%v", s.Watch.Ignore, s.Services)
+	}
+	if len(base.Command) != 0 {
+		t.Errorf("base spec was changed: %v", base.Command)
+	}
+}
+
+func TestParseProjectErrors(t *testing.T) {
+	base := Default().Defaults
+	tests := []struct {
+		name, src string
+		line      int
+		msg       string
+	}{
+		{"unknown session key", "[session]\ncomand = [\"x\"]\n", 2, "unknown key"},
+		{"duplicate service", "[[service]]\nname = \"a\"\ncommand = [\"x\"]\n[[service]]\nname = \"a\"\ncommand = [\"y\"]\n", 5, "used twice"},
+		{"service without command", "[[service]]\nname = \"a\"\n", 0, "is required"},
+		{"bad mode", "[session]\ncheckpoint_mode = \"snapshot\"\n", 2, "not one of ref, commit"},
+		{"negative grace", "[session]\nstop_grace = \"-1s\"\n", 2, "must not be negative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseProject("p.toml", []byte(tt.src), base)
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("err = %v, want *Error", err)
+			}
+			if tt.line != 0 && ce.Line != tt.line {
+				t.Errorf("line = %d, want %d (%v)", ce.Line, tt.line, err)
+			}
+			if !strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("error %q does not say %q", err, tt.msg)
+			}
+		})
+	}
+}
+
+func TestParseSignal(t *testing.T) {
+	tests := []struct {
+		in, want string
+		err      bool
+	}{
+		{"SIGTERM", "SIGTERM", false}, {"term", "SIGTERM", false}, {"USR2", "SIGUSR2", false},
+		{"9", "SIGKILL", false}, {"", "", false}, {"SIGFOO", "", true}, {"0", "", true}, {"999", "", true},
+	}
+	for _, tt := range tests {
+		got, err := ParseSignal(tt.in)
+		if (err != nil) != tt.err || got.Name != tt.want {
+			t.Errorf("ParseSignal(%q) = %q, %v; want %q, err %v", tt.in, got.Name, err, tt.want, tt.err)
+		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		err  bool
+	}{
+		{"10MiB", 10 << 20, false}, {"512KiB", 512 << 10, false}, {"4096", 4096, false}, {"1GB", 1e9, false},
+		{"-1", 0, true}, {"ten", 0, true}, {"99999999999GiB", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseSize(tt.in)
+		if (err != nil) != tt.err || int64(got) != tt.want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d, err %v", tt.in, got, err, tt.want, tt.err)
+		}
+	}
+}
+
+func TestParseScheduleNeverPanics(t *testing.T) {
+	for _, spec := range []string{"@every 5m", "*/5 * * * *", "0 */5 * * * *", "@hourly", "* * *", "@every -1s", "@every", "TZ=", "60 * * * *", "@bogus"} {
+		_, _ = ParseSchedule(spec)
+	}
+	if _, err := ParseSchedule("@every 5m"); err != nil {
+		t.Errorf("@every 5m: %v", err)
+	}
+	if _, err := ParseSchedule("61 * * * *"); err == nil {
+		t.Error("61 * * * *: want an error")
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add(DefaultTOML())
+	f.Add([]byte("[defaults]\ntimeout = \"1h\"\n"))
+	f.Add([]byte("[[defaults.service]]\nname=\"x\"\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse("fuzz.toml", data)
+		if err == nil && c == nil {
+			t.Fatal("nil config without error")
+		}
+	})
+}
+
+func FuzzParseProject(f *testing.F) {
+	f.Add([]byte("[session]\ncommand = [\"a\"]\ncheckpoint = \"@every 1m\"\n"))
+	f.Add([]byte("[session]\ncheckpoint = \"TZ=x * * * * *\"\n"))
+	base := Default().Defaults
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, _ = ParseProject("fuzz.toml", data, base)
+	})
+}
