@@ -1,0 +1,78 @@
+package e2e
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// Paths of the binaries built by TestMain.
+var (
+	binDir        string
+	sessiondBin   string
+	sessionctlBin string
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	root, err := moduleRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	binDir, err = os.MkdirTemp("", "sessiond-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer os.RemoveAll(binDir)
+	build := exec.Command("go", "build", "-o", binDir+string(filepath.Separator), "./cmd/sessiond", "./cmd/sessionctl")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: go build in %s: %v\n%s", root, err, out)
+		return 1
+	}
+	sessiondBin = filepath.Join(binDir, "sessiond")
+	sessionctlBin = filepath.Join(binDir, "sessionctl")
+
+	code := m.Run()
+	// The tests start goroutines only to wait for processes; none may be
+	// left once every daemon and follower has been waited for.
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: leaked goroutines:", err)
+			code = 1
+		}
+	}
+	return code
+}
+
+// moduleRoot finds the directory of go.mod above the working directory.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}

@@ -1,0 +1,357 @@
+package ipc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// backend is a small Backend that answers from a fixed list, to test the
+// adapter: routing, errors, bodies, streams.
+type backend struct {
+	sessions []Session
+	events   chan Event
+}
+
+func (b *backend) ListSessions(ctx context.Context, c Caller, opt ListOptions) ([]Session, error) {
+	return b.sessions, nil
+}
+func (b *backend) StartSession(ctx context.Context, c Caller, req StartRequest) (*StartResponse, error) {
+	if len(req.Command) == 0 {
+		return nil, BadRequest("no command")
+	}
+	return &StartResponse{Session: Session{ID: "new", Command: req.Command}}, nil
+}
+func (b *backend) GetSession(ctx context.Context, c Caller, id string) (*Session, error) {
+	var found []string
+	for _, s := range b.sessions {
+		if strings.HasPrefix(s.ID, id) {
+			found = append(found, s.ID)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, NotFound("no session %q", id)
+	case 1:
+		return &b.sessions[0], nil
+	}
+	return nil, Ambiguous(id, found)
+}
+func (b *backend) StopSession(ctx context.Context, c Caller, id string, req StopRequest) (*Session, error) {
+	return b.GetSession(ctx, c, id)
+}
+func (b *backend) SignalSession(ctx context.Context, c Caller, id string, req SignalRequest) error {
+	return nil
+}
+func (b *backend) Logs(ctx context.Context, c Caller, id string, opt LogOptions, w io.Writer) error {
+	_, err := fmt.Fprintf(w, "tail=%d follow=%v\n", opt.Tail, opt.Follow)
+	return err
+}
+func (b *backend) Subscribe(ctx context.Context, c Caller) (<-chan Event, error) {
+	out := make(chan Event)
+	go func() {
+		defer close(out)
+		for {
+			select {
+			case ev, ok := <-b.events:
+				if !ok {
+					return
+				}
+				select {
+				case out <- ev:
+				case <-ctx.Done():
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+func (b *backend) Version() Version { return Version{Version: "test", API: APIVersion} }
+func (b *backend) Health() Health   { return Health{Status: "ok"} }
+
+// serve starts a server on a socket in a temp dir and returns a client.
+func serve(t *testing.T, b Backend, access AccessFunc) (*Client, string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ipc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "s.sock")
+	l, err := Listen(sock, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if access == nil {
+		access = func(Caller) bool { return true }
+	}
+	srv := NewServer(b, access, zap.NewNop())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(l) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	})
+	c := &Client{Socket: sock}
+	t.Cleanup(func() { c.httpClient().CloseIdleConnections() })
+	return c, sock
+}
+
+func TestClientErrors(t *testing.T) {
+	b := &backend{sessions: []Session{{ID: "abc1"}, {ID: "abc2"}}}
+	c, _ := serve(t, b, nil)
+	ctx := context.Background()
+
+	_, err := c.Session(ctx, "zz")
+	if !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown id: err = %v, want ErrNotFound", err)
+	}
+	_, err = c.Session(ctx, "abc")
+	var e *Error
+	if !errors.As(err, &e) || e.Code != CodeAmbiguous || len(e.Candidates) != 2 {
+		t.Errorf("ambiguous prefix: err = %#v, want code ambiguous with 2 candidates", err)
+	}
+	if _, err := c.Start(ctx, StartRequest{Dir: "/"}); !errors.Is(err, ErrBadRequest) {
+		t.Errorf("start without command: err = %v, want ErrBadRequest", err)
+	}
+	resp, err := c.Start(ctx, StartRequest{Dir: "/", Command: []string{"x"}})
+	if err != nil || resp.Session.ID != "new" {
+		t.Errorf("start = %v, %v", resp, err)
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	c := &Client{Socket: filepath.Join(t.TempDir(), "none.sock")}
+	_, err := c.Version(context.Background())
+	var ue *UnreachableError
+	if !errors.As(err, &ue) || ue.Socket != c.Socket {
+		t.Fatalf("err = %v, want *UnreachableError naming the socket", err)
+	}
+}
+
+func rawRequest(t *testing.T, sock, method, path, body string) (*http.Response, string) {
+	t.Helper()
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	defer hc.CloseIdleConnections()
+	req, _ := http.NewRequest(method, "http://sessiond"+path, strings.NewReader(body))
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func TestBadRequests(t *testing.T) {
+	_, sock := serve(t, &backend{}, nil)
+	tests := []struct {
+		name, method, path, body string
+		status                   int
+		code                     string
+	}{
+		{"malformed json", "POST", "/v1/sessions", "{bad", 400, CodeBadRequest},
+		{"unknown field", "POST", "/v1/sessions", `{"dir":"/","bogus":1}`, 400, CodeBadRequest},
+		{"wrong type", "POST", "/v1/sessions", `{"dir":3}`, 400, CodeBadRequest},
+		{"trailing data", "POST", "/v1/sessions", `{"dir":"/"} {}`, 400, CodeBadRequest},
+		{"too large", "POST", "/v1/sessions", `{"dir":"` + strings.Repeat("x", MaxBodySize) + `"}`, 413, CodeTooLarge},
+		{"unknown route", "GET", "/v1/nope", "", 404, CodeNotFound},
+		{"no version", "GET", "/sessions", "", 404, CodeNotFound},
+		{"wrong method", "DELETE", "/v1/version", "", 404, CodeNotFound},
+		{"bad tail", "GET", "/v1/sessions/x/logs?tail=-1", "", 400, CodeBadRequest},
+		{"bad all", "GET", "/v1/sessions?all=maybe", "", 400, CodeBadRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := rawRequest(t, sock, tt.method, tt.path, tt.body)
+			if resp.StatusCode != tt.status {
+				t.Errorf("status = %d, want %d (%s)", resp.StatusCode, tt.status, body)
+			}
+			if tt.code != "" && !strings.Contains(body, `"code": "`+tt.code+`"`) {
+				t.Errorf("body = %s, want code %s", body, tt.code)
+			}
+			if got := resp.Header.Get(VersionHeader); got != "test" {
+				t.Errorf("%s header = %q, want test", VersionHeader, got)
+			}
+		})
+	}
+}
+
+func TestEventsStream(t *testing.T) {
+	b := &backend{events: make(chan Event)}
+	c, _ := serve(t, b, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := c.Events(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for i := range 3 {
+		b.events <- Event{Type: EventStarted, SessionID: fmt.Sprint(i)}
+		ev, err := w.Next()
+		if err != nil || ev.SessionID != fmt.Sprint(i) {
+			t.Fatalf("event %d = %+v, %v", i, ev, err)
+		}
+	}
+	close(b.events)
+	if _, err := w.Next(); err == nil {
+		t.Error("stream did not end when the backend closed it")
+	}
+}
+
+func TestLogsParams(t *testing.T) {
+	c, _ := serve(t, &backend{sessions: []Session{{ID: "s1"}}}, nil)
+	rc, err := c.Logs(context.Background(), "s1", LogOptions{Tail: 5, Follow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(rc)
+	rc.Close()
+	if got, want := string(b), "tail=5 follow=true\n"; got != want {
+		t.Errorf("logs = %q, want %q", got, want)
+	}
+	if _, err := c.Logs(context.Background(), "nope", LogOptions{}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("logs of unknown session: %v, want ErrNotFound", err)
+	}
+}
+
+func TestAccessRefused(t *testing.T) {
+	c, _ := serve(t, &backend{}, func(Caller) bool { return false })
+	_, err := c.Version(context.Background())
+	if !errors.Is(err, ErrForbidden) {
+		t.Fatalf("err = %v, want ErrForbidden", err)
+	}
+}
+
+// TestPeerCredentials connects as another user and checks that the server
+// sees that user's uid; needs root to switch users.
+func TestPeerCredentials(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to connect as another user")
+	}
+	seen := make(chan Caller, 1)
+	_, sock := serve(t, &backend{}, func(c Caller) bool {
+		select {
+		case seen <- c:
+		default:
+		}
+		return c.UID == 0
+	})
+	// Let the other user reach the socket, so that only the peer check
+	// stands in its way.
+	if err := os.Chmod(filepath.Dir(sock), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(sock, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--unix-socket", sock, "http://sessiond/v1/version")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("curl as nobody: %v", err)
+	}
+	if string(out) != "403" {
+		t.Errorf("status for uid 65534 = %s, want 403", out)
+	}
+	c := <-seen
+	if c.UID != 65534 || c.PID == 0 {
+		t.Errorf("caller = %+v, want uid 65534 and a pid", c)
+	}
+}
+
+func TestListen(t *testing.T) {
+	dir, err := os.MkdirTemp("", "ipc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "s.sock")
+
+	l, err := Listen(sock, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(sock)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("socket mode = %v, %v; want 0600", fi.Mode().Perm(), err)
+	}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	if _, err := Listen(sock, 0o600); !errors.Is(err, ErrDaemonRunning) {
+		t.Errorf("second Listen: err = %v, want ErrDaemonRunning", err)
+	}
+	l.Close()
+
+	// A stale socket file (its listener gone without unlinking) is replaced.
+	stale, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.(*net.UnixListener).SetUnlinkOnClose(false)
+	stale.Close()
+	l2, err := Listen(sock, 0o600)
+	if err != nil {
+		t.Fatalf("Listen over a stale socket: %v", err)
+	}
+	l2.Close()
+
+	// A regular file is not removed.
+	if err := os.WriteFile(sock, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Listen(sock, 0o600); err == nil || !strings.Contains(err.Error(), "not a socket") {
+		t.Errorf("Listen over a file: err = %v", err)
+	}
+	long := "/tmp/" + strings.Repeat("x", MaxSocketPath)
+	if _, err := Listen(long, 0o600); err == nil || !strings.Contains(err.Error(), "over the limit") {
+		t.Errorf("Listen on a long path: err = %v", err)
+	}
+}
+
+func FuzzDecodeStartRequest(f *testing.F) {
+	f.Add([]byte(`{"dir":"/tmp","command":["a"],"env":{"K":"V"},"checkpoint":""}`))
+	f.Add([]byte(`{"dir":1}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, _ := http.NewRequest("POST", "/", strings.NewReader(string(data)))
+		var req StartRequest
+		err := decodeBody(r, &req)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) || e.Status == 0 {
+				t.Fatalf("decode error %v is not an API error", err)
+			}
+		}
+	})
+}
