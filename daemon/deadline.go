@@ -49,8 +49,8 @@ func (s *session) warn() {
 		w.Hook = s.spec.OnWarning
 		s.runHook(s.spec.OnWarning)
 	}
-	s.update(func(r *ipc.Session) { r.State = ipc.StateWarned; r.Warning = w })
 	s.writeWarningFile(rec.Deadline, now)
+	s.update(func(r *ipc.Session) { r.State = ipc.StateWarned; r.Warning = w })
 	s.emit(ipc.EventWarned, ipc.WarningText(rec.Deadline, now), w)
 	s.log.Info("session warned", zap.Time("deadline", rec.Deadline), zap.Ints("signaled", w.Signaled))
 }

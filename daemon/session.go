@@ -305,8 +305,9 @@ func (s *session) end(reason string, exit proc.Exit, killed bool) {
 	now := time.Now()
 	s.d.unwatchOutput(s)
 	s.finishWork(now)
+	// The state turns ended only once the handoff is on disk: whoever sees
+	// the end can read it.
 	s.update(func(r *ipc.Session) {
-		r.State = ipc.StateEnded
 		r.EndedAt = &now
 		r.EndReason = reason
 		r.Signal = exit.Signal
@@ -322,6 +323,7 @@ func (s *session) end(reason string, exit proc.Exit, killed bool) {
 		}
 	})
 	s.writeContinuity(reason)
+	s.update(func(r *ipc.Session) { r.State = ipc.StateEnded })
 	rec := s.snapshot()
 	s.log.Info("session ended", zap.String("reason", reason), zap.Intp("exit_code", rec.ExitCode), zap.String("signal", rec.Signal))
 	close(s.done)

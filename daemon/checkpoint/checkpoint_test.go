@@ -168,23 +168,41 @@ func TestLeftOut(t *testing.T) {
 	gitT(t, dir, "commit", "-q", "-m", "vendor")
 	write(t, dir, "rs/target/keep.txt", "tracked, changed\n")
 	write(t, dir, "rs/target/debug/huge.o", "build output\n")
+	write(t, dir, "rs/target/loose.o", "build output\n")
+	// A new, wholly untracked project with heavy content inside, some of it
+	// ignored by its own .gitignore.
+	write(t, dir, "newproj/main.go", "package main\n")
+	write(t, dir, "newproj/.gitignore", "ignoredstuff/\n")
+	write(t, dir, "newproj/node_modules/x.js", "x\n")
+	write(t, dir, "newproj/ignoredstuff/node_modules/y.js", "y\n")
+	if err := os.Truncate(filepath.Join(dir, "data.bin"), 11<<20); err != nil {
+		t.Fatal(err)
+	}
+	iso, err := os.Create(filepath.Join(dir, "newproj", "big.iso"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	iso.Truncate(12 << 20)
+	iso.Close()
 
 	res, err := c.Take(ctx, dir, "s", ModeRef, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"data.bin", "node_modules/", "py/.venv/", "rs/target/", "web/node_modules/"}
+	want := []string{"data.bin", "newproj/big.iso", "newproj/node_modules/", "node_modules/", "py/.venv/", "rs/target/", "web/node_modules/"}
 	if !slices.Equal(res.LeftOut, want) {
 		t.Errorf("LeftOut = %v, want %v", res.LeftOut, want)
 	}
 	files := treeFiles(t, dir, res.Tree)
-	for _, p := range []string{"data.bin", "node_modules/left-pad/index.js", "web/node_modules/react/index.js", "py/.venv/bin/python", "rs/target/debug/huge.o"} {
+	for _, p := range []string{"data.bin", "node_modules/left-pad/index.js", "web/node_modules/react/index.js", "py/.venv/bin/python", "rs/target/debug/huge.o", "rs/target/loose.o", "newproj/big.iso", "newproj/node_modules/x.js", "newproj/ignoredstuff/node_modules/y.js"} {
 		if contains(files, p) {
 			t.Errorf("checkpoint has left-out %s", p)
 		}
 	}
-	if !contains(files, "small.bin") {
-		t.Error("checkpoint lacks small.bin")
+	for _, p := range []string{"small.bin", "newproj/main.go", "newproj/.gitignore"} {
+		if !contains(files, p) {
+			t.Errorf("checkpoint lacks %s", p)
+		}
 	}
 	if got := blob(t, dir, res.Tree, "rs/target/keep.txt"); got != "tracked, changed" {
 		t.Errorf("tracked rs/target/keep.txt = %q in the checkpoint, want the changed version", got)

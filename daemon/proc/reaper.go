@@ -17,12 +17,15 @@ func startReaper() {
 	reaperOnce.Do(func() {
 		ch := make(chan os.Signal, 1)
 		signal.Notify(ch, syscall.SIGCHLD)
-		go func() {
-			for range ch {
-				reap()
-			}
-		}()
+		go reapLoop(ch)
 	})
+}
+
+// reapLoop reaps on every SIGCHLD.
+func reapLoop(ch <-chan os.Signal) {
+	for range ch {
+		reap()
+	}
 }
 
 // reap collects every exited session child and every orphan zombie that

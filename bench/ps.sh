@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# bench/ps.sh [N]: sessiond side by side with supervisord and pm2, N idle
+# children each (default 100; `bench/ps.sh 1000` for the 1000-session figures).
+#
+# For each supervisor, in one run on one machine:
+#   - time for N children to be up (all running), from the start command(s)
+#   - whole-process latency of the list command (sessionctl ps / supervisorctl
+#     status / pm2 ls), median and p90 over RUNS runs (hyperfine -N if present)
+#   - daemon RSS (VmRSS) with the N children live
+#   - time to stop them all (sessiond: stop --all, which returns once every
+#     handoff is written; the handoffs are then counted on disk)
+# and prints a markdown table with DESIGN.md §7's targets.
+#
+# Environment: RUNS (default 50), ANCHORS (default "supervisord pm2"; "" for
+# sessiond alone), PAR (parallelism of the second, parallel start; default 8).
+# Needs bin/ built (make build) and python3; installs supervisor (apt-get)
+# and pm2 (npm) when missing, or skips them with a message.
+source "$(dirname "$0")/lib.sh"
+
+N=${1:-100}
+RUNS=${RUNS:-50}
+ANCHORS=${ANCHORS-supervisord pm2}
+PAR=${PAR:-8}
+[[ $N =~ ^[0-9]+$ ]] && [ "$N" -gt 0 ] || die "usage: $0 [N]"
+
+bench_init
+log "N=$N RUNS=$RUNS ANCHORS='$ANCHORS' tmp=$BENCH_TMP"
+if ! command -v hyperfine >/dev/null; then
+	log "hyperfine not found: trying apt-get install hyperfine (else a date +%s%N loop is used)"
+	apt_install hyperfine || log "no hyperfine; using a shell loop"
+fi
+case " $ANCHORS " in *" supervisord "*) sv_setup ;; esac
+case " $ANCHORS " in *" pm2 "*) pm2_setup ;; esac
+
+declare -A R # results: R[<tool>.<figure>]
+for t in sessiond supervisord pm2; do
+	for f in up up_par ps_med ps_p90 psj_med psj_p90 rss stop stop_par handoffs; do R[$t.$f]=—; done
+done
+
+# -------------------------------------------------------------------- sessiond
+sd_start
+mkprojects "$SD_DIR/p" "$N"
+log "sessiond: starting $N sessions (sequential sessionctl start)"
+t0=$(now_ns)
+for ((i = 1; i <= N; i++)); do
+	sctl start -q "$SD_DIR/p/$i" -- "$SLEEP" 100000 >/dev/null
+done
+wait_until 60 sd_all_running "$N" || die "sessiond: not all $N sessions running: $(sd_running)"
+t1=$(now_ns)
+R[sessiond.up]=$(ns_s "$t0" "$t1")
+log "sessiond: $N up in ${R[sessiond.up]} s"
+sleep 1
+read -r "R[sessiond.ps_med]" "R[sessiond.ps_p90]" < <(latency sd-ps "$RUNS" "$BIN/sessionctl" --socket "$SD_SOCK" ps)
+read -r "R[sessiond.psj_med]" "R[sessiond.psj_p90]" < <(latency sd-psjson "$RUNS" "$BIN/sessionctl" --socket "$SD_SOCK" ps --json)
+log "sessiond: ps median ${R[sessiond.ps_med]} ms p90 ${R[sessiond.ps_p90]} ms; ps --json median ${R[sessiond.psj_med]} ms"
+[ "$(sctl ps -q | wc -l)" -ge "$N" ] || die "sessiond: ps lists fewer than $N sessions"
+R[sessiond.rss]=$(rss_mib "$SD_PID")
+log "sessiond: RSS ${R[sessiond.rss]} MiB"
+t0=$(now_ns)
+sctl stop --all >"$SD_DIR/stop.out"
+t1=$(now_ns)
+R[sessiond.stop]=$(ns_s "$t0" "$t1")
+h=0
+for ((i = 1; i <= N; i++)); do [ -s "$SD_DIR/p/$i/.sessiond/handoff.json" ] && h=$((h + 1)); done
+R[sessiond.handoffs]=$h
+log "sessiond: stop --all ${R[sessiond.stop]} s, handoffs written: $h/$N"
+
+# Second round, started in parallel (PAR sessionctl processes at a time):
+# separates the daemon's start cost from the cost of N sequential CLI processes.
+mkprojects "$SD_DIR/q" "$N"
+log "sessiond: starting $N sessions again, $PAR sessionctl start at a time"
+t0=$(now_ns)
+seq 1 "$N" | xargs -P "$PAR" -I{} "$BIN/sessionctl" --socket "$SD_SOCK" start -q "$SD_DIR/q/{}" -- "$SLEEP" 100000 >/dev/null
+wait_until 60 sd_all_running "$N" || die "sessiond: not all $N sessions running (parallel): $(sd_running)"
+t1=$(now_ns)
+R[sessiond.up_par]=$(ns_s "$t0" "$t1")
+t0=$(now_ns)
+sctl stop --all >/dev/null
+t1=$(now_ns)
+R[sessiond.stop_par]=$(ns_s "$t0" "$t1")
+log "sessiond: $N up (parallel) in ${R[sessiond.up_par]} s; stop --all ${R[sessiond.stop_par]} s"
+kill -TERM "$SD_PID"; wait "$SD_PID" 2>/dev/null || true; SD_PID=
+
+# ----------------------------------------------------------------- supervisord
+if [ "$HAVE_SV" = 1 ]; then
+	sv_start "$N"
+	log "supervisord: supervisorctl start all ($N programs, default startsecs=1)"
+	t0=$(now_ns)
+	supervisorctl -c "$SV_CONF" start all >/dev/null 2>&1 || true
+	wait_until 120 sv_all_running "$N" || die "supervisord: not all $N running: $(sv_running)"
+	t1=$(now_ns)
+	R[supervisord.up]=$(ns_s "$t0" "$t1")
+	log "supervisord: $N up in ${R[supervisord.up]} s"
+	sleep 1
+	read -r "R[supervisord.ps_med]" "R[supervisord.ps_p90]" < <(latency sv-status "$RUNS" supervisorctl -c "$SV_CONF" status)
+	log "supervisord: status median ${R[supervisord.ps_med]} ms p90 ${R[supervisord.ps_p90]} ms"
+	R[supervisord.rss]=$(rss_mib "$SV_PID")
+	t0=$(now_ns)
+	supervisorctl -c "$SV_CONF" stop all >/dev/null 2>&1 || true
+	t1=$(now_ns)
+	R[supervisord.stop]=$(ns_s "$t0" "$t1")
+	[ "$(sv_running)" = 0 ] || log "supervisord: still running after stop all: $(sv_running)"
+	log "supervisord: RSS ${R[supervisord.rss]} MiB, stop all ${R[supervisord.stop]} s"
+	supervisorctl -c "$SV_CONF" shutdown >/dev/null 2>&1 || true
+	wait "$SV_PID" 2>/dev/null || true; SV_PID=
+fi
+
+# ------------------------------------------------------------------------- pm2
+if [ "$HAVE_PM2" = 1 ]; then
+	pm2_start "$N"
+	log "pm2: pm2 start ecosystem.json ($N apps)"
+	t0=$(now_ns)
+	pm2c start "$BENCH_TMP/pm2/ecosystem.json" >/dev/null 2>&1 || true
+	wait_until 300 pm2_all_online "$N" || die "pm2: not all $N online: $(pm2_online)"
+	t1=$(now_ns)
+	R[pm2.up]=$(ns_s "$t0" "$t1")
+	log "pm2: $N up in ${R[pm2.up]} s"
+	sleep 1
+	read -r "R[pm2.ps_med]" "R[pm2.ps_p90]" < <(PM2_HOME=$PM2_HOME_DIR latency pm2-ls "$RUNS" "$PM2_BIN" ls)
+	log "pm2: ls median ${R[pm2.ps_med]} ms p90 ${R[pm2.ps_p90]} ms"
+	R[pm2.rss]=$(rss_mib "$(pm2_pid)")
+	t0=$(now_ns)
+	pm2c stop all >/dev/null 2>&1 || true
+	t1=$(now_ns)
+	R[pm2.stop]=$(ns_s "$t0" "$t1")
+	[ "$(pm2_online)" = 0 ] || log "pm2: still online after stop all: $(pm2_online)"
+	log "pm2: RSS ${R[pm2.rss]} MiB, stop all ${R[pm2.stop]} s"
+	pm2c kill >/dev/null 2>&1 || true
+	PM2_HOME_DIR=
+fi
+
+# ---------------------------------------------------------------------- report
+# verdict VALUE OP LIMIT -> ✅/❌
+verdict() { awk -v v="$1" -v l="$3" -v op="$2" 'BEGIN { if (v == "—" || v == "") { print "—"; exit } ok = (op == "<=") ? (v + 0 <= l + 0) : (v + 0 >= l + 0); print ok ? "met" : "**MISSED**" }'; }
+speedup=—
+if [ "${R[supervisord.ps_med]}" != — ]; then
+	speedup=$(awk -v a="${R[supervisord.ps_med]}" -v b="${R[sessiond.ps_med]}" 'BEGIN { printf "%.1f", a / b }')
+fi
+if [ "$N" -ge 1000 ]; then ps_target=50 rss_target=100; else ps_target=10 rss_target=15; fi
+scaled() { [ "$N" = 100 ]; } # the up/stop targets are for 100 sessions
+
+cpus=$(nproc)
+cat <<EOF
+
+## bench/ps.sh $N — $(date -u +'%Y-%m-%d %H:%M UTC'), $(uname -sr), $cpus CPUs ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)), $RUNS runs$(command -v hyperfine >/dev/null && echo ", $(hyperfine --version)")
+
+| figure ($N idle children) | sessiond | supervisord | pm2 | §7 target (sessiond) | sessiond |
+|---|---|---|---|---|---|
+| list, whole process, median (ms): \`sessionctl ps\` / \`supervisorctl status\` / \`pm2 ls\` | ${R[sessiond.ps_med]} | ${R[supervisord.ps_med]} | ${R[pm2.ps_med]} | ≤ $ps_target ms | $(verdict "${R[sessiond.ps_med]}" "<=" $ps_target) |
+| list, p90 (ms) | ${R[sessiond.ps_p90]} | ${R[supervisord.ps_p90]} | ${R[pm2.ps_p90]} | | |
+| \`sessionctl ps --json\` median / p90 (ms) | ${R[sessiond.psj_med]} / ${R[sessiond.psj_p90]} | | | | |
+| supervisorctl status ÷ sessionctl ps (median) | ${speedup}× | | | ≥ 25× | $(verdict "$speedup" ">=" 25) |
+| daemon RSS (MiB, VmRSS) | ${R[sessiond.rss]} | ${R[supervisord.rss]} | ${R[pm2.rss]} | ≤ $rss_target MiB | $(verdict "${R[sessiond.rss]}" "<=" $rss_target) |
+| $N up, all running (s) — sessiond: sequential \`sessionctl start\`; supervisord: \`start all\` (startsecs=1); pm2: \`start ecosystem.json\` | ${R[sessiond.up]} | ${R[supervisord.up]} | ${R[pm2.up]} | $(scaled && echo "≤ 0.5 s") | $(scaled && verdict "${R[sessiond.up]}" "<=" 0.5) |
+| $N up, sessiond with $PAR \`sessionctl start\` in parallel (s) | ${R[sessiond.up_par]} | | | $(scaled && echo "≤ 0.5 s") | $(scaled && verdict "${R[sessiond.up_par]}" "<=" 0.5) |
+| stop all (s): \`stop --all\` (every handoff written) / \`supervisorctl stop all\` / \`pm2 stop all\` | ${R[sessiond.stop]} | ${R[supervisord.stop]} | ${R[pm2.stop]} | $(scaled && echo "≤ 1 s") | $(scaled && verdict "${R[sessiond.stop]}" "<=" 1) |
+| \`stop --all\`, second round (s) | ${R[sessiond.stop_par]} | | | $(scaled && echo "≤ 1 s") | $(scaled && verdict "${R[sessiond.stop_par]}" "<=" 1) |
+| handoffs on disk after \`stop --all\` | ${R[sessiond.handoffs]}/$N | | | $N/$N | $([ "${R[sessiond.handoffs]}" = "$N" ] && echo met || echo "**MISSED**") |
+EOF

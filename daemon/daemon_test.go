@@ -1,0 +1,437 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/sessiond/sessiond/config"
+	"github.com/sessiond/sessiond/daemon/state"
+	"github.com/sessiond/sessiond/ipc"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// The reaper lives as long as the process, as children do.
+		goleak.IgnoreTopFunction("github.com/sessiond/sessiond/daemon/proc.reapLoop"),
+		goleak.IgnoreTopFunction("os/signal.signal_recv"),
+		goleak.IgnoreAnyFunction("os/signal.loop"),
+	)
+}
+
+// harness is a daemon running in the test process on a real socket.
+type harness struct {
+	t      *testing.T
+	cfg    *config.Config
+	client *ipc.Client
+	stop   func()
+}
+
+func start(t *testing.T, tweak func(*config.Config)) *harness {
+	t.Helper()
+	cfg := config.Default()
+	cfg.StateDir = filepath.Join(t.TempDir(), "state")
+	sockDir, err := os.MkdirTemp("", "sd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	cfg.Socket = filepath.Join(sockDir, "s.sock")
+	cfg.Defaults.Checkpoint = ""
+	if tweak != nil {
+		tweak(cfg)
+	}
+	return run(t, cfg)
+}
+
+func run(t *testing.T, cfg *config.Config) *harness {
+	t.Helper()
+	ready := make(chan struct{})
+	d, err := New(Options{Config: cfg, Log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Version: "test", Ready: func() { close(ready) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx, nil) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("daemon exited: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("daemon not ready after 10s")
+	}
+	h := &harness{t: t, cfg: cfg, client: &ipc.Client{Socket: cfg.Socket}}
+	stopped := false
+	h.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("daemon Run: %v", err)
+		}
+	}
+	t.Cleanup(h.stop)
+	return h
+}
+
+func (h *harness) start(dir string, req ipc.StartRequest) ipc.Session {
+	h.t.Helper()
+	req.Dir = dir
+	resp, err := h.client.Start(context.Background(), req)
+	if err != nil {
+		h.t.Fatalf("start: %v", err)
+	}
+	return resp.Session
+}
+
+// waitState waits until the session is in one of the states.
+func (h *harness) waitState(id string, states ...string) ipc.Session {
+	h.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		rec, err := h.client.Session(context.Background(), id)
+		if err != nil {
+			h.t.Fatalf("session %s: %v", id, err)
+		}
+		for _, s := range states {
+			if rec.State == s {
+				return *rec
+			}
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("session %s is %s, want %v", id, rec.State, states)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func project(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestLifecycleComplete(t *testing.T) {
+	h := start(t, nil)
+	dir := project(t)
+	s := h.start(dir, ipc.StartRequest{Command: []string{"sh", "-c", "echo out; echo err >&2"}})
+	if s.State != ipc.StateRunning || s.PID == 0 {
+		t.Fatalf("started record = %s pid %d, want running with a pid", s.State, s.PID)
+	}
+	rec := h.waitState(s.ID, ipc.StateEnded)
+	if rec.EndReason != ipc.EndComplete || rec.ExitCode == nil || *rec.ExitCode != 0 {
+		t.Errorf("end = %s exit %v, want complete exit 0", rec.EndReason, rec.ExitCode)
+	}
+	var disk ipc.Session
+	if err := state.ReadJSON(filepath.Join(h.cfg.StateDir, "sessions", s.ID, "session.json"), &disk); err != nil {
+		t.Fatal(err)
+	}
+	if disk.State != ipc.StateEnded || disk.EndedAt == nil {
+		t.Errorf("record on disk = %s ended_at %v, want ended", disk.State, disk.EndedAt)
+	}
+	rc, err := h.client.Logs(context.Background(), s.ID, ipc.LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(rc)
+	rc.Close()
+	if got := string(out); !strings.Contains(got, "out\n") || !strings.Contains(got, "err\n") {
+		t.Errorf("log = %q, want stdout and stderr", got)
+	}
+	if _, err := os.Stat(state.HandoffPath(dir)); err != nil {
+		t.Errorf("handoff: %v", err)
+	}
+}
+
+func TestLifecycleError(t *testing.T) {
+	h := start(t, nil)
+	s := h.start(project(t), ipc.StartRequest{Command: []string{"sh", "-c", "exit 3"}})
+	rec := h.waitState(s.ID, ipc.StateEnded)
+	if rec.EndReason != ipc.EndError || rec.ExitCode == nil || *rec.ExitCode != 3 {
+		t.Errorf("end = %s exit %v, want error exit 3", rec.EndReason, rec.ExitCode)
+	}
+}
+
+func TestStopWritesEndBeforeReturning(t *testing.T) {
+	h := start(t, nil)
+	dir := project(t)
+	s := h.start(dir, ipc.StartRequest{Command: []string{"sleep", "100"}})
+	rec, err := h.client.Stop(context.Background(), s.ID, ipc.StopRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.State != ipc.StateEnded || rec.EndReason != ipc.EndInterrupted || rec.Signal != "SIGTERM" {
+		t.Errorf("stopped = %s/%s/%s, want ended/interrupted/SIGTERM", rec.State, rec.EndReason, rec.Signal)
+	}
+	h2, err := state.LoadHandoff(state.HandoffPath(dir))
+	if err != nil {
+		t.Fatalf("handoff not on disk when stop returned: %v", err)
+	}
+	if h2.SessionID != s.ID || h2.EndReason != ipc.EndInterrupted {
+		t.Errorf("handoff = %s/%s", h2.SessionID, h2.EndReason)
+	}
+	if _, err := state.ReadLock(dir); err == nil {
+		t.Error("session.lock left behind after the end")
+	}
+}
+
+func TestOneLiveSessionPerProject(t *testing.T) {
+	h := start(t, nil)
+	dir := project(t)
+	h.start(dir, ipc.StartRequest{Command: []string{"sleep", "100"}})
+	_, err := h.client.Start(context.Background(), ipc.StartRequest{Dir: dir, Command: []string{"sleep", "1"}})
+	if !errors.Is(err, ipc.ErrConflict) {
+		t.Errorf("second start: err = %v, want conflict", err)
+	}
+}
+
+func TestStartBadInput(t *testing.T) {
+	h := start(t, nil)
+	file := filepath.Join(project(t), "f")
+	os.WriteFile(file, nil, 0o600)
+	tests := []struct {
+		name string
+		req  ipc.StartRequest
+		msg  string
+	}{
+		{"missing dir", ipc.StartRequest{Dir: "/nonexistent/x", Command: []string{"true"}}, "does not exist"},
+		{"relative dir", ipc.StartRequest{Dir: "x", Command: []string{"true"}}, "not an absolute path"},
+		{"file", ipc.StartRequest{Dir: file, Command: []string{"true"}}, "not a directory"},
+		{"no command", ipc.StartRequest{Dir: project(t)}, "no command"},
+		{"not found", ipc.StartRequest{Dir: project(t), Command: []string{"no-such-command-x"}}, "not found"},
+		{"bad signal", ipc.StartRequest{Dir: project(t), Command: []string{"true"}, StopSignal: "SIGNOPE"}, "unknown signal"},
+		{"zero timeout", ipc.StartRequest{Dir: project(t), Command: []string{"true"}, Timeout: "0s"}, "positive"},
+		{"warn after timeout", ipc.StartRequest{Dir: project(t), Command: []string{"true"}, Timeout: "1m", WarnBefore: "2m"}, "not shorter than timeout"},
+		{"bad checkpoint", ipc.StartRequest{Dir: project(t), Command: []string{"true"}, Checkpoint: ptr("* *")}, "invalid schedule"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := h.client.Start(context.Background(), tt.req)
+			if !errors.Is(err, ipc.ErrBadRequest) || !strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("err = %v, want a bad request saying %q", err, tt.msg)
+			}
+		})
+	}
+	if hl, err := h.client.Health(context.Background()); err != nil || hl.Live != 0 {
+		t.Errorf("health after bad starts = %+v, %v", hl, err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestLookupPrefix(t *testing.T) {
+	r := newRegistry()
+	for _, id := range []string{"abc111", "abc222", "xyz333"} {
+		r.add(&session{id: id, rec: ipc.Session{ID: id}})
+	}
+	c := ipc.Caller{UID: 0}
+	if s, err := r.lookup(c, "xy"); err != nil || s.id != "xyz333" {
+		t.Errorf("lookup xy = %v, %v", s, err)
+	}
+	_, err := r.lookup(c, "abc")
+	var e *ipc.Error
+	if !errors.As(err, &e) || e.Code != ipc.CodeAmbiguous || len(e.Candidates) != 2 {
+		t.Errorf("lookup abc = %v, want ambiguous with 2 candidates", err)
+	}
+	if _, err := r.lookup(c, "q"); !errors.Is(err, ipc.ErrNotFound) {
+		t.Errorf("lookup q = %v, want not found", err)
+	}
+	if _, err := r.lookup(ipc.Caller{UID: 1000}, "xyz"); !errors.Is(err, ipc.ErrNotFound) {
+		t.Errorf("another user's session: %v, want not found", err)
+	}
+}
+
+func TestWarningAndTimeout(t *testing.T) {
+	h := start(t, nil)
+	dir := project(t)
+	marker := filepath.Join(dir, "got-usr2")
+	script := "trap 'touch " + marker + "' USR2; while :; do sleep 0.05; done"
+	s := h.start(dir, ipc.StartRequest{Command: []string{"bash", "-c", script}, Timeout: "2s", WarnBefore: "1500ms", WarnSignal: "USR2", StopGrace: "1s"})
+	rec := h.waitState(s.ID, ipc.StateWarned)
+	if rec.Warning == nil || len(rec.Warning.Signaled) == 0 || rec.Warning.Signaled[0] != s.PID {
+		t.Errorf("warning = %+v, want the leader signalled", rec.Warning)
+	}
+	if _, err := os.Stat(state.WarningPath(dir)); err != nil {
+		t.Errorf("warning.json: %v", err)
+	}
+	rec = h.waitState(s.ID, ipc.StateEnded)
+	if rec.EndReason != ipc.EndTimeout {
+		t.Errorf("end = %s, want timeout", rec.EndReason)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Errorf("the trapping child did not get SIGUSR2: %v", err)
+	}
+}
+
+func TestNoWarnSignalByDefault(t *testing.T) {
+	h := start(t, nil)
+	dir := project(t)
+	// sleep catches nothing: a USR2 would kill it before the deadline.
+	s := h.start(dir, ipc.StartRequest{Command: []string{"sleep", "100"}, Timeout: "1500ms", WarnBefore: "1s", StopGrace: "1s"})
+	rec := h.waitState(s.ID, ipc.StateWarned)
+	if rec.Warning == nil || rec.Warning.Signal != "" || len(rec.Warning.Signaled) != 0 {
+		t.Errorf("warning = %+v, want no signal", rec.Warning)
+	}
+	rec = h.waitState(s.ID, ipc.StateEnded)
+	if rec.EndReason != ipc.EndTimeout || rec.Signal != "SIGTERM" {
+		t.Errorf("end = %s/%s, want timeout by SIGTERM (alive until the deadline)", rec.EndReason, rec.Signal)
+	}
+}
+
+func TestExtend(t *testing.T) {
+	h := start(t, nil)
+	s := h.start(project(t), ipc.StartRequest{Command: []string{"sleep", "100"}, Timeout: "1s", WarnBefore: "500ms"})
+	h.waitState(s.ID, ipc.StateWarned)
+	rec, err := h.client.Extend(context.Background(), s.ID, "3s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.State != ipc.StateRunning || !rec.Deadline.After(s.Deadline.Add(2*time.Second)) {
+		t.Errorf("after extend: state %s deadline %v (was %v)", rec.State, rec.Deadline, s.Deadline)
+	}
+	time.Sleep(time.Until(s.Deadline.Add(300 * time.Millisecond)))
+	now, _ := h.client.Session(context.Background(), s.ID)
+	if !ipc.Live(now.State) {
+		t.Errorf("session ended at its old deadline: %s", now.EndReason)
+	}
+	h.waitState(s.ID, ipc.StateWarned)
+	if _, err := h.client.Stop(context.Background(), s.ID, ipc.StopRequest{Grace: "0s"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.client.Extend(context.Background(), s.ID, "1h"); !errors.Is(err, ipc.ErrConflict) {
+		t.Errorf("extend of an ended session: %v, want conflict", err)
+	}
+}
+
+func TestIdleTimeout(t *testing.T) {
+	h := start(t, nil)
+	quiet := h.start(project(t), ipc.StartRequest{Command: []string{"sleep", "100"}, IdleTimeout: "700ms"})
+	chatty := h.start(project(t), ipc.StartRequest{Command: []string{"sh", "-c", "while :; do echo tick; sleep 0.1; done"}, IdleTimeout: "700ms"})
+	rec := h.waitState(quiet.ID, ipc.StateEnded)
+	if rec.EndReason != ipc.EndIdle {
+		t.Errorf("quiet session end = %s, want idle", rec.EndReason)
+	}
+	time.Sleep(800 * time.Millisecond)
+	if c, _ := h.client.Session(context.Background(), chatty.ID); !ipc.Live(c.State) {
+		t.Errorf("chatty session ended (%s) although it writes output", c.EndReason)
+	}
+}
+
+func TestReportFromOutsideRefused(t *testing.T) {
+	h := start(t, nil)
+	if os.Geteuid() == 0 {
+		// Root may report for anyone; check the membership rule through a
+		// session whose own child reports instead.
+		dir := project(t)
+		s := h.start(dir, ipc.StartRequest{Command: []string{"sleep", "100"}})
+		p := 50.0
+		if _, err := h.client.Report(context.Background(), s.ID, ipc.Report{Summary: "did things", Progress: &p, Next: []string{"a", "b"}}); err != nil {
+			t.Fatal(err)
+		}
+		rec, _ := h.client.Session(context.Background(), s.ID)
+		if rec.Report == nil || rec.Report.Summary != "did things" || len(rec.Report.Next) != 2 {
+			t.Errorf("report = %+v", rec.Report)
+		}
+		bad := 150.0
+		if _, err := h.client.Report(context.Background(), s.ID, ipc.Report{Progress: &bad}); !errors.Is(err, ipc.ErrBadRequest) {
+			t.Errorf("progress 150: %v, want bad request", err)
+		}
+		return
+	}
+	s := h.start(project(t), ipc.StartRequest{Command: []string{"sleep", "100"}})
+	if _, err := h.client.Report(context.Background(), s.ID, ipc.Report{Summary: "x"}); !errors.Is(err, ipc.ErrForbidden) {
+		t.Errorf("report from outside: %v, want forbidden", err)
+	}
+}
+
+func TestRestartKeepsRecordsAndRecoversCrashed(t *testing.T) {
+	h := start(t, nil)
+	done := h.start(project(t), ipc.StartRequest{Command: []string{"true"}})
+	h.waitState(done.ID, ipc.StateEnded)
+	h.stop()
+
+	// A record left live by a daemon that died, whose process is gone.
+	dir := project(t)
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	crashed := ipc.Session{ID: "crash123", ProjectDir: dir, ProjectID: ipc.ProjectID(dir), Command: []string{"agent"},
+		State: ipc.StateRunning, PID: gone.Process.Pid, StartedAt: time.Now().Add(-time.Minute), UID: os.Geteuid(),
+		Deadline: time.Now().Add(time.Hour), WarnAt: time.Now().Add(30 * time.Minute), Spec: h.cfg.Defaults}
+	if err := state.EnsureDir(filepath.Join(h.cfg.StateDir, "sessions", crashed.ID)); err != nil {
+		t.Fatal(err)
+	}
+	if err := state.WriteJSON(filepath.Join(h.cfg.StateDir, "sessions", crashed.ID, "session.json"), crashed); err != nil {
+		t.Fatal(err)
+	}
+	h2 := run(t, h.cfg)
+	list, err := h2.client.Sessions(context.Background(), ipc.ListOptions{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]ipc.Session{}
+	for _, s := range list {
+		byID[s.ID] = s
+	}
+	if r, ok := byID[done.ID]; !ok || r.EndReason != ipc.EndComplete {
+		t.Errorf("ended session after restart = %+v, %v", r, ok)
+	}
+	r := byID["crash123"]
+	if r.State != ipc.StateEnded || r.EndReason != ipc.EndCrashed || r.ExitCode != nil {
+		t.Errorf("crashed session = %s/%s exit %v, want ended/crashed/unknown", r.State, r.EndReason, r.ExitCode)
+	}
+	hf, err := state.LoadHandoff(state.HandoffPath(dir))
+	if err != nil || hf.EndReason != ipc.EndCrashed {
+		t.Fatalf("crash handoff = %+v, %v", hf, err)
+	}
+	b, _ := json.Marshal(hf.Warnings)
+	if !strings.Contains(string(b), "not observed") {
+		t.Errorf("crash handoff warnings = %s", b)
+	}
+}
+
+func TestSeekTail(t *testing.T) {
+	tests := []struct {
+		content string
+		n       int
+		want    string
+	}{
+		{"a\nb\nc\n", 2, "b\nc\n"},
+		{"a\nb\nc", 2, "b\nc"},
+		{"a\nb\nc\n", 10, "a\nb\nc\n"},
+		{"", 3, ""},
+		{"only\n", 1, "only\n"},
+		{strings.Repeat("x\n", 20000) + "last\n", 1, "last\n"},
+	}
+	for _, tt := range tests {
+		p := filepath.Join(t.TempDir(), "log")
+		os.WriteFile(p, []byte(tt.content), 0o600)
+		f, _ := os.Open(p)
+		if err := seekTail(f, tt.n); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(f)
+		f.Close()
+		if string(got) != tt.want {
+			t.Errorf("tail %d of %.20q = %q, want %q", tt.n, tt.content, got, tt.want)
+		}
+	}
+}
