@@ -54,7 +54,7 @@ cover: ## Test coverage report in cover.html
 
 .PHONY: demo
 demo: build ## Three scripted agent sessions: complete, timeout after a warning, killed
-	demo/run.sh
+	docs/demo/run.sh
 
 .PHONY: clean
 clean: ## Remove build output

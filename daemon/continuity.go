@@ -244,7 +244,9 @@ func (s *session) saveSessionState(h *state.Handoff, rep ipc.Report, feats []sta
 		SessionID: s.id, EndReason: h.EndReason}
 	if len(rep.Next) > 0 {
 		st.NextActions = append([]string(nil), rep.Next...)
-	} else if ferr == nil {
+	} else if ferr == nil && (len(completed) > 0 || len(st.NextActions) == 0) {
+		// Without a report, the previous next actions stand until the
+		// feature list moves.
 		st.NextActions = nil
 		for _, f := range state.NextTasks(feats, 5) {
 			st.NextActions = append(st.NextActions, featureLine(f))
@@ -286,7 +288,14 @@ func autoSummary(h *state.Handoff, feats []state.Feature, completed []state.Task
 		parts = append(parts, "Completed "+strings.Join(done, ", "))
 	}
 	d := h.EndedAt.Sub(h.StartedAt).Round(time.Second)
-	parts = append(parts, fmt.Sprintf("session %s ended %s after %s", h.SessionID, h.EndReason, d))
+	end := fmt.Sprintf("session %s ended %s after %s", h.SessionID, describeEndHandoff(h), d)
+	if h.TaskAttempted != "" && h.TaskStatus != "completed" {
+		end += " while on " + h.TaskAttempted
+		if h.TotalSteps > 0 {
+			end += fmt.Sprintf(" (step %d/%d)", h.CurrentStep, h.TotalSteps)
+		}
+	}
+	parts = append(parts, end+", without a report")
 	if n := len(h.FilesChanged); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d files changed", n))
 	}

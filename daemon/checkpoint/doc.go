@@ -11,9 +11,9 @@
 // else none on an unborn branch); and update-ref moves
 // refs/sessiond/checkpoints/<session> by compare-and-swap, with a reflog.
 // Commit messages carry Sessiond-* trailers (session, files changed, depth),
-// so List reads all checkpoints of a project with one for-each-ref-free git
-// log over the checkpoint refs, stopped at the user's branches, tags and
-// remote refs. Untracked files over MaxFileSize and untracked dependency or
+// so List reads all checkpoints of a project, across sessions, with a single
+// git log over the checkpoint refs that stops at the user's branches, tags
+// and remote refs. Untracked files over MaxFileSize and untracked dependency or
 // cache directories (node_modules, .venv, target, ...) are left out through
 // exclude pathspecs and reported; no ignore file of the user's is written.
 // Mode "commit" instead commits work in progress on the current branch with

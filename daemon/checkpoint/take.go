@@ -263,8 +263,8 @@ func (r *repo) addAll(ctx context.Context, env []string, excludes []string) erro
 // untracked files over MaxFileSize and untracked LeaveOut directories.
 //
 // git ls-files -o --directory lists wholly untracked directories as one
-// entry without descending into them (a full listing is quadratic in git
-// 2.39: minutes for a 20k-file node_modules). Entries are excluded exactly as
+// entry without descending into them, so a node_modules costs one line, not
+// one per file. Entries are excluded exactly as
 // listed, so a tracked file is never excluded, even in a directory named
 // like a LeaveOut one. Wholly untracked directories are searched in Go for
 // LeaveOut directories and large files, and what git ignores among those
