@@ -55,6 +55,7 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newRunCmd(), newConfigCmd(), newVersionCmd())
+	root.AddCommand(newServiceCmds()...)
 	return root
 }
 

@@ -179,10 +179,8 @@ func names(entries []fs.DirEntry) map[string]struct{} {
 // a rename or a copy that keeps the mtime still moves the ctime.
 func changeTime(info fs.FileInfo) time.Time {
 	t := info.ModTime()
-	if st, ok := info.Sys().(*syscall.Stat_t); ok {
-		if c := time.Unix(st.Ctim.Unix()); c.After(t) {
-			t = c
-		}
+	if c := statusChangeTime(info); c.After(t) {
+		t = c
 	}
 	return t
 }

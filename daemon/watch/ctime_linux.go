@@ -1,0 +1,15 @@
+package watch
+
+import (
+	"io/fs"
+	"syscall"
+	"time"
+)
+
+// statusChangeTime is a file's ctime, or the zero time when unknown.
+func statusChangeTime(info fs.FileInfo) time.Time {
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		return time.Unix(st.Ctim.Unix())
+	}
+	return time.Time{}
+}
