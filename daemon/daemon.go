@@ -51,6 +51,10 @@ type Daemon struct {
 	closing atomic.Bool
 	// wg counts session goroutines.
 	wg sync.WaitGroup
+
+	// restarts are the pending restarts, by the id of the ended session.
+	restartMu sync.Mutex
+	restarts  map[string]*time.Timer
 }
 
 // New prepares a daemon: state dir, records of earlier runs, watchers.
@@ -65,7 +69,7 @@ func New(opt Options) (*Daemon, error) {
 	d := &Daemon{
 		cfg: cfg, log: opt.Log, version: opt.Version, ready: opt.Ready,
 		since: time.Now(), bootID: proc.BootID(),
-		reg: newRegistry(), bus: newBus(),
+		reg: newRegistry(), bus: newBus(), restarts: map[string]*time.Timer{},
 	}
 	var err error
 	if d.out, err = newOutputWatcher(d.log.Named("output")); err != nil {
@@ -123,6 +127,7 @@ func (d *Daemon) Run(ctx context.Context, hurry <-chan struct{}) error {
 // live ones, close streams and the socket, release watchers.
 func (d *Daemon) shutdown(srv *ipc.Server, hurry <-chan struct{}) {
 	d.closing.Store(true)
+	d.cancelRestarts()
 	d.log.Info("shutting down", zap.String("on_shutdown", d.cfg.OnShutdown))
 	if d.cfg.OnShutdown == config.ShutdownStop {
 		d.stopAll(hurry)
@@ -225,8 +230,11 @@ func (d *Daemon) saveRecord(rec ipc.Session) error {
 	return state.WriteJSON(d.recordPath(rec.ID), rec)
 }
 
-// sessionEnded releases what a session held in the daemon and trims history.
+// sessionEnded applies the restart policy and trims history.
 func (d *Daemon) sessionEnded(s *session) {
+	if rec := s.snapshot(); rec.State == ipc.StateEnded {
+		d.maybeRestart(s, rec.EndReason)
+	}
 	d.trimHistory()
 }
 

@@ -435,3 +435,48 @@ func TestSeekTail(t *testing.T) {
 		}
 	}
 }
+
+func TestRestartOnFailure(t *testing.T) {
+	h := start(t, func(c *config.Config) { c.Defaults.MaxRestarts = 2 })
+	dir := project(t)
+	first := h.start(dir, ipc.StartRequest{Command: []string{"sh", "-c", "exit 1"}, Restart: "on-failure"})
+	deadline := time.Now().Add(15 * time.Second)
+	var list []ipc.Session
+	for time.Now().Before(deadline) {
+		list, _ = h.client.Sessions(context.Background(), ipc.ListOptions{All: true, Project: dir})
+		if len(list) == 3 && !ipc.Live(list[2].State) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(list) != 3 {
+		t.Fatalf("got %d sessions, want the first and 2 restarts", len(list))
+	}
+	if list[0].ID != first.ID || list[1].RestartOf != first.ID || list[2].RestartOf != list[1].ID {
+		t.Errorf("restart chain = %s <- %s <- %s", list[0].ID, list[1].RestartOf, list[2].RestartOf)
+	}
+	if list[1].Restarts != 1 || list[2].Restarts != 2 {
+		t.Errorf("restarts = %d, %d; want 1, 2", list[1].Restarts, list[2].Restarts)
+	}
+	if gap := list[2].StartedAt.Sub(list[1].StartedAt); gap < 1900*time.Millisecond {
+		t.Errorf("second restart came %v after the first, want the 2s backoff", gap)
+	}
+	// No fourth: max_restarts reached.
+	time.Sleep(4500 * time.Millisecond)
+	if list, _ = h.client.Sessions(context.Background(), ipc.ListOptions{All: true, Project: dir}); len(list) != 3 {
+		t.Errorf("got %d sessions after the limit, want 3", len(list))
+	}
+}
+
+func TestStopIsNotRestarted(t *testing.T) {
+	h := start(t, nil)
+	dir := project(t)
+	s := h.start(dir, ipc.StartRequest{Command: []string{"sleep", "100"}, Restart: "always"})
+	if _, err := h.client.Stop(context.Background(), s.ID, ipc.StopRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if list, _ := h.client.Sessions(context.Background(), ipc.ListOptions{All: true, Project: dir}); len(list) != 1 {
+		t.Errorf("got %d sessions, want no restart after an explicit stop", len(list))
+	}
+}

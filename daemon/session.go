@@ -53,6 +53,9 @@ type session struct {
 	// featuresAtStart is the feature list as it was when the session
 	// started, to tell which features turned passing during it.
 	featuresAtStart []state.Feature
+	// restartTimes are when the sessions before this one in its restart
+	// chain were restarted, for max_restarts within restart_window.
+	restartTimes []time.Time
 }
 
 type commandKind int

@@ -140,7 +140,7 @@ func (d *Daemon) StartSession(ctx context.Context, c ipc.Caller, req ipc.StartRe
 	if err != nil {
 		return nil, err
 	}
-	s, resp, err := d.launch(c.UID, dir, spec, req.Name, "", 0, sortedKeys(req.Env))
+	s, resp, err := d.launch(c.UID, dir, spec, req.Name, "", 0, sortedKeys(req.Env), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +165,7 @@ func (d *Daemon) canUseDir(c ipc.Caller, dir string) error {
 }
 
 // launch creates, registers and spawns a session.
-func (d *Daemon) launch(uid int, dir string, spec config.Spec, name, restartOf string, restarts int, envKeys []string) (*session, *ipc.StartResponse, error) {
+func (d *Daemon) launch(uid int, dir string, spec config.Spec, name, restartOf string, restarts int, envKeys []string, restartTimes []time.Time) (*session, *ipc.StartResponse, error) {
 	d.startMu.Lock()
 	defer d.startMu.Unlock()
 	if !spec.Concurrent {
@@ -187,6 +187,8 @@ func (d *Daemon) launch(uid int, dir string, spec config.Spec, name, restartOf s
 		cmds:   make(chan command, 4),
 		done:   make(chan struct{}),
 		output: make(chan struct{}),
+
+		restartTimes: restartTimes,
 	}
 	s.log = d.log.With(zap.String("session", id))
 	deadline, warnAt := spec.Deadline(now)
