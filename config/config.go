@@ -180,7 +180,8 @@ func ParseProject(file string, data []byte, base Spec) (Spec, error) {
 	}
 	s := p.Session
 	if p.Watch != nil {
-		s.Watch = *p.Watch
+		// A project's ignores add to the daemon's.
+		s.Watch.Ignore = append(append([]string(nil), base.Watch.Ignore...), p.Watch.Ignore...)
 	}
 	if md.IsDefined("service") {
 		s.Services = p.Services

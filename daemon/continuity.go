@@ -74,6 +74,8 @@ func (d *Daemon) prepare(s *session, resp *ipc.StartResponse) error {
 	if err := state.WriteFile(state.ContextPath(s.projectDir), state.BuildContext(in), 0o600); err != nil {
 		return fmt.Errorf("write context: %w", err)
 	}
+	s.own(filepath.Join(s.projectDir, state.DirName), filepath.Join(s.projectDir, ".git", "info", "exclude"), state.ContextPath(s.projectDir),
+		state.SessionStatePath(s.projectDir), state.HandoffPath(s.projectDir), s.progressPath())
 	return nil
 }
 
@@ -110,6 +112,7 @@ func (s *session) writeLock() {
 	if err := state.WriteLock(s.projectDir, l); err != nil {
 		s.log.Warn("write session lock", zap.Error(err))
 	}
+	s.own(state.LockPath(s.projectDir))
 }
 
 // writeContinuity writes the handoff, the session state and the progress
@@ -134,7 +137,6 @@ func (s *session) writeContinuity(reason string) {
 		TaskAttempted: rep.Task, LastActionTaken: rep.LastAction,
 		RecommendedNextSteps: append([]string(nil), rep.Next...),
 		Warnings:             append([]string(nil), rec.Warnings...),
-		DevServerWasRunning:  len(s.spec.Services) > 0,
 	}
 	if rep.Step != "" {
 		cur, tot, _ := strings.Cut(rep.Step, "/")
@@ -193,10 +195,11 @@ func (s *session) writeContinuity(reason string) {
 	if err := state.SaveHandoff(archive, h); err != nil {
 		s.log.Error("archive handoff", zap.Error(err))
 	}
-	s.update(func(r *ipc.Session) { r.HandoffPath = state.HandoffPath(s.projectDir) })
+	s.set(func(r *ipc.Session) { r.HandoffPath = state.HandoffPath(s.projectDir) })
 
 	s.saveSessionState(h, rep, feats, ferr, completed, now)
 	s.appendProgress(h, rep, feats, completed, now)
+	s.own(state.HandoffPath(s.projectDir), state.SessionStatePath(s.projectDir), s.progressPath())
 	if l, err := state.ReadLock(s.projectDir); err == nil && l.SessionID == s.id {
 		_ = state.RemoveLock(s.projectDir)
 	}

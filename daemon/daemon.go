@@ -99,6 +99,11 @@ func (d *Daemon) Run(ctx context.Context, hurry <-chan struct{}) error {
 		d.close()
 		return err
 	}
+	if err := d.shareSocket(); err != nil {
+		l.Close()
+		d.close()
+		return err
+	}
 	d.recover()
 	access, err := d.accessFunc()
 	if err != nil {
@@ -183,6 +188,27 @@ func (d *Daemon) leaveAll() {
 			s.log.Info("leaving session running for adoption", zap.Int("pid", s.child.PID))
 		}
 	}
+}
+
+// shareSocket gives the socket to the first of allowed_groups, so that
+// their members can connect (the peer check then lets them in).
+func (d *Daemon) shareSocket() error {
+	if len(d.cfg.AllowedGroups) == 0 {
+		return nil
+	}
+	grp, err := user.LookupGroup(d.cfg.AllowedGroups[0])
+	if err != nil {
+		return fmt.Errorf("allowed_groups: %w", err)
+	}
+	gid, _ := strconv.Atoi(grp.Gid)
+	if err := os.Chown(d.cfg.Socket, -1, gid); err != nil {
+		return fmt.Errorf("give the socket to group %s: %w", grp.Name, err)
+	}
+	if fi, err := os.Stat(filepath.Dir(d.cfg.Socket)); err == nil && fi.Mode().Perm()&0o011 == 0 {
+		d.log.Warn("allowed_groups members cannot reach the socket: its directory is closed to them",
+			zap.String("dir", filepath.Dir(d.cfg.Socket)), zap.String("mode", fi.Mode().Perm().String()))
+	}
+	return nil
 }
 
 // accessFunc allows the daemon's own uid, root, and members of the

@@ -480,3 +480,18 @@ func TestStopIsNotRestarted(t *testing.T) {
 		t.Errorf("got %d sessions, want no restart after an explicit stop", len(list))
 	}
 }
+
+func TestPreflight(t *testing.T) {
+	h := start(t, nil)
+	dir := project(t)
+	os.WriteFile(filepath.Join(dir, "sessiond.toml"), []byte("[session]\npreflight = [\"test -f ready\"]\n"), 0o600)
+	_, err := h.client.Start(context.Background(), ipc.StartRequest{Dir: dir, Command: []string{"true"}})
+	if err == nil || !strings.Contains(err.Error(), "preflight") {
+		t.Fatalf("start without the ready file: %v, want a preflight failure", err)
+	}
+	os.WriteFile(filepath.Join(dir, "ready"), nil, 0o600)
+	s := h.start(dir, ipc.StartRequest{Command: []string{"true"}})
+	if rec := h.waitState(s.ID, ipc.StateEnded); rec.EndReason != ipc.EndComplete {
+		t.Errorf("end = %s, want complete", rec.EndReason)
+	}
+}

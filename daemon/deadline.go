@@ -58,7 +58,7 @@ func (s *session) warn() {
 // procs returns the session's live processes, the leader first.
 func (s *session) procs() []int {
 	out := []int{s.child.PID}
-	for _, pid := range proc.SessionProcs(s.id, s.child.PID) {
+	for _, pid := range proc.SessionProcs(s.id, s.child.PID, !s.adopted) {
 		if pid != s.child.PID {
 			out = append(out, pid)
 		}
@@ -73,6 +73,7 @@ func (s *session) writeWarningFile(deadline, now time.Time) {
 	if err := state.WriteWarning(s.projectDir, w); err != nil {
 		s.log.Warn("write warning file", zap.Error(err))
 	}
+	s.own(state.WarningPath(s.projectDir))
 }
 
 // runHook runs the on_warning hook in the background, bounded in time, with

@@ -26,6 +26,25 @@ type extras struct {
 	clog  cron.Logger
 	mu    sync.Mutex
 	items map[string]*sessionExtras
+	// bySize are checkpointers for specs whose checkpoint_max_file differs
+	// from the daemon's default (rare; git's own locking and the
+	// compare-and-swap of update-ref keep two of them safe on one repo).
+	bySize map[int64]*checkpoint.Checkpointer
+}
+
+// checkpointer returns the checkpointer for a spec's checkpoint_max_file.
+func (e *extras) checkpointer(maxFile config.Size) *checkpoint.Checkpointer {
+	if maxFile <= 0 || maxFile == e.d.cfg.Defaults.CheckpointMaxFile {
+		return e.ckpt
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.bySize[int64(maxFile)]
+	if c == nil {
+		c = checkpoint.New(checkpoint.Options{StateDir: e.d.cfg.StateDir, MaxFileSize: int64(maxFile), Log: e.d.log.Named("checkpoint")})
+		e.bySize[int64(maxFile)] = c
+	}
+	return c
 }
 
 // sessionExtras is a live session's watch and checkpoint schedule.
@@ -48,7 +67,7 @@ func newExtras(d *Daemon) (*extras, error) {
 	}
 	clog := cronLogger{d.log.Named("cron")}
 	e := &extras{
-		d: d, hub: hub, clog: clog, items: map[string]*sessionExtras{},
+		d: d, hub: hub, clog: clog, items: map[string]*sessionExtras{}, bySize: map[int64]*checkpoint.Checkpointer{},
 		ckpt: checkpoint.New(checkpoint.Options{
 			StateDir: d.cfg.StateDir, MaxFileSize: int64(d.cfg.Defaults.CheckpointMaxFile),
 			Log: d.log.Named("checkpoint"),
@@ -170,7 +189,7 @@ func (s *session) checkpoint(why string) (checkpoint.Result, error) {
 	defer cancel()
 	mode := checkpoint.Mode(s.spec.CheckpointMode)
 	msg := fmt.Sprintf("sessiond %s checkpoint of session %s", why, s.id)
-	res, err := s.d.ext.ckpt.Take(ctx, s.projectDir, s.id, mode, msg)
+	res, err := s.d.ext.checkpointer(s.spec.CheckpointMaxFile).Take(ctx, s.projectDir, s.id, mode, msg)
 	if err != nil {
 		s.update(func(r *ipc.Session) {
 			r.Warnings = appendBounded(r.Warnings, fmt.Sprintf("%s checkpoint failed at %s: %v", why, started.Format(time.RFC3339), err), 20)
@@ -229,7 +248,7 @@ func (s *session) finishWork(now time.Time) {
 	if x.watch != nil {
 		_ = x.watch.Close()
 		st := x.watch.Stats()
-		s.update(func(r *ipc.Session) { applyStats(r, st) })
+		s.set(func(r *ipc.Session) { applyStats(r, st) })
 	}
 	e.mu.Lock()
 	delete(e.items, s.id)
@@ -246,6 +265,7 @@ func (d *Daemon) recoverLive(s *session) {
 		child, err := proc.Adopt(rec.PID, rec.StartTime)
 		if err == nil {
 			s.child = child
+			s.adopted = true
 			d.watchOutput(s)
 			s.update(func(r *ipc.Session) {
 				r.Warnings = appendBounded(r.Warnings, "adopted after a daemon restart: the exit status will be unknown", 20)
@@ -258,7 +278,7 @@ func (d *Daemon) recoverLive(s *session) {
 		}
 		s.log.Warn("cannot adopt live session; killing it", zap.Error(err))
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		proc.KillSession(ctx, s.id, rec.PID)
+		proc.KillSession(ctx, s.id, rec.PID, false)
 		cancel()
 	}
 	s.child = proc.Gone(rec.PID)

@@ -79,7 +79,7 @@ func (d *Daemon) handleReport(w http.ResponseWriter, r *http.Request, c ipc.Call
 	if !ipc.Live(s.snapshot().State) || s.child == nil {
 		return ipc.Conflict("session %s has ended; reports come from inside a live session", s.id)
 	}
-	if !c.Root() && !slices.Contains(proc.SessionProcs(s.id, s.child.PID), c.PID) {
+	if !c.Root() && !slices.Contains(proc.SessionProcs(s.id, s.child.PID, !s.adopted), c.PID) {
 		return ipc.Forbidden("the reporting process (pid %d) is not part of session %s: sessionctl report runs from inside the session", c.PID, s.id)
 	}
 	if rep.Progress != nil && (math.IsNaN(*rep.Progress) || *rep.Progress < 0 || *rep.Progress > 100) {
@@ -269,8 +269,8 @@ func (d *Daemon) handleProjectSession(w http.ResponseWriter, r *http.Request, c 
 	}
 	st, err := state.LoadSessionState(dir)
 	if err != nil {
-		// The corrupt file was kept aside; say so, as "no state".
-		w.Header().Set("Sessiond-Warning", strings.ReplaceAll(err.Error(), "\n", " "))
+		// The corrupt file was kept aside: "no state", and why.
+		return ipc.NotFound("%s has no usable session state: %s", dir, strings.ReplaceAll(err.Error(), "\n", " "))
 	}
 	if st == nil {
 		return ipc.NotFound("%s has no session state", dir)

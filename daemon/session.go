@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -34,7 +35,9 @@ type session struct {
 	rec ipc.Session
 
 	child *proc.Child
-	cmds  chan command
+	// adopted is set for a session started by an earlier daemon.
+	adopted bool
+	cmds    chan command
 	// done is closed once the session's end is on disk.
 	done chan struct{}
 
@@ -97,6 +100,14 @@ func (s *session) update(f func(r *ipc.Session)) {
 	rec := s.rec
 	s.mu.Unlock()
 	s.persist(rec)
+}
+
+// set changes the record under the lock without writing it: for steps of
+// a transition whose last step writes the record.
+func (s *session) set(f func(r *ipc.Session)) {
+	s.mu.Lock()
+	f(&s.rec)
+	s.mu.Unlock()
 }
 
 func (s *session) persist(rec ipc.Session) {
@@ -195,6 +206,11 @@ func (s *session) run() {
 	defer deadT.stop()
 	defer idleT.stop()
 	rec := s.snapshot()
+	if rec.State == ipc.StateStopping {
+		// An adopted session whose stop the previous daemon began.
+		s.stop(rec.EndReason, -1)
+		return
+	}
 	if rec.State != ipc.StateWarned {
 		warnT.arm(rec.WarnAt)
 	}
@@ -289,7 +305,7 @@ func (s *session) stop(reason string, grace time.Duration) {
 func (s *session) killAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if left := proc.KillSession(ctx, s.id, s.child.PID); len(left) > 0 {
+	if left := proc.KillSession(ctx, s.id, s.child.PID, !s.adopted); len(left) > 0 {
 		s.log.Error("processes of the session survived SIGKILL", zap.Ints("pids", left))
 	}
 }
@@ -298,6 +314,7 @@ func (s *session) killAll() {
 // continuity files written, then the event. reason "" derives it from exit.
 func (s *session) end(reason string, exit proc.Exit, killed bool) {
 	// Nothing the session started outlives it.
+	now := time.Now()
 	s.killAll()
 	if reason == "" {
 		reason = ipc.EndComplete
@@ -305,12 +322,11 @@ func (s *session) end(reason string, exit proc.Exit, killed bool) {
 			reason = ipc.EndError
 		}
 	}
-	now := time.Now()
 	s.d.unwatchOutput(s)
 	s.finishWork(now)
 	// The state turns ended only once the handoff is on disk: whoever sees
 	// the end can read it.
-	s.update(func(r *ipc.Session) {
+	s.set(func(r *ipc.Session) {
 		r.EndedAt = &now
 		r.EndReason = reason
 		r.Signal = exit.Signal
@@ -350,3 +366,18 @@ func (s *session) signal(sig unix.Signal) error {
 }
 
 func (s *session) logPath() string { return filepath.Join(s.dir, "output.log") }
+
+// own hands files the daemon writes into a project to the session's user,
+// when a root daemon runs the session for someone else: the agent must be
+// able to read its context and state, and the user to remove them.
+func (s *session) own(paths ...string) {
+	cred := s.credential()
+	if cred == nil {
+		return
+	}
+	for _, p := range paths {
+		if err := os.Lchown(p, int(cred.Uid), int(cred.Gid)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			s.log.Warn("hand file to the session's user", zap.String("path", p), zap.Error(err))
+		}
+	}
+}

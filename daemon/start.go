@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/user"
 	"path/filepath"
 	"sort"
@@ -166,18 +167,21 @@ func (d *Daemon) canUseDir(c ipc.Caller, dir string) error {
 
 // launch creates, registers and spawns a session.
 func (d *Daemon) launch(uid int, dir string, spec config.Spec, name, restartOf string, restarts int, envKeys []string, restartTimes []time.Time) (*session, *ipc.StartResponse, error) {
+	if _, err := proc.LookPath(spec.Command[0], dir, d.childEnvBase(spec)); err != nil {
+		return nil, nil, ipc.BadRequest("%v", err)
+	}
+	// The checks and the registration are one step; the rest of the start
+	// runs unlocked, the registered "starting" session holding the project.
 	d.startMu.Lock()
-	defer d.startMu.Unlock()
 	if !spec.Concurrent {
 		if live := d.reg.liveInProject(dir); len(live) > 0 {
+			d.startMu.Unlock()
 			return nil, nil, ipc.Conflict("project %s already has a live session (%s); stop it first, or set concurrent = true in its sessiond.toml", dir, live[0].id)
 		}
 	}
 	if max := d.cfg.MaxSessions; max > 0 && d.liveCount() >= max {
+		d.startMu.Unlock()
 		return nil, nil, ipc.Conflict("max_sessions (%d) live sessions already run", max)
-	}
-	if _, err := proc.LookPath(spec.Command[0], dir, d.childEnvBase(spec)); err != nil {
-		return nil, nil, ipc.BadRequest("%v", err)
 	}
 	id := d.reg.newID()
 	now := time.Now()
@@ -203,10 +207,13 @@ func (d *Daemon) launch(uid int, dir string, spec config.Spec, name, restartOf s
 		EnvKeys: envKeys, Spec: spec,
 	}
 	resp := &ipc.StartResponse{}
-	if err := state.EnsureDir(s.dir); err != nil {
-		return nil, nil, fmt.Errorf("create session directory: %w", err)
-	}
 	d.reg.add(s)
+	d.startMu.Unlock()
+	if err := state.EnsureDir(s.dir); err != nil {
+		err = fmt.Errorf("create session directory: %w", err)
+		s.fail(err)
+		return nil, nil, err
+	}
 	if err := d.prepare(s, resp); err != nil {
 		s.fail(err)
 		return nil, nil, err
@@ -218,6 +225,11 @@ func (d *Daemon) launch(uid int, dir string, spec config.Spec, name, restartOf s
 	}
 	if uid != os.Geteuid() {
 		_ = out.Chown(uid, -1)
+	}
+	if err := s.preflight(out); err != nil {
+		out.Close()
+		s.fail(err)
+		return nil, nil, err
 	}
 	child, err := proc.Spawn(proc.Spec{
 		Argv: spec.Command, Dir: dir, Env: s.env(), Output: out, Credential: s.credential(),
@@ -347,4 +359,29 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// preflightTimeout bounds each preflight command.
+const preflightTimeout = 5 * time.Minute
+
+// preflight runs the spec's preflight commands in the project, with the
+// session's environment and output going to its log; the first failure
+// fails the start.
+func (s *session) preflight(out *os.File) error {
+	for _, c := range s.spec.Preflight {
+		ctx, cancel := context.WithTimeout(context.Background(), preflightTimeout)
+		cmd := exec.CommandContext(ctx, "/bin/sh", "-c", c)
+		cmd.Dir = s.projectDir
+		cmd.Env = s.env()
+		cmd.Stdout, cmd.Stderr = out, out
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: s.credential()}
+		cmd.Cancel = func() error { return proc.SignalGroup(cmd.Process.Pid, syscall.SIGKILL) }
+		fmt.Fprintf(out, "sessiond: preflight: %s\n", c)
+		err := proc.Run(cmd)
+		cancel()
+		if err != nil {
+			return ipc.BadRequest("preflight %q failed: %v (its output is in sessionctl logs %s)", c, err, s.id)
+		}
+	}
+	return nil
 }

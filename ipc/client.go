@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -64,6 +65,10 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 	if err != nil {
 		var op *net.OpError
 		if errors.As(err, &op) && op.Op == "dial" {
+			if errors.Is(op.Err, fs.ErrPermission) {
+				return nil, &Error{Status: http.StatusForbidden, Code: CodeForbidden,
+					Message: fmt.Sprintf("permission denied on %s: this user may not use that sessiond (ask for a group in its allowed_groups, or run your own)", c.Socket)}
+			}
 			return nil, &UnreachableError{Socket: c.Socket, Err: op.Err}
 		}
 		return nil, err

@@ -28,8 +28,7 @@ func (a *app) checkpointCmd() *cobra.Command {
 				return err
 			}
 			if a.json {
-				_, err = fmt.Fprintf(a.out, "%s", res)
-				return err
+				return a.printRaw(res)
 			}
 			var r struct {
 				ID           string   `json:"id"`
@@ -73,8 +72,7 @@ func (a *app) checkpointsCmd() *cobra.Command {
 				return err
 			}
 			if a.json {
-				_, err = fmt.Fprintf(a.out, "%s", raw)
-				return err
+				return a.printRaw(raw)
 			}
 			var list []struct {
 				ID           string    `json:"id"`
@@ -148,8 +146,7 @@ func (a *app) handoffCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(a.out, "%s", raw)
-			return err
+			return a.printRaw(raw)
 		},
 	}
 }
@@ -170,6 +167,9 @@ func (a *app) stateCmd() *cobra.Command {
 			}
 			out, err := a.client.SessionState(cmd.Context(), dir, !a.json)
 			if errors.Is(err, ipc.ErrNotFound) {
+				if strings.Contains(err.Error(), "no usable session state") {
+					fmt.Fprintln(a.errOut, "sessionctl: warning:", err)
+				}
 				if a.json {
 					fmt.Fprintln(a.out, "null")
 				} else {

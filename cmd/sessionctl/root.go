@@ -116,6 +116,9 @@ latest) session of that project.`,
 			if os.Getenv("NO_COLOR") != "" {
 				a.noColor = true
 			}
+			if err := ipc.CheckSocketPath(a.socket); err != nil {
+				return &exitError{exitUsage, err}
+			}
 			a.client = &ipc.Client{Socket: a.socket}
 			return nil
 		},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,6 +25,13 @@ func (a *app) printJSON(v any) error {
 		return err
 	}
 	_, err = fmt.Fprintf(a.out, "%s\n", b)
+	return err
+}
+
+// printRaw prints JSON the daemon sent, ending with a newline.
+func (a *app) printRaw(raw []byte) error {
+	raw = bytes.TrimRight(raw, "\n")
+	_, err := fmt.Fprintf(a.out, "%s\n", raw)
 	return err
 }
 

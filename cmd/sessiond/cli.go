@@ -83,13 +83,18 @@ func newRunCmd() *cobra.Command {
 // loadConfig reads the config file (or the embedded defaults) and applies
 // the environment and flags on top.
 func loadConfig(f runFlags) (*config.Config, error) {
-	path := f.config
+	// Only the default path may be missing (the embedded defaults apply);
+	// a file named by --config or SESSIOND_CONFIG must exist.
+	path, explicit := f.config, f.config != "" || os.Getenv(config.EnvConfig) != ""
 	if path == "" {
 		path = config.DefaultConfigPath()
 	}
-	cfg, _, err := config.Load(path)
+	cfg, found, err := config.Load(path)
 	if err != nil {
 		return nil, &exitError{1, err}
+	}
+	if !found && explicit {
+		return nil, &exitError{1, fmt.Errorf("config file %s does not exist", path)}
 	}
 	if v := os.Getenv(config.EnvStateDir); v != "" {
 		cfg.StateDir = v

@@ -10,12 +10,12 @@ import (
 // KillSession sends SIGKILL to the process group pgid and to every other
 // process of the session, again and again until none is left (a process may
 // fork while it is being killed) or ctx ends. It returns the pids still
-// alive when it gave up.
-func KillSession(ctx context.Context, sessionID string, pgid int) []int {
+// alive when it gave up. spawned is as for SessionProcs.
+func KillSession(ctx context.Context, sessionID string, pgid int, spawned bool) []int {
 	delay := 2 * time.Millisecond
 	for {
 		_ = SignalGroup(pgid, unix.SIGKILL)
-		left := SessionProcs(sessionID, pgid)
+		left := SessionProcs(sessionID, pgid, spawned)
 		if len(left) == 0 {
 			return nil
 		}
@@ -24,7 +24,7 @@ func KillSession(ctx context.Context, sessionID string, pgid int) []int {
 		}
 		select {
 		case <-ctx.Done():
-			return SessionProcs(sessionID, pgid)
+			return SessionProcs(sessionID, pgid, spawned)
 		case <-time.After(delay):
 		}
 		if delay < 50*time.Millisecond {

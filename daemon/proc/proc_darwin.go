@@ -24,7 +24,7 @@ func reapOrphans() {}
 
 // SessionProcs returns nothing beyond the process group on macOS: the group
 // is signalled directly.
-func SessionProcs(sessionID string, pgid int) []int { return nil }
+func SessionProcs(sessionID string, pgid int, spawned bool) []int { return nil }
 
 // Catches cannot tell on macOS.
 func Catches(pid int, sig unix.Signal) (bool, error) {

@@ -13,7 +13,9 @@ import (
 // EnableSubreaper makes the daemon a child subreaper, so that orphaned
 // descendants of its sessions are reparented to it rather than to init.
 func EnableSubreaper() error {
-	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	subreaper = err == nil
+	return err
 }
 
 // stat is what the supervisor needs from /proc/PID/stat.
@@ -97,25 +99,107 @@ func allStats() []stat {
 	return out
 }
 
+// subreaper records whether EnableSubreaper succeeded: only then do all
+// escaped descendants of a session come back to the daemon.
+var subreaper bool
+
+// childrenOf lists the direct children of pid, from every thread's children
+// file (cheap: no scan of /proc).
+func childrenOf(pid int) []int {
+	base := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(base)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, t := range tasks {
+		b, err := os.ReadFile(base + "/" + t.Name() + "/children")
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
 // reapOrphans reaps zombie children of the daemon that are neither session
 // leaders nor helper commands: descendants that came back to the subreaper.
 // Called with the helpers lock held.
 func reapOrphans() {
-	self := os.Getpid()
-	for _, s := range allStats() {
-		if s.ppid != self || s.state != 'Z' || isHelper(s.pid) {
+	for _, pid := range childrenOf(os.Getpid()) {
+		if isHelper(pid) || isChild(pid) {
+			continue
+		}
+		if s, err := readStat(pid); err != nil || s.state != 'Z' {
 			continue
 		}
 		var ws unix.WaitStatus
-		_, _ = unix.Wait4(s.pid, &ws, unix.WNOHANG, nil)
+		_, _ = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
 	}
 }
 
-// SessionProcs returns the live processes of a session: its process group
-// pgid, every descendant of its leader, and every process whose environment
-// carries SESSIOND_SESSION_ID=sessionID (which survives setsid and double
-// forks).
-func SessionProcs(sessionID string, pgid int) []int {
+func isChild(pid int) bool {
+	children.mu.Lock()
+	defer children.mu.Unlock()
+	_, ok := children.m[pid]
+	return ok
+}
+
+func hasMarker(pid int, marker []byte) bool {
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	return err == nil && (bytes.Contains(env, marker) || bytes.HasSuffix(env, marker[:len(marker)-1]))
+}
+
+// SessionProcs returns the live processes of a session whose leader (and
+// process group) is pgid. spawned says the daemon started the leader
+// itself: then, as a subreaper, every process of the session is below the
+// leader or below an orphan that came back to the daemon, and only those
+// are looked at. Otherwise (an adopted session, no subreaper) every
+// process is: its process group, the leader's descendants, and every
+// process whose environment carries SESSIOND_SESSION_ID=sessionID (which
+// survives setsid and double forks).
+func SessionProcs(sessionID string, pgid int, spawned bool) []int {
+	if !spawned || !subreaper {
+		return scanSessionProcs(sessionID, pgid)
+	}
+	marker := []byte("SESSIOND_SESSION_ID=" + sessionID + "\x00")
+	member := map[int]bool{}
+	var queue []int
+	if pgid > 1 {
+		queue = append(queue, pgid)
+	}
+	for _, pid := range childrenOf(os.Getpid()) {
+		if pid == pgid || isHelper(pid) || isChild(pid) {
+			continue
+		}
+		if sessionID != "" && hasMarker(pid, marker) {
+			queue = append(queue, pid)
+		}
+	}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		if member[pid] {
+			continue
+		}
+		member[pid] = true
+		queue = append(queue, childrenOf(pid)...)
+	}
+	out := make([]int, 0, len(member))
+	for pid := range member {
+		if s, err := readStat(pid); err == nil && s.state != 'Z' && s.state != 'X' {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// scanSessionProcs finds a session's processes by scanning all of /proc.
+func scanSessionProcs(sessionID string, pgid int) []int {
 	stats := allStats()
 	kids := map[int][]int{}
 	member := map[int]bool{}
@@ -124,7 +208,7 @@ func SessionProcs(sessionID string, pgid int) []int {
 			continue
 		}
 		kids[s.ppid] = append(kids[s.ppid], s.pid)
-		if pgid > 1 && s.pgrp == pgid {
+		if pgid > 1 && (s.pgrp == pgid || s.pid == pgid) {
 			member[s.pid] = true
 		}
 	}
@@ -134,8 +218,7 @@ func SessionProcs(sessionID string, pgid int) []int {
 		if member[s.pid] || s.state == 'Z' || s.pid == self || sessionID == "" {
 			continue
 		}
-		env, err := os.ReadFile("/proc/" + strconv.Itoa(s.pid) + "/environ")
-		if err == nil && (bytes.Contains(env, marker) || bytes.HasSuffix(env, marker[:len(marker)-1])) {
+		if hasMarker(s.pid, marker) {
 			member[s.pid] = true
 		}
 	}
