@@ -15,7 +15,7 @@ help: ## List the targets
 
 .PHONY: build
 build: ## Build sessiond and sessionctl into bin/
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/sessiond ./cmd/sessionctl
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/sessiond ./cmd/sessionctl
 
 .PHONY: run
 run: build ## Build, then run the daemon in the foreground on the embedded defaults

@@ -310,9 +310,13 @@ func (d *Daemon) recover() {
 			d.log.Warn("skipping session record with a mismatched id", zap.String("dir", e.Name()), zap.String("id", rec.ID))
 			continue
 		}
+		spec := d.cfg.Defaults.Clone()
+		if rec.Spec != nil {
+			spec = *rec.Spec
+		}
 		s := &session{
 			d: d, id: rec.ID, uid: rec.UID, projectDir: rec.ProjectDir, startedAt: rec.StartedAt,
-			dir: filepath.Join(root, rec.ID), spec: rec.Spec, rec: rec,
+			dir: filepath.Join(root, rec.ID), spec: spec, rec: rec,
 			cmds: make(chan command, 4), done: make(chan struct{}), output: make(chan struct{}),
 		}
 		s.log = d.log.With(zap.String("session", rec.ID))
@@ -355,6 +359,7 @@ func (d *Daemon) ListSessions(ctx context.Context, c ipc.Caller, opt ipc.ListOpt
 			continue
 		}
 		d.ext.decorate(s, &rec)
+		rec.Spec = nil
 		out = append(out, rec)
 	}
 	return out, nil

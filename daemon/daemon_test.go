@@ -375,7 +375,7 @@ func TestRestartKeepsRecordsAndRecoversCrashed(t *testing.T) {
 	}
 	crashed := ipc.Session{ID: "crash123", ProjectDir: dir, ProjectID: ipc.ProjectID(dir), Command: []string{"agent"},
 		State: ipc.StateRunning, PID: gone.Process.Pid, StartedAt: time.Now().Add(-time.Minute), UID: os.Geteuid(),
-		Deadline: time.Now().Add(time.Hour), WarnAt: time.Now().Add(30 * time.Minute), Spec: h.cfg.Defaults}
+		Deadline: time.Now().Add(time.Hour), WarnAt: time.Now().Add(30 * time.Minute), Spec: &h.cfg.Defaults}
 	if err := state.EnsureDir(filepath.Join(h.cfg.StateDir, "sessions", crashed.ID)); err != nil {
 		t.Fatal(err)
 	}

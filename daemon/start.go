@@ -204,7 +204,7 @@ func (d *Daemon) launch(uid int, dir string, spec config.Spec, name, restartOf s
 		Command: spec.Command, State: ipc.StateStarting, StartedAt: now,
 		Deadline: deadline, WarnAt: warnAt, Restarts: restarts, RestartOf: restartOf,
 		FilesChanged: []string{}, LogPath: s.logPath(), UID: uid, BootID: d.bootID,
-		EnvKeys: envKeys, Spec: spec,
+		EnvKeys: envKeys, Spec: &spec,
 	}
 	resp := &ipc.StartResponse{}
 	d.reg.add(s)

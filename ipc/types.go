@@ -81,8 +81,9 @@ type Session struct {
 	EnvKeys []string `json:"env_keys,omitempty"`
 	// Warning records what happened at the warning time.
 	Warning *Warning `json:"warning,omitempty"`
-	// Spec is the resolved spec the session runs under (env values left out).
-	Spec config.Spec `json:"spec"`
+	// Spec is the resolved spec the session runs under (env values left
+	// out). Listings leave it out; the record of one session has it.
+	Spec *config.Spec `json:"spec,omitempty"`
 	// Warnings are problems the next session should know of (failed
 	// checkpoints, unknown exit status, ...).
 	Warnings []string `json:"warnings,omitempty"`
