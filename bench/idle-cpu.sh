@@ -7,14 +7,15 @@
 #
 # With ANCHORS (default "supervisord pm2"; "" for sessiond alone),
 # supervisord and pm2's God daemon are measured too, with N idle children
-# each, over the same window. SETTLE (default 5 s) is waited after the last
-# start before the window opens.
+# each, over the same window. SETTLE (default 25 s) is waited after the last
+# start before the window opens: longer than the 20 s after which each watch
+# stops its idle git helpers, a one-off cost that follows every start.
 source "$(dirname "$0")/lib.sh"
 
 N=${1:-100}
 SECS=${2:-30}
 ANCHORS=${ANCHORS-supervisord pm2}
-SETTLE=${SETTLE:-5}
+SETTLE=${SETTLE:-25}
 
 bench_init
 log "N=$N window=${SECS}s ANCHORS='$ANCHORS' tmp=$BENCH_TMP"
