@@ -23,9 +23,16 @@ const hookTimeout = 30 * time.Second
 func (s *session) warn() {
 	now := time.Now()
 	rec := s.snapshot()
-	w := &ipc.Warning{At: now}
+	// In-band first, so that an agent woken by the signal finds the file
+	// and its state already warned.
+	s.writeWarningFile(rec.Deadline, now)
+	w := ipc.Warning{At: now, Hook: s.spec.OnWarning, Signal: s.spec.WarnSignal.Name}
+	s.update(func(r *ipc.Session) { r.State = ipc.StateWarned; r.Warning = &w })
+	s.emit(ipc.EventWarned, ipc.WarningText(rec.Deadline, now), w)
+	if s.spec.OnWarning != "" {
+		s.runHook(s.spec.OnWarning)
+	}
 	if sig := s.spec.WarnSignal; sig.Num != 0 {
-		w.Signal = sig.Name
 		for _, pid := range s.procs() {
 			if !s.spec.WarnSignalForce {
 				catches, err := proc.Catches(pid, sig.Num)
@@ -44,14 +51,8 @@ func (s *session) warn() {
 			}
 			w.Signaled = append(w.Signaled, pid)
 		}
+		s.update(func(r *ipc.Session) { r.Warning = &w })
 	}
-	if s.spec.OnWarning != "" {
-		w.Hook = s.spec.OnWarning
-		s.runHook(s.spec.OnWarning)
-	}
-	s.writeWarningFile(rec.Deadline, now)
-	s.update(func(r *ipc.Session) { r.State = ipc.StateWarned; r.Warning = w })
-	s.emit(ipc.EventWarned, ipc.WarningText(rec.Deadline, now), w)
 	s.log.Info("session warned", zap.Time("deadline", rec.Deadline), zap.Ints("signaled", w.Signaled))
 }
 

@@ -87,9 +87,7 @@ func startDaemonAt(t testing.TB, stateDir, sock string) *daemon {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	// A config path that does not exist: the embedded defaults, whatever
-	// /etc or $XDG_CONFIG_HOME hold on this machine.
-	d.cmd = exec.Command(sessiondBin, "run", "--config", filepath.Join(tmp, "absent.toml"),
+	d.cmd = exec.Command(sessiondBin, "run", "--config", emptyConfig(t),
 		"--state-dir", stateDir, "--socket", sock, "--log-level", "debug")
 	d.cmd.Env = cleanEnv()
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
@@ -111,7 +109,6 @@ func startDaemonAt(t testing.TB, stateDir, sock string) *daemon {
 	waitFor(t, 15*time.Second, "sessiond to answer on "+sock, func() (bool, string) {
 		select {
 		case <-d.exited:
-			d.dumpLog()
 			t.Fatalf("sessiond exited before it answered: %v", d.exitErr)
 		default:
 		}
@@ -124,6 +121,29 @@ func startDaemonAt(t testing.TB, stateDir, sock string) *daemon {
 func (d *daemon) dumpLog() {
 	data, _ := os.ReadFile(d.logPath)
 	d.t.Logf("sessiond log (%s):\n%s", d.logPath, data)
+}
+
+// emptyConfig returns an empty config file: the embedded defaults,
+// whatever /etc or $XDG_CONFIG_HOME hold on this machine.
+func emptyConfig(t testing.TB) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "sessiond.toml")
+	if err := os.WriteFile(p, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// killOnCleanup makes sure the processes a test recorded are gone when it
+// ends, whatever the daemon did, so that a failing test leaks nothing.
+func killOnCleanup(t testing.TB, pids ...int) {
+	t.Cleanup(func() {
+		for _, pid := range pids {
+			if alive(pid) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
 }
 
 // stop sends SIGTERM and waits for the daemon to exit; it returns the exit
@@ -190,11 +210,11 @@ func (r result) String() string {
 func runCtl(t testing.TB, sock string, env []string, args ...string) result {
 	t.Helper()
 	full := append([]string{"--socket", sock}, args...)
-	return run(t, append(cleanEnv(), env...), sessionctlBin, full...)
+	return execute(t, append(cleanEnv(), env...), sessionctlBin, full...)
 }
 
-// run runs a program to completion, bounded in time.
-func run(t testing.TB, env []string, name string, args ...string) result {
+// execute runs a program to completion, bounded in time.
+func execute(t testing.TB, env []string, name string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -471,4 +491,20 @@ func (d *daemon) with(t testing.TB) *daemon {
 	c := *d
 	c.t = t
 	return &c
+}
+
+// waitLine waits until path holds at least one whole line (a shell
+// redirection creates the file before it writes) and returns the content.
+func waitLine(t testing.TB, path string, timeout time.Duration) []byte {
+	t.Helper()
+	var data []byte
+	waitFor(t, timeout, "a line in "+path, func() (bool, string) {
+		var err error
+		data, err = os.ReadFile(path)
+		if err != nil {
+			return false, err.Error()
+		}
+		return bytes.HasSuffix(data, []byte("\n")), string(data)
+	})
+	return data
 }

@@ -50,11 +50,9 @@ func runTests(m *testing.M) int {
 	code := m.Run()
 	// The tests start goroutines only to wait for processes; none may be
 	// left once every daemon and follower has been waited for.
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "e2e: leaked goroutines:", err)
-			code = 1
-		}
+	if err := goleak.Find(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: leaked goroutines:", err)
+		code = 1
 	}
 	return code
 }

@@ -261,6 +261,11 @@ func (a *app) stopCmd() *cobra.Command {
 			if all == (len(args) > 0) {
 				return usageErr("give session ids or directories, or --all")
 			}
+			if grace != "" {
+				if g, err := config.ParseDuration(grace); err != nil || g.Duration < 0 {
+					return usageErr("--grace %q: want a duration such as 10s or 0s", grace)
+				}
+			}
 			ids := args
 			if all {
 				list, err := a.client.Sessions(ctx, ipc.ListOptions{})
@@ -537,12 +542,12 @@ func (a *app) remainingCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			left := time.Until(rec.Deadline)
+			left := time.Until(rec.Deadline).Round(time.Second)
 			if !ipc.Live(rec.State) || left < 0 {
 				left = 0
 			}
 			r := remaining{SessionID: rec.ID, Deadline: rec.Deadline, WarnAt: rec.WarnAt, Seconds: int64(left / time.Second),
-				Left: left.Round(time.Second).String(), Warned: rec.State == ipc.StateWarned, State: rec.State}
+				Left: left.String(), Warned: rec.State == ipc.StateWarned, State: rec.State}
 			if a.json {
 				return a.printJSON(r)
 			}

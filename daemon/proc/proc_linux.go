@@ -173,7 +173,9 @@ func SessionProcs(sessionID string, pgid int, spawned bool) []int {
 		queue = append(queue, pgid)
 	}
 	for _, pid := range childrenOf(os.Getpid()) {
-		if pid == pgid || isHelper(pid) || isChild(pid) {
+		// Helper commands run with the session's environment (its hook,
+		// its preflight) belong to it too.
+		if pid == pgid || isChild(pid) {
 			continue
 		}
 		if sessionID != "" && hasMarker(pid, marker) {

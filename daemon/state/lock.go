@@ -122,7 +122,7 @@ func WriteWarning(project string, w *Warning) error {
 	if _, err := ProjectDir(project); err != nil {
 		return fmt.Errorf("write warning: %w", err)
 	}
-	w.TimeLeftSeconds = max(0, int64(w.Deadline.Sub(w.WarnedAt)/time.Second))
+	w.TimeLeftSeconds = max(0, int64(w.Deadline.Sub(w.WarnedAt).Round(time.Second)/time.Second))
 	if err := WriteJSON(WarningPath(project), w); err != nil {
 		return fmt.Errorf("write warning: %w", err)
 	}
