@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/sessiond/sessiond/config"
+	"github.com/sessiond/sessiond/daemon/proc"
 	"github.com/sessiond/sessiond/daemon/state"
 	"github.com/sessiond/sessiond/ipc"
 )
@@ -369,8 +370,9 @@ func TestRestartKeepsRecordsAndRecoversCrashed(t *testing.T) {
 
 	// A record left live by a daemon that died, whose process is gone.
 	dir := project(t)
+	// The daemon's reaper runs in this process: commands go through proc.
 	gone := exec.Command("true")
-	if err := gone.Run(); err != nil {
+	if err := proc.Run(gone); err != nil {
 		t.Fatal(err)
 	}
 	crashed := ipc.Session{ID: "crash123", ProjectDir: dir, ProjectID: ipc.ProjectID(dir), Command: []string{"agent"},
