@@ -293,7 +293,8 @@ func boolParam(v, name string) (bool, error) {
 func WriteJSON(w http.ResponseWriter, status int, v any) error { return writeJSON(w, status, v) }
 
 func writeJSON(w http.ResponseWriter, status int, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
+	// Compact: sessionctl pretty-prints what it shows, and jq does for curl.
+	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
