@@ -2,6 +2,7 @@ package ipc
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -189,7 +190,11 @@ func TestBadRequests(t *testing.T) {
 			if resp.StatusCode != tt.status {
 				t.Errorf("status = %d, want %d (%s)", resp.StatusCode, tt.status, body)
 			}
-			if tt.code != "" && !strings.Contains(body, `"code": "`+tt.code+`"`) {
+			var eb ErrorBody
+			if err := json.Unmarshal([]byte(body), &eb); err != nil || eb.Error == "" {
+				t.Errorf("body = %s, want {\"error\", \"code\"}", body)
+			}
+			if tt.code != "" && eb.Code != tt.code {
 				t.Errorf("body = %s, want code %s", body, tt.code)
 			}
 			if got := resp.Header.Get(VersionHeader); got != "test" {
