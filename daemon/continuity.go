@@ -118,7 +118,7 @@ func (s *session) writeLock() {
 // writeContinuity writes the handoff, the session state and the progress
 // entry from what the daemon saw and what the agent reported, then releases
 // the project's lock.
-func (s *session) writeContinuity(reason string) {
+func (s *session) writeContinuity(reason string, devServer bool) {
 	rec := s.snapshot()
 	now := time.Now()
 	if rec.EndedAt != nil {
@@ -137,6 +137,7 @@ func (s *session) writeContinuity(reason string) {
 		TaskAttempted: rep.Task, LastActionTaken: rep.LastAction,
 		RecommendedNextSteps: append([]string(nil), rep.Next...),
 		Warnings:             append([]string(nil), rec.Warnings...),
+		DevServerWasRunning:  devServer,
 	}
 	if rep.Step != "" {
 		cur, tot, _ := strings.Cut(rep.Step, "/")

@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -495,5 +498,51 @@ func TestPreflight(t *testing.T) {
 	s := h.start(dir, ipc.StartRequest{Command: []string{"true"}})
 	if rec := h.waitState(s.ID, ipc.StateEnded); rec.EndReason != ipc.EndComplete {
 		t.Errorf("end = %s, want complete", rec.EndReason)
+	}
+}
+
+func TestSidecars(t *testing.T) {
+	h := start(t, nil)
+	dir := project(t)
+	pidFile := filepath.Join(dir, "web.pid")
+	os.WriteFile(filepath.Join(dir, "sessiond.toml"), []byte(`
+[[service]]
+name = "web"
+command = ["sh", "-c", "echo $$ > web.pid; sleep 0.3; echo listening on 3000; exec sleep 1000"]
+ready = "listening on [0-9]+"
+ready_timeout = "5s"
+`), 0o600)
+	s := h.start(dir, ipc.StartRequest{Command: []string{"sh", "-c", "test -f web.pid && sleep 100"}})
+	if s.State != ipc.StateRunning {
+		t.Fatalf("state = %s", s.State)
+	}
+	b, _ := os.ReadFile(pidFile)
+	webPID, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if webPID == 0 {
+		t.Fatal("the service did not start before the command")
+	}
+	if _, err := h.client.Stop(context.Background(), s.ID, ipc.StopRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	hf, err := state.LoadHandoff(state.HandoffPath(dir))
+	if err != nil || !hf.DevServerWasRunning {
+		t.Errorf("handoff dev_server_was_running = %v, %v; want true", hf != nil && hf.DevServerWasRunning, err)
+	}
+	if err := syscall.Kill(webPID, 0); err == nil {
+		if st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", webPID)); !strings.Contains(string(st), ") Z ") {
+			t.Errorf("service %d outlived its session", webPID)
+		}
+	}
+
+	bad := project(t)
+	os.WriteFile(filepath.Join(bad, "sessiond.toml"), []byte(`
+[[service]]
+name = "db"
+command = ["sh", "-c", "echo starting; exit 4"]
+ready = "tcp://127.0.0.1:1"
+`), 0o600)
+	_, err = h.client.Start(context.Background(), ipc.StartRequest{Dir: bad, Command: []string{"sleep", "100"}})
+	if err == nil || !strings.Contains(err.Error(), `service "db"`) || !strings.Contains(err.Error(), "exited before it was ready") {
+		t.Errorf("start with a failing service: %v", err)
 	}
 }

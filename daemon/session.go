@@ -56,6 +56,9 @@ type session struct {
 	// featuresAtStart is the feature list as it was when the session
 	// started, to tell which features turned passing during it.
 	featuresAtStart []state.Feature
+	// sidecars are the session's running services; only its run
+	// goroutine (and the start before it) touches them.
+	sidecars []*sidecar
 	// restartTimes are when the sessions before this one in its restart
 	// chain were restarted, for max_restarts within restart_window.
 	restartTimes []time.Time
@@ -316,6 +319,7 @@ func (s *session) end(reason string, exit proc.Exit, killed bool) {
 	// Nothing the session started outlives it.
 	now := time.Now()
 	s.killAll()
+	devServer := s.stopSidecars()
 	if reason == "" {
 		reason = ipc.EndComplete
 		if exit.Code != 0 {
@@ -341,7 +345,7 @@ func (s *session) end(reason string, exit proc.Exit, killed bool) {
 			}
 		}
 	})
-	s.writeContinuity(reason)
+	s.writeContinuity(reason, devServer)
 	s.update(func(r *ipc.Session) { r.State = ipc.StateEnded })
 	rec := s.snapshot()
 	s.log.Info("session ended", zap.String("reason", reason), zap.Intp("exit_code", rec.ExitCode), zap.String("signal", rec.Signal))

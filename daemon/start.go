@@ -231,12 +231,18 @@ func (d *Daemon) launch(uid int, dir string, spec config.Spec, name, restartOf s
 		s.fail(err)
 		return nil, nil, err
 	}
+	if err := s.startSidecars(); err != nil {
+		out.Close()
+		s.fail(err)
+		return nil, nil, err
+	}
 	child, err := proc.Spawn(proc.Spec{
 		Argv: spec.Command, Dir: dir, Env: s.env(), Output: out, Credential: s.credential(),
 	})
 	out.Close()
 	if err != nil {
 		err = ipc.BadRequest("%v", err)
+		s.stopSidecars()
 		s.fail(err)
 		return nil, nil, err
 	}
