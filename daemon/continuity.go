@@ -68,9 +68,7 @@ func (d *Daemon) prepare(s *session, resp *ipc.StartResponse) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
 	defer cancel()
-	if facts, err := checkpoint.Facts(ctx, s.projectDir); err == nil && facts.IsRepo {
-		in.GitLog = facts.GitLog
-	}
+	in.GitLog = checkpoint.RecentLog(ctx, s.projectDir, 10)
 	if err := state.WriteFile(state.ContextPath(s.projectDir), state.BuildContext(in), 0o600); err != nil {
 		return fmt.Errorf("write context: %w", err)
 	}

@@ -36,13 +36,13 @@ func TestMain(m *testing.M) {
 
 // harness is a daemon running in the test process on a real socket.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	cfg    *config.Config
 	client *ipc.Client
 	stop   func()
 }
 
-func start(t *testing.T, tweak func(*config.Config)) *harness {
+func start(t testing.TB, tweak func(*config.Config)) *harness {
 	t.Helper()
 	cfg := config.Default()
 	cfg.StateDir = filepath.Join(t.TempDir(), "state")
@@ -59,7 +59,7 @@ func start(t *testing.T, tweak func(*config.Config)) *harness {
 	return run(t, cfg)
 }
 
-func run(t *testing.T, cfg *config.Config) *harness {
+func run(t testing.TB, cfg *config.Config) *harness {
 	t.Helper()
 	ready := make(chan struct{})
 	d, err := New(Options{Config: cfg, Log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Version: "test", Ready: func() { close(ready) }})
@@ -123,7 +123,7 @@ func (h *harness) waitState(id string, states ...string) ipc.Session {
 	}
 }
 
-func project(t *testing.T) string {
+func project(t testing.TB) string {
 	t.Helper()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {

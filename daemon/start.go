@@ -207,6 +207,8 @@ func (d *Daemon) launch(uid int, dir string, spec config.Spec, name, restartOf s
 		EnvKeys: envKeys, Spec: &spec,
 	}
 	resp := &ipc.StartResponse{}
+	// Registered, but written to disk only once running (or failed): a
+	// crash in between leaves no child behind to account for.
 	d.reg.add(s)
 	d.startMu.Unlock()
 	if err := state.EnsureDir(s.dir); err != nil {

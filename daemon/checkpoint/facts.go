@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -37,6 +38,9 @@ type GitFacts struct {
 // anything (no index refresh: GIT_OPTIONAL_LOCKS=0). A directory outside any
 // git work tree gives IsRepo false and no error.
 func Facts(ctx context.Context, dir string) (GitFacts, error) {
+	if !inWorkTree(dir) {
+		return GitFacts{}, nil
+	}
 	r, _, err := resolve(ctx, dir, "", factsTimeout, false)
 	switch {
 	case errors.Is(err, ErrNoStateDir):
@@ -87,4 +91,32 @@ func parseStatus(b []byte) []string {
 		}
 	}
 	return paths
+}
+
+// RecentLog returns git log --oneline -n of the repository dir is in, or
+// nothing for a directory in no repository or one without commits. It
+// spawns no git at all when no .git is found above dir, so that starting a
+// session in a plain directory costs no process.
+func RecentLog(ctx context.Context, dir string, n int) []string {
+	if !inWorkTree(dir) {
+		return nil
+	}
+	res, err := git(ctx, gitRun{dir: dir, timeout: factsTimeout, okCodes: []int{128}},
+		"log", "--oneline", "--no-decorate", "--no-color", fmt.Sprintf("-%d", n), "HEAD", "--")
+	if err != nil || res.code != 0 {
+		return nil
+	}
+	return splitLines(res.stdout)
+}
+
+// inWorkTree reports whether dir or one of its parents holds a .git.
+func inWorkTree(dir string) bool {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return true
+		}
+		if d == filepath.Dir(d) {
+			return false
+		}
+	}
 }
