@@ -429,7 +429,10 @@ func (d *Daemon) SignalSession(ctx context.Context, c ipc.Caller, id string, req
 }
 
 // Subscribe implements ipc.Backend.
-func (d *Daemon) Subscribe(ctx context.Context, c ipc.Caller) (<-chan ipc.Event, error) {
+func (d *Daemon) Subscribe(ctx context.Context, c ipc.Caller, opt ipc.EventOptions) (<-chan ipc.Event, error) {
+	if !opt.Follow {
+		return d.bus.recent(c), nil
+	}
 	if d.closing.Load() {
 		return nil, ipc.Unavailable("sessiond is shutting down")
 	}

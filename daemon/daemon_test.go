@@ -546,3 +546,27 @@ ready = "tcp://127.0.0.1:1"
 		t.Errorf("start with a failing service: %v", err)
 	}
 }
+
+func TestRecentEvents(t *testing.T) {
+	h := start(t, nil)
+	s := h.start(project(t), ipc.StartRequest{Command: []string{"true"}})
+	h.waitState(s.ID, ipc.StateEnded)
+	w, err := h.client.Events(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var types []string
+	for {
+		ev, err := w.Next()
+		if err != nil {
+			break
+		}
+		if ev.SessionID == s.ID {
+			types = append(types, ev.Type)
+		}
+	}
+	if strings.Join(types, ",") != "started,ended" {
+		t.Errorf("recent events = %v, want started,ended", types)
+	}
+}

@@ -14,7 +14,12 @@ import (
 type bus struct {
 	mu   sync.Mutex
 	subs map[chan ipc.Event]subscriber
+	// history holds the last historySize events, oldest first.
+	history []ipc.Event
 }
+
+// historySize is how many recent events the bus keeps for events without -f.
+const historySize = 256
 
 type subscriber struct {
 	caller ipc.Caller
@@ -51,6 +56,11 @@ func (b *bus) publish(ev ipc.Event) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if len(b.history) == historySize {
+		copy(b.history, b.history[1:])
+		b.history = b.history[:historySize-1]
+	}
+	b.history = append(b.history, ev)
 	for ch, s := range b.subs {
 		if !s.caller.Root() && s.caller.UID != ev.UID {
 			continue
@@ -62,6 +72,20 @@ func (b *bus) publish(ev ipc.Event) {
 			close(ch)
 		}
 	}
+}
+
+// recent returns a closed channel holding the recent events visible to c.
+func (b *bus) recent(c ipc.Caller) <-chan ipc.Event {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ch := make(chan ipc.Event, len(b.history))
+	for _, ev := range b.history {
+		if c.Root() || c.UID == ev.UID {
+			ch <- ev
+		}
+	}
+	close(ch)
+	return ch
 }
 
 // closeAll ends every subscription (daemon shutdown).

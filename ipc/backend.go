@@ -34,6 +34,13 @@ type LogOptions struct {
 	Follow bool
 }
 
+// EventOptions says which events to send.
+type EventOptions struct {
+	// Follow streams new events as they happen; otherwise the recent
+	// events the daemon keeps are sent and the stream ends.
+	Follow bool
+}
+
 // Backend is what the server adapts requests to; the daemon implements it.
 // Every method takes the caller so that it can decide what the caller may
 // see and do. Errors of type *Error reach the client as they are; any other
@@ -46,8 +53,9 @@ type Backend interface {
 	SignalSession(ctx context.Context, c Caller, id string, req SignalRequest) error
 	// Logs writes the session's output to w, flushing as it goes.
 	Logs(ctx context.Context, c Caller, id string, opt LogOptions, w io.Writer) error
-	// Subscribe returns the event stream for c; it is closed when ctx ends.
-	Subscribe(ctx context.Context, c Caller) (<-chan Event, error)
+	// Subscribe returns the events for c: with opt.Follow the stream of new
+	// events, closed when ctx ends; without, the recent events, then closed.
+	Subscribe(ctx context.Context, c Caller, opt EventOptions) (<-chan Event, error)
 	Version() Version
 	Health() Health
 }

@@ -166,9 +166,14 @@ func (c *Client) Health(ctx context.Context) (Health, error) {
 	return do[Health](ctx, c, http.MethodGet, "/health", nil, nil)
 }
 
-// Events opens the event stream.
-func (c *Client) Events(ctx context.Context) (*EventWatcher, error) {
-	resp, err := c.send(ctx, http.MethodGet, "/events", nil, nil)
+// Events opens the event stream; with follow false it holds only the
+// recent events the daemon keeps.
+func (c *Client) Events(ctx context.Context, follow bool) (*EventWatcher, error) {
+	q := url.Values{}
+	if !follow {
+		q.Set("follow", "0")
+	}
+	resp, err := c.send(ctx, http.MethodGet, "/events", q, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -63,7 +63,7 @@ func (b *backend) Logs(ctx context.Context, c Caller, id string, opt LogOptions,
 	_, err := fmt.Fprintf(w, "tail=%d follow=%v\n", opt.Tail, opt.Follow)
 	return err
 }
-func (b *backend) Subscribe(ctx context.Context, c Caller) (<-chan Event, error) {
+func (b *backend) Subscribe(ctx context.Context, c Caller, opt EventOptions) (<-chan Event, error) {
 	out := make(chan Event)
 	go func() {
 		defer close(out)
@@ -209,7 +209,7 @@ func TestEventsStream(t *testing.T) {
 	c, _ := serve(t, b, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w, err := c.Events(ctx)
+	w, err := c.Events(ctx, true)
 	if err != nil {
 		t.Fatal(err)
 	}

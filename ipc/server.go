@@ -216,7 +216,14 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request, c Caller) error {
 }
 
 func (s *Server) events(w http.ResponseWriter, r *http.Request, c Caller) error {
-	ch, err := s.backend.Subscribe(r.Context(), c)
+	follow := true
+	if v := r.URL.Query().Get("follow"); v != "" {
+		var err error
+		if follow, err = boolParam(v, "follow"); err != nil {
+			return err
+		}
+	}
+	ch, err := s.backend.Subscribe(r.Context(), c, EventOptions{Follow: follow})
 	if err != nil {
 		return err
 	}

@@ -79,7 +79,7 @@ func (a *app) startCmd() *cobra.Command {
 			var events *ipc.EventWatcher
 			if wait {
 				// Subscribe first, so that a quick end is not missed.
-				if events, err = a.client.Events(ctx); err != nil {
+				if events, err = a.client.Events(ctx, true); err != nil {
 					return err
 				}
 				defer events.Close()
@@ -422,21 +422,11 @@ func (a *app) eventsCmd() *cobra.Command {
 	var follow bool
 	cmd := &cobra.Command{
 		Use:   "events [-f]",
-		Short: "Print the event stream (started, warned, checkpoint, activity, stopping, ended, ...)",
+		Short: "Print recent events (started, warned, checkpoint, activity, stopping, ended, ...); -f follows new ones",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			if !follow {
-				// Without -f there is no history to print: say what runs now.
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, 200*time.Millisecond)
-				defer cancel()
-			}
-			w, err := a.client.Events(ctx)
+			w, err := a.client.Events(cmd.Context(), follow)
 			if err != nil {
-				if !follow && errors.Is(err, context.DeadlineExceeded) {
-					return nil
-				}
 				return err
 			}
 			defer w.Close()
@@ -454,7 +444,7 @@ func (a *app) eventsCmd() *cobra.Command {
 			}
 		},
 	}
-	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing events as they come")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "print new events as they happen, until interrupted")
 	return cmd
 }
 
