@@ -474,6 +474,9 @@ func TestUnbornBranch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if got := userState(t, dir); got != before {
+		t.Errorf("repository changed:\n got %s\nwant %s", got, before)
+	}
 	if got := gitT(t, dir, "log", "--format=%P", "-1", res.ID); got != "" {
 		t.Errorf("first checkpoint of an unborn branch has parents %q", got)
 	}

@@ -109,17 +109,6 @@ func gitInit(t testing.TB, dir string) {
 	}
 }
 
-// gitRun runs git in dir through proc, as the daemon does.
-func gitRun(t testing.TB, dir string, args ...string) {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@e"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = gitEnv()
-	if err := proc.Run(cmd); err != nil {
-		t.Fatalf("git %v in %s: %v", args, dir, err)
-	}
-}
-
 // logged reports whether a log message or field contains s.
 func logged(logs *observer.ObservedLogs, s string) bool {
 	for _, e := range logs.All() {
