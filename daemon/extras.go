@@ -2,7 +2,9 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -191,6 +193,7 @@ func (s *session) checkpoint(why string) (checkpoint.Result, error) {
 	msg := fmt.Sprintf("sessiond %s checkpoint of session %s", why, s.id)
 	res, err := s.d.ext.checkpointer(s.spec.CheckpointMaxFile).Take(ctx, s.projectDir, s.id, mode, msg)
 	if err != nil {
+		err = errors.New(strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " "))
 		s.update(func(r *ipc.Session) {
 			r.Warnings = appendBounded(r.Warnings, fmt.Sprintf("%s checkpoint failed at %s: %v", why, started.Format(time.RFC3339), err), 20)
 		})
@@ -206,7 +209,17 @@ func (s *session) checkpoint(why string) (checkpoint.Result, error) {
 	if res.Skipped {
 		return res, nil
 	}
+	var st *watch.Stats
+	if x := s.d.ext.get(s.id); x != nil && x.watch != nil {
+		v := x.watch.Stats()
+		st = &v
+	}
 	s.update(func(r *ipc.Session) {
+		// The watcher's findings go to disk with each checkpoint, so that
+		// a crash does not lose them all.
+		if st != nil {
+			applyStats(r, *st)
+		}
 		r.Checkpoints++
 		r.LastCheckpoint = res.ID
 		for _, p := range res.LeftOut {

@@ -86,7 +86,7 @@ func (s *session) snapshot() ipc.Session {
 	defer s.mu.Unlock()
 	r := s.rec
 	r.Command = append([]string(nil), r.Command...)
-	r.FilesChanged = append([]string(nil), r.FilesChanged...)
+	r.FilesChanged = append([]string{}, r.FilesChanged...)
 	if t := s.lastOutput.Load(); t != 0 && ipc.Live(r.State) {
 		lo := time.Unix(0, t)
 		if r.LastActivity == nil || lo.After(*r.LastActivity) {
