@@ -315,14 +315,6 @@ var recordFields = []string{"id", "name", "project_dir", "project_id", "command"
 	"restart_of", "last_activity", "last_file_edited", "files_changed", "checkpoints",
 	"last_checkpoint", "log_path"}
 
-func live(state string) bool {
-	switch state {
-	case "starting", "running", "warned", "stopping":
-		return true
-	}
-	return false
-}
-
 // inspect returns the session's record through sessionctl inspect.
 func (d *daemon) inspect(id string) record {
 	d.t.Helper()
