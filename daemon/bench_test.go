@@ -66,3 +66,22 @@ func BenchmarkStartStop100(b *testing.B) {
 	b.ReportMetric(upMs/float64(b.N), "ms/100-up")
 	b.ReportMetric(stopMs/float64(b.N), "ms/100-stop")
 }
+
+// BenchmarkList100 measures GET /v1/sessions with 100 live sessions, as
+// sessionctl ps sends it (round trip and decoding included).
+func BenchmarkList100(b *testing.B) {
+	h := start(b, nil)
+	ctx := context.Background()
+	for range 100 {
+		if _, err := h.client.Start(ctx, ipc.StartRequest{Dir: project(b), Command: []string{"sleep", "10000"}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for range b.N {
+		list, err := h.client.Sessions(ctx, ipc.ListOptions{})
+		if err != nil || len(list) != 100 {
+			b.Fatalf("list: %d, %v", len(list), err)
+		}
+	}
+}

@@ -283,7 +283,6 @@ func (d *Daemon) recoverLive(s *session) {
 			s.update(func(r *ipc.Session) {
 				r.Warnings = appendBounded(r.Warnings, "adopted after a daemon restart: the exit status will be unknown", 20)
 			})
-			s.afterSpawn()
 			s.log.Info("adopted live session", zap.Int("pid", rec.PID))
 			d.wg.Add(1)
 			go s.run()

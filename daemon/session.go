@@ -201,9 +201,11 @@ func (t *timer) c() <-chan time.Time {
 	return t.t.C
 }
 
-// run owns the live session until it ends.
+// run owns the live session until it ends. It first starts what runs
+// beside the session (lock, watch, schedule), off the start request's path.
 func (s *session) run() {
 	defer s.d.wg.Done()
+	s.afterSpawn()
 	var warnT, deadT, idleT timer
 	defer warnT.stop()
 	defer deadT.stop()

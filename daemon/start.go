@@ -255,7 +255,6 @@ func (d *Daemon) launch(uid int, dir string, spec config.Spec, name, restartOf s
 		r.PID = child.PID
 		r.StartTime = child.StartTime
 	})
-	s.afterSpawn()
 	s.log.Info("session started", zap.Strings("command", spec.Command), zap.String("dir", dir), zap.Int("pid", child.PID))
 	s.emit(ipc.EventStarted, fmt.Sprintf("started %s in %s", strings.Join(spec.Command, " "), dir), s.snapshot())
 	d.wg.Add(1)

@@ -118,6 +118,19 @@ func (c *Client) Sessions(ctx context.Context, opt ListOptions) ([]Session, erro
 	return do[[]Session](ctx, c, http.MethodGet, "/sessions", q, nil)
 }
 
+// SessionRows lists sessions as table rows, for a listing that shows only
+// those fields.
+func (c *Client) SessionRows(ctx context.Context, opt ListOptions) ([]SessionRow, error) {
+	q := url.Values{"view": {"row"}}
+	if opt.All {
+		q.Set("all", "1")
+	}
+	if opt.Project != "" {
+		q.Set("project", opt.Project)
+	}
+	return do[[]SessionRow](ctx, c, http.MethodGet, "/sessions", q, nil)
+}
+
 // Start starts a session.
 func (c *Client) Start(ctx context.Context, req StartRequest) (*StartResponse, error) {
 	return do[*StartResponse](ctx, c, http.MethodPost, "/sessions", nil, req)

@@ -138,6 +138,17 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, c Caller) 
 	if err != nil {
 		return err
 	}
+	switch q.Get("view") {
+	case "", "record":
+	case "row":
+		rows := make([]SessionRow, len(list))
+		for i := range list {
+			rows[i] = list[i].Row()
+		}
+		return writeJSON(w, http.StatusOK, rows)
+	default:
+		return BadRequest("view: want record or row, got %q", q.Get("view"))
+	}
 	if list == nil {
 		list = []Session{}
 	}

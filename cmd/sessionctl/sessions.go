@@ -175,20 +175,27 @@ func (a *app) psCmd() *cobra.Command {
 		Short: "List sessions",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			list, err := a.client.Sessions(cmd.Context(), ipc.ListOptions{All: all})
+			if a.json {
+				list, err := a.client.Sessions(cmd.Context(), ipc.ListOptions{All: all})
+				if err != nil {
+					return err
+				}
+				if list == nil {
+					list = []ipc.Session{}
+				}
+				return a.printJSON(list)
+			}
+			rows, err := a.client.SessionRows(cmd.Context(), ipc.ListOptions{All: all})
 			if err != nil {
 				return err
 			}
-			if a.json {
-				return a.printJSON(list)
-			}
 			if quiet {
-				for _, s := range list {
+				for _, s := range rows {
 					fmt.Fprintln(a.out, s.ID)
 				}
 				return nil
 			}
-			a.printTable(list, time.Now())
+			a.printTable(rows, time.Now())
 			return nil
 		},
 	}
@@ -197,7 +204,7 @@ func (a *app) psCmd() *cobra.Command {
 	return cmd
 }
 
-func (a *app) printTable(list []ipc.Session, now time.Time) {
+func (a *app) printTable(list []ipc.SessionRow, now time.Time) {
 	tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tPROJECT\tCOMMAND\tSTATE\tPID\tUPTIME\tREMAINING\tRESTARTS\tLAST ACTIVITY\tCHECKPOINTS")
 	for _, s := range list {
