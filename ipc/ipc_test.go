@@ -139,6 +139,10 @@ func TestClientErrors(t *testing.T) {
 	if err != nil || resp.Session.ID != "new" {
 		t.Errorf("start = %v, %v", resp, err)
 	}
+	rows, err := c.SessionRows(ctx, ListOptions{})
+	if err != nil || len(rows) != 2 || rows[1].ID != "abc2" {
+		t.Errorf("rows = %+v, %v", rows, err)
+	}
 }
 
 func TestUnreachable(t *testing.T) {
@@ -183,6 +187,7 @@ func TestBadRequests(t *testing.T) {
 		{"wrong method", "DELETE", "/v1/version", "", 404, CodeNotFound},
 		{"bad tail", "GET", "/v1/sessions/x/logs?tail=-1", "", 400, CodeBadRequest},
 		{"bad all", "GET", "/v1/sessions?all=maybe", "", 400, CodeBadRequest},
+		{"bad view", "GET", "/v1/sessions?view=wide", "", 400, CodeBadRequest},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
