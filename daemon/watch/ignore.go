@@ -294,7 +294,7 @@ func (c *checker) start() error {
 	if err := proc.Start(cmd); err != nil {
 		return fmt.Errorf("start git check-ignore in %s: %w", c.dir, err)
 	}
-	c.cmd, c.in, c.out = cmd, in, bufio.NewReaderSize(out, 64<<10)
+	c.cmd, c.in, c.out = cmd, in, bufio.NewReaderSize(out, 4<<10)
 	return nil
 }
 
@@ -374,7 +374,7 @@ func (c *checker) roundTrip(paths []string, res []bool) (int, error) {
 	in := c.in
 	werr := make(chan error, 1)
 	go func() {
-		bw := bufio.NewWriterSize(in, 32<<10)
+		bw := bufio.NewWriterSize(in, 4<<10)
 		for _, p := range paths {
 			if _, err := bw.WriteString(p); err != nil {
 				werr <- err
