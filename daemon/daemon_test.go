@@ -570,3 +570,25 @@ func TestRecentEvents(t *testing.T) {
 		t.Errorf("recent events = %v, want started,ended", types)
 	}
 }
+
+func TestLogRotation(t *testing.T) {
+	h := start(t, func(c *config.Config) { c.LogMaxSize = 4096 })
+	// 20 bursts of 1 KiB, 100 ms apart: the log passes the cap several times.
+	script := "for i in $(seq 20); do head -c 1024 /dev/zero | tr '\\0' x; echo; sleep 0.1; done"
+	s := h.start(project(t), ipc.StartRequest{Command: []string{"sh", "-c", script}})
+	rec := h.waitState(s.ID, ipc.StateEnded)
+	cur, err := os.Stat(rec.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := os.Stat(rec.LogPath + ".1")
+	if err != nil {
+		t.Fatalf("no rotated log: %v", err)
+	}
+	if cur.Size() >= 20*1025 || old.Size() == 0 {
+		t.Errorf("sizes: output.log %d, output.log.1 %d; want the log kept short by rotation", cur.Size(), old.Size())
+	}
+	if mode := old.Mode().Perm(); mode != 0o600 {
+		t.Errorf("rotated log mode = %v, want 0600", mode)
+	}
+}
