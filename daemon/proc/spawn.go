@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -183,10 +182,6 @@ func exitOf(ws unix.WaitStatus) Exit {
 	}
 	return Exit{Code: ws.ExitStatus()}
 }
-
-// Command returns an exec.Cmd for a helper command; run it with Run or
-// Start/Wait from this package.
-func Command(name string, args ...string) *exec.Cmd { return exec.Command(name, args...) }
 
 // Gone returns a Child for a process that has already ended unobserved:
 // Done is closed and the exit status is unknown.
