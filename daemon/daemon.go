@@ -314,6 +314,11 @@ func (d *Daemon) recover() {
 		if rec.Spec != nil {
 			spec = *rec.Spec
 		}
+		// Env values are never on disk: take the project's and the
+		// daemon's again (values given with --env are gone).
+		if p, err := config.LoadProject(filepath.Join(rec.ProjectDir, config.ProjectFile), d.cfg.Defaults.Clone()); err == nil {
+			spec.Env = p.Env
+		}
 		s := &session{
 			d: d, id: rec.ID, uid: rec.UID, projectDir: rec.ProjectDir, startedAt: rec.StartedAt,
 			dir: filepath.Join(root, rec.ID), spec: spec, rec: rec,
