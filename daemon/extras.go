@@ -92,10 +92,9 @@ func (e *extras) get(id string) *sessionExtras {
 	return e.items[id]
 }
 
-// afterSpawn starts what runs beside a live session: its lock, its watch
-// and its checkpoint schedule.
-func (s *session) afterSpawn() {
-	s.writeLock()
+// startWatch watches the project before the command starts, so that no
+// change the command makes goes unseen.
+func (s *session) startWatch() {
 	e := s.d.ext
 	x := &sessionExtras{lastCheckpoint: s.startedAt}
 	w, err := e.hub.Watch(s.projectDir, watch.Options{
@@ -107,18 +106,44 @@ func (s *session) afterSpawn() {
 	} else {
 		x.watch = w
 	}
-	if s.spec.Checkpoint != "" {
-		sched, err := config.ParseSchedule(s.spec.Checkpoint)
-		if err == nil {
-			job := cron.NewChain(cron.SkipIfStillRunning(e.clog)).Then(cron.FuncJob(func() { s.scheduledCheckpoint() }))
-			x.entry = e.cron.Schedule(sched, job)
-			x.scheduled = true
-		} else {
-			s.log.Warn("checkpoint schedule", zap.Error(err))
-		}
-	}
 	e.mu.Lock()
 	e.items[s.id] = x
+	e.mu.Unlock()
+}
+
+// stopWatch drops the watch of a session that did not start.
+func (s *session) stopWatch() {
+	e := s.d.ext
+	e.mu.Lock()
+	x := e.items[s.id]
+	delete(e.items, s.id)
+	e.mu.Unlock()
+	if x != nil && x.watch != nil {
+		_ = x.watch.Close()
+	}
+}
+
+// afterSpawn starts what runs beside a live session: its lock and its
+// checkpoint schedule (and its watch, for an adopted session).
+func (s *session) afterSpawn() {
+	s.writeLock()
+	e := s.d.ext
+	if e.get(s.id) == nil {
+		s.startWatch()
+	}
+	x := e.get(s.id)
+	if s.spec.Checkpoint == "" {
+		return
+	}
+	sched, err := config.ParseSchedule(s.spec.Checkpoint)
+	if err != nil {
+		s.log.Warn("checkpoint schedule", zap.Error(err))
+		return
+	}
+	job := cron.NewChain(cron.SkipIfStillRunning(e.clog)).Then(cron.FuncJob(func() { s.scheduledCheckpoint() }))
+	entry := e.cron.Schedule(sched, job)
+	e.mu.Lock()
+	x.entry, x.scheduled = entry, true
 	e.mu.Unlock()
 }
 

@@ -238,6 +238,7 @@ func (d *Daemon) launch(uid int, dir string, spec config.Spec, name, restartOf s
 		s.fail(err)
 		return nil, nil, err
 	}
+	s.startWatch()
 	child, err := proc.Spawn(proc.Spec{
 		Argv: spec.Command, Dir: dir, Env: s.env(), Output: out, Credential: s.credential(),
 	})
@@ -245,6 +246,7 @@ func (d *Daemon) launch(uid int, dir string, spec config.Spec, name, restartOf s
 	if err != nil {
 		err = ipc.BadRequest("%v", err)
 		s.stopSidecars()
+		s.stopWatch()
 		s.fail(err)
 		return nil, nil, err
 	}
