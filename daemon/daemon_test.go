@@ -269,11 +269,21 @@ func TestWarningAndTimeout(t *testing.T) {
 	script := "trap 'touch " + marker + "' USR2; while :; do sleep 0.05; done"
 	s := h.start(dir, ipc.StartRequest{Command: []string{"bash", "-c", script}, Timeout: "2s", WarnBefore: "1500ms", WarnSignal: "USR2", StopGrace: "1s"})
 	rec := h.waitState(s.ID, ipc.StateWarned)
-	if rec.Warning == nil || len(rec.Warning.Signaled) == 0 || rec.Warning.Signaled[0] != s.PID {
-		t.Errorf("warning = %+v, want the leader signalled", rec.Warning)
-	}
+	// The state turns warned (file first) before the signal goes out.
 	if _, err := os.Stat(state.WarningPath(dir)); err != nil {
 		t.Errorf("warning.json: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for (rec.Warning == nil || len(rec.Warning.Signaled) == 0) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		r, err := h.client.Session(context.Background(), s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec = *r
+	}
+	if rec.Warning == nil || len(rec.Warning.Signaled) == 0 || rec.Warning.Signaled[0] != s.PID {
+		t.Errorf("warning = %+v, want the leader signalled", rec.Warning)
 	}
 	rec = h.waitState(s.ID, ipc.StateEnded)
 	if rec.EndReason != ipc.EndTimeout {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -45,7 +46,11 @@ func TestWarnSignal(t *testing.T) {
 		id := d.start(append(append([]string{dir, "--warn-signal", "USR2"}, shortDeadline...), "--", run)...)
 		marker := filepath.Join(dir, "usr2.marker")
 		got := markerTime(t, waitLine(t, marker, 10*time.Second))
-		rec := d.inspect(id)
+		var rec record
+		waitFor(t, 5*time.Second, "the signalled leader in the record", func() (bool, string) {
+			rec = d.inspect(id)
+			return rec.Warning != nil && len(rec.Warning.Signaled) > 0, fmt.Sprintf("%+v", rec.Warning)
+		})
 		if late := got.Sub(rec.WarnAt); late < -50*time.Millisecond || late > time.Second {
 			t.Errorf("SIGUSR2 arrived %s after warn_at %s, want within [0, 1s]", late, rec.WarnAt)
 		}
@@ -70,6 +75,12 @@ func TestWarnSignal(t *testing.T) {
 		run := script(t, dir, "run.sh", "sleep 1000\n")
 		id := d.start(append(append([]string{dir, "--warn-signal", "USR2"}, shortDeadline...), "--", run)...)
 		rec := d.waitState(id, 10*time.Second, "warned")
+		// The state turns warned before the signal goes out; the record
+		// then says who got it and who was skipped.
+		waitFor(t, 5*time.Second, "the warning's signal outcome in the record", func() (bool, string) {
+			rec = d.inspect(id)
+			return rec.Warning != nil && len(rec.Warning.Signaled)+len(rec.Warning.Skipped) > 0, fmt.Sprintf("%+v", rec.Warning)
+		})
 		if !alive(rec.PID) {
 			t.Fatalf("the warning killed leader %d, which does not catch SIGUSR2", rec.PID)
 		}
