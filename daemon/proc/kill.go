@@ -13,12 +13,26 @@ import (
 // alive when it gave up. spawned is as for SessionProcs.
 func KillSession(ctx context.Context, sessionID string, pgid int, spawned bool) []int {
 	delay := 2 * time.Millisecond
+	confirmed := false
 	for {
 		_ = SignalGroup(pgid, unix.SIGKILL)
 		left := SessionProcs(sessionID, pgid, spawned)
 		if len(left) == 0 {
-			return nil
+			// A child of a process being killed is briefly in no one's
+			// children list while the kernel moves it to the subreaper:
+			// only a second empty look, a moment later, says none is left.
+			if confirmed {
+				return nil
+			}
+			confirmed = true
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(delay):
+			}
+			continue
 		}
+		confirmed = false
 		for _, pid := range left {
 			_ = Signal(pid, unix.SIGKILL)
 		}
