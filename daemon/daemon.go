@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -332,7 +333,22 @@ func (d *Daemon) recover() {
 		}
 		d.recoverLive(s)
 	}
+	d.sweepOrphans()
 	d.trimHistory()
+}
+
+// sweepOrphans kills processes of this daemon's sessions (known by the
+// socket in their environment) that belong to no live session: a child
+// spawned just before a crash, before its record was written, or a
+// descendant that outlived its session while no daemon ran.
+func (d *Daemon) sweepOrphans() {
+	for pid, id := range proc.SessionsByEnv(d.cfg.Socket) {
+		if s, err := d.reg.lookup(ipc.Caller{UID: 0}, id); err == nil && s.id == id && ipc.Live(s.snapshot().State) {
+			continue
+		}
+		d.log.Warn("killing a process of no live session", zap.Int("pid", pid), zap.String("session", id))
+		_ = proc.Signal(pid, syscall.SIGKILL)
+	}
 }
 
 // Version implements ipc.Backend.

@@ -611,3 +611,38 @@ func TestLogRotation(t *testing.T) {
 		t.Errorf("rotated log mode = %v, want 0600", mode)
 	}
 }
+
+func TestSweepOrphans(t *testing.T) {
+	cfg := config.Default()
+	cfg.StateDir = filepath.Join(t.TempDir(), "state")
+	sockDir, err := os.MkdirTemp("", "sd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(sockDir)
+	cfg.Socket = filepath.Join(sockDir, "s.sock")
+	cfg.Defaults.Checkpoint = ""
+	// A child of a session the daemon never recorded (it crashed first),
+	// and a process of another daemon's session.
+	ours := exec.Command("sleep", "100")
+	ours.Env = []string{"SESSIOND_SOCKET=" + cfg.Socket, "SESSIOND_SESSION_ID=ghost123"}
+	other := exec.Command("sleep", "100")
+	other.Env = []string{"SESSIOND_SOCKET=/elsewhere.sock", "SESSIOND_SESSION_ID=ghost123"}
+	for _, c := range []*exec.Cmd{ours, other} {
+		if err := proc.Start(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() { _ = other.Process.Kill(); _ = proc.Wait(other) }()
+	run(t, cfg)
+	done := make(chan error, 1)
+	go func() { done <- proc.Wait(ours) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the orphan of a session the daemon does not know was not killed")
+	}
+	if err := other.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("another daemon's session process was killed: %v", err)
+	}
+}

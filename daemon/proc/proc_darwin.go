@@ -33,3 +33,6 @@ func Catches(pid int, sig unix.Signal) (bool, error) {
 
 // CatchesSupported reports whether Catches can tell on this platform.
 const CatchesSupported = false
+
+// SessionsByEnv cannot read other processes' environments on macOS.
+func SessionsByEnv(socket string) map[int]string { return nil }

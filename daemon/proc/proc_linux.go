@@ -269,3 +269,27 @@ func Catches(pid int, sig unix.Signal) (bool, error) {
 
 // CatchesSupported reports whether Catches can tell on this platform.
 const CatchesSupported = true
+
+// SessionsByEnv returns the live processes whose environment carries
+// SESSIOND_SOCKET=socket, with the SESSIOND_SESSION_ID each carries: the
+// processes of every session started by a daemon on that socket.
+func SessionsByEnv(socket string) map[int]string {
+	marker := []byte("SESSIOND_SOCKET=" + socket + "\x00")
+	self := os.Getpid()
+	out := map[int]string{}
+	for _, s := range allStats() {
+		if s.pid == self || s.state == 'Z' || s.state == 'X' {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + strconv.Itoa(s.pid) + "/environ")
+		if err != nil || !(bytes.Contains(env, marker) || bytes.HasSuffix(env, marker[:len(marker)-1])) {
+			continue
+		}
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if id, ok := bytes.CutPrefix(kv, []byte("SESSIOND_SESSION_ID=")); ok {
+				out[s.pid] = string(id)
+			}
+		}
+	}
+	return out
+}
