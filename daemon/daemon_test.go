@@ -646,3 +646,18 @@ func TestSweepOrphans(t *testing.T) {
 		t.Errorf("another daemon's session process was killed: %v", err)
 	}
 }
+
+// TestSendToEndedSession: a command that reaches a session just as it ends
+// is answered by the end, never left waiting.
+func TestSendToEndedSession(t *testing.T) {
+	for range 100 {
+		s := &session{cmds: make(chan command, 4), done: make(chan struct{})}
+		close(s.done)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := s.send(ctx, command{kind: cmdStop})
+		cancel()
+		if !errors.Is(err, errEnded) {
+			t.Fatalf("send to an ended session: %v, want errEnded", err)
+		}
+	}
+}

@@ -166,9 +166,12 @@ func (s *session) send(ctx context.Context, c command) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	// The session may end with the command still queued: its end answers.
 	select {
 	case err := <-c.reply:
 		return err
+	case <-s.done:
+		return errEnded
 	case <-ctx.Done():
 		return ctx.Err()
 	}
