@@ -44,6 +44,12 @@ func (d *Daemon) maybeRestart(s *session, reason string) {
 	if d.closing.Load() || !shouldRestart(s.spec.Restart, reason) {
 		return
 	}
+	if rec := s.snapshot(); reason == ipc.EndError && s.spec.Restart == config.RestartOnFailure && rec.ExitCode == nil && rec.Signal == "" {
+		// An adopted session's exit status is unknown: it may well have
+		// completed, so on-failure does not restart it.
+		s.log.Info("not restarted: exit status unknown (adopted session)")
+		return
+	}
 	now := time.Now()
 	var recent []time.Time
 	for _, t := range s.restartTimes {
