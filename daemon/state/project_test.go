@@ -159,7 +159,7 @@ func TestProjectDirBrokenGitFile(t *testing.T) {
 // up as untracked, in a repository and in a linked worktree.
 func TestProjectDirRealGit(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed")
+		t.Fatalf("this test needs git: %v", err)
 	}
 	root := t.TempDir()
 	repo := filepath.Join(root, "repo")
