@@ -164,7 +164,7 @@ func (s *session) writeContinuity(reason string, devServer bool) {
 		h.GitCommitHash, h.GitBranch = facts.Head, facts.Branch
 		h.UncommittedFiles = facts.Uncommitted
 		if len(facts.Uncommitted) > 0 {
-			h.Warnings = append(h.Warnings, fmt.Sprintf("%d uncommitted files in the work tree", len(facts.Uncommitted)))
+			h.Warnings = append(h.Warnings, plural(len(facts.Uncommitted), "uncommitted file")+" in the work tree")
 		}
 		if facts.IndexLock {
 			h.Warnings = append(h.Warnings, "a stale .git/index.lock is present: a git command was killed mid-write; remove it once no git process runs")
@@ -299,7 +299,7 @@ func autoSummary(h *state.Handoff, feats []state.Feature, completed []state.Task
 	}
 	parts = append(parts, end+", without a report")
 	if n := len(h.FilesChanged); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d files changed", n))
+		parts = append(parts, plural(n, "file")+" changed")
 	}
 	s := strings.Join(parts, "; ")
 	return strings.ToUpper(s[:1]) + s[1:]
@@ -324,7 +324,7 @@ func (s *session) appendProgress(h *state.Handoff, rep ipc.Report, feats []state
 		}
 		e.InProgress = append(e.InProgress, item)
 	}
-	e.Notes = append(e.Notes, fmt.Sprintf("Ended: %s; %d files changed", describeEndHandoff(h), len(h.FilesChanged)))
+	e.Notes = append(e.Notes, fmt.Sprintf("Ended: %s; %s changed", describeEndHandoff(h), plural(len(h.FilesChanged), "file")))
 	e.Notes = append(e.Notes, h.Warnings...)
 	if _, err := state.AppendProgress(s.progressPath(), e); err != nil {
 		s.log.Error("append progress log", zap.Error(err))
@@ -339,4 +339,12 @@ func describeEndHandoff(h *state.Handoff) string {
 		return fmt.Sprintf("%s (exit %d)", h.EndReason, *h.ExitCode)
 	}
 	return h.EndReason + " (exit status unknown)"
+}
+
+// plural says "1 file" or "3 files".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -251,7 +251,7 @@ func (s *session) checkpoint(why string) (checkpoint.Result, error) {
 			r.Warnings = appendBounded(r.Warnings, "left out of checkpoints (too large or a dependency directory): "+p, 20)
 		}
 	})
-	s.emit(ipc.EventCheckpoint, fmt.Sprintf("checkpoint %.12s: %d files changed", res.ID, res.FilesChanged), res)
+	s.emit(ipc.EventCheckpoint, fmt.Sprintf("checkpoint %.12s: %s changed", res.ID, plural(res.FilesChanged, "file")), res)
 	return res, nil
 }
 

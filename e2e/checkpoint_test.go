@@ -136,7 +136,7 @@ func readProjectFile(t testing.TB, dir, name string) []byte {
 }
 
 // checkpointLine is what sessionctl checkpoint prints for a new checkpoint.
-var checkpointLine = regexp.MustCompile(`^checkpoint ([0-9a-f]{12}) on (refs/sessiond/checkpoints/[a-z0-9_-]+): (\d+) files changed\n`)
+var checkpointLine = regexp.MustCompile(`^checkpoint ([0-9a-f]{12}) on (refs/sessiond/checkpoints/[a-z0-9_-]+): (\d+) files? changed\n`)
 
 // takeCheckpoint runs sessionctl checkpoint and returns the full id of the
 // new checkpoint.

@@ -43,7 +43,11 @@ func (a *app) checkpointCmd() *cobra.Command {
 			if r.Skipped {
 				fmt.Fprintf(a.out, "nothing changed since checkpoint %.12s\n", r.ID)
 			} else {
-				fmt.Fprintf(a.out, "checkpoint %.12s on %s: %d files changed\n", r.ID, r.Ref, r.FilesChanged)
+				files := fmt.Sprintf("%d files", r.FilesChanged)
+				if r.FilesChanged == 1 {
+					files = "1 file"
+				}
+				fmt.Fprintf(a.out, "checkpoint %.12s on %s: %s changed\n", r.ID, r.Ref, files)
 			}
 			for _, p := range r.LeftOut {
 				fmt.Fprintf(a.out, "  left out: %s\n", p)

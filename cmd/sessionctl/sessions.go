@@ -28,10 +28,15 @@ func (a *app) printJSON(v any) error {
 	return err
 }
 
-// printRaw prints JSON the daemon sent, ending with a newline.
+// printRaw prints JSON the daemon sent, indented, ending with a newline.
 func (a *app) printRaw(raw []byte) error {
-	raw = bytes.TrimRight(raw, "\n")
-	_, err := fmt.Fprintf(a.out, "%s\n", raw)
+	var b bytes.Buffer
+	if err := json.Indent(&b, bytes.TrimSpace(raw), "", "  "); err != nil {
+		b.Reset()
+		b.Write(bytes.TrimSpace(raw))
+	}
+	b.WriteByte('\n')
+	_, err := a.out.Write(b.Bytes())
 	return err
 }
 
