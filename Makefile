@@ -56,6 +56,17 @@ cover: ## Test coverage report in cover.html
 demo: build ## Three scripted agent sessions: complete, timeout after a warning, killed
 	docs/demo/run.sh
 
+.PHONY: package
+package: ## Release tarballs in dist/: linux amd64/arm64 and darwin arm64, with the unit templates
+	@rm -rf dist && mkdir -p dist
+	@for target in linux/amd64 linux/arm64 darwin/arm64; do \
+	  os=$${target%/*}; arch=$${target#*/}; name=sessiond-$(VERSION)-$$os-$$arch; \
+	  mkdir -p dist/$$name && \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o dist/$$name/ ./cmd/sessiond ./cmd/sessionctl && \
+	  cp README.md dist/$$name/ && cp -r packaging/systemd dist/$$name/ && \
+	  tar -C dist -czf dist/$$name.tar.gz $$name && rm -rf dist/$$name && echo dist/$$name.tar.gz || exit 1; \
+	done
+
 .PHONY: clean
 clean: ## Remove build output
-	rm -rf $(BIN) .run cover.out cover.html
+	rm -rf $(BIN) .run dist cover.out cover.html
