@@ -349,18 +349,25 @@ func TestListen(t *testing.T) {
 	}
 }
 
-func FuzzDecodeStartRequest(f *testing.F) {
+// FuzzDecodeBodies feeds every request body type the API decodes: the
+// decoder must answer an API error or succeed, never panic.
+func FuzzDecodeBodies(f *testing.F) {
 	f.Add([]byte(`{"dir":"/tmp","command":["a"],"env":{"K":"V"},"checkpoint":""}`))
+	f.Add([]byte(`{"summary":"s","next":["a"],"progress":50.5,"step":"2/5"}`))
+	f.Add([]byte(`{"grace":"10s"}`))
+	f.Add([]byte(`{"signal":"SIGTERM"}`))
+	f.Add([]byte(`{"by":"1h"}`))
+	f.Add([]byte(`{"checkpoint":"abc","force":true}`))
 	f.Add([]byte(`{"dir":1}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, _ := http.NewRequest("POST", "/", strings.NewReader(string(data)))
-		var req StartRequest
-		err := decodeBody(r, &req)
-		if err != nil {
-			var e *Error
-			if !errors.As(err, &e) || e.Status == 0 {
-				t.Fatalf("decode error %v is not an API error", err)
+		for _, v := range []any{&StartRequest{}, &Report{}, &StopRequest{}, &SignalRequest{}, &ExtendRequest{}, &RestoreRequest{}} {
+			r, _ := http.NewRequest("POST", "/", strings.NewReader(string(data)))
+			if err := decodeBody(r, v); err != nil {
+				var e *Error
+				if !errors.As(err, &e) || e.Status == 0 {
+					t.Fatalf("decode %T: error %v is not an API error", v, err)
+				}
 			}
 		}
 	})
