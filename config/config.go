@@ -1,24 +1,6 @@
 package config
 
-import (
-	"bytes"
-	_ "embed"
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
-	"regexp"
-	"strconv"
-	"strings"
-
-	"github.com/BurntSushi/toml"
-)
-
-//go:embed default.toml
-var defaultTOML []byte
-
-// DefaultTOML returns the default daemon configuration embedded in the binary.
-func DefaultTOML() []byte { return bytes.Clone(defaultTOML) }
+import "fmt"
 
 // On-shutdown policies.
 const (
@@ -40,107 +22,46 @@ type Config struct {
 	Defaults      Spec     `toml:"defaults" json:"defaults"`
 }
 
-// Error is a configuration error that points into a file.
-type Error struct {
-	File string // "" for the embedded defaults
-	Line int    // 0 when unknown
-	Key  string // dotted key, when known
-	Msg  string
+// FieldError is a value that fails validation, named by its dotted key, so
+// that a caller holding the source can point at its line.
+type FieldError struct {
+	Key string
+	Msg string
 }
 
-func (e *Error) Error() string {
-	var b strings.Builder
-	if e.File != "" {
-		b.WriteString(e.File)
-	} else {
-		b.WriteString("<embedded defaults>")
-	}
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d", e.Line)
-	}
-	b.WriteString(": ")
-	if e.Key != "" {
-		b.WriteString(e.Key)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Msg)
-	return b.String()
-}
+func (e *FieldError) Error() string { return fmt.Sprintf("%s: %s", e.Key, e.Msg) }
 
-// Default returns the embedded default configuration.
-func Default() *Config {
-	c, err := Parse("", defaultTOML)
-	if err != nil {
-		panic("embedded default config is invalid: " + err.Error())
-	}
-	return c
-}
-
-// Load reads the daemon configuration at path over the embedded defaults.
-// A missing file is not an error: the defaults apply (found is false).
-func Load(path string) (c *Config, found bool, err error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return Default(), false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("read config: %w", err)
-	}
-	c, err = Parse(path, data)
-	return c, true, err
-}
-
-// Parse decodes a daemon configuration over the embedded defaults; file
-// names the source in errors.
-func Parse(file string, data []byte) (*Config, error) {
-	c := &Config{}
-	if file != "" {
-		// The defaults first, so that a key missing from the file keeps its
-		// default value.
-		d := Default()
-		c = d
-	}
-	md, err := toml.Decode(string(data), c)
-	if err != nil {
-		return nil, decodeError(file, data, err)
-	}
-	if err := unknownKeys(file, data, md); err != nil {
-		return nil, err
-	}
-	if p := c.validate(); p != nil {
-		return nil, &Error{File: file, Line: findKey(data, p.key), Key: p.key, Msg: p.msg}
-	}
-	return c, nil
-}
-
-func (c *Config) validate() *problem {
+// Validate reports the first thing wrong with c as a *FieldError naming
+// the key. Schedules
+// are checked by package configfile, which holds the cron parser.
+func (c *Config) Validate() error {
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
-		return &problem{"log_level", fmt.Sprintf("%q is not one of debug, info, warn, error", c.LogLevel)}
+		return &FieldError{"log_level", fmt.Sprintf("%q is not one of debug, info, warn, error", c.LogLevel)}
 	}
 	switch c.LogFormat {
 	case "", "console", "json":
 	default:
-		return &problem{"log_format", fmt.Sprintf("%q is not one of console, json", c.LogFormat)}
+		return &FieldError{"log_format", fmt.Sprintf("%q is not one of console, json", c.LogFormat)}
 	}
 	if c.MaxSessions < 0 {
-		return &problem{"max_sessions", "must not be negative"}
+		return &FieldError{"max_sessions", "must not be negative"}
 	}
 	if c.HistoryLimit < 0 {
-		return &problem{"history_limit", "must not be negative"}
+		return &FieldError{"history_limit", "must not be negative"}
 	}
 	switch c.OnShutdown {
 	case ShutdownStop, ShutdownLeave:
 	default:
-		return &problem{"on_shutdown", fmt.Sprintf("%q is not one of stop, leave", c.OnShutdown)}
+		return &FieldError{"on_shutdown", fmt.Sprintf("%q is not one of stop, leave", c.OnShutdown)}
 	}
 	if c.LogMaxSize < 0 {
-		return &problem{"log_max_size", "must not be negative"}
+		return &FieldError{"log_max_size", "must not be negative"}
 	}
-	if p := c.Defaults.validate(); p != nil {
-		p.key = "defaults." + p.key
-		return p
+	if err := c.Defaults.Validate(); err != nil {
+		fe := err.(*FieldError)
+		return &FieldError{"defaults." + fe.Key, fe.Msg}
 	}
 	return nil
 }
@@ -154,116 +75,3 @@ type Project struct {
 
 // ProjectFile is the name of a project's spec file.
 const ProjectFile = "sessiond.toml"
-
-// LoadProject reads path (a project's sessiond.toml) over base and returns
-// the merged spec. A missing file returns base unchanged.
-func LoadProject(path string, base Spec) (Spec, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return base, nil
-	}
-	if err != nil {
-		return base, fmt.Errorf("read project spec: %w", err)
-	}
-	return ParseProject(path, data, base)
-}
-
-// ParseProject decodes a project's sessiond.toml over base.
-func ParseProject(file string, data []byte, base Spec) (Spec, error) {
-	p := Project{Session: base.Clone()}
-	md, err := toml.Decode(string(data), &p)
-	if err != nil {
-		return base, decodeError(file, data, err)
-	}
-	if err := unknownKeys(file, data, md); err != nil {
-		return base, err
-	}
-	s := p.Session
-	if p.Watch != nil {
-		// A project's ignores add to the daemon's.
-		s.Watch.Ignore = append(append([]string(nil), base.Watch.Ignore...), p.Watch.Ignore...)
-	}
-	if md.IsDefined("service") {
-		s.Services = p.Services
-	}
-	if pr := s.validate(); pr != nil {
-		key := "session." + pr.key
-		if strings.HasPrefix(pr.key, "service[") {
-			key = pr.key
-		}
-		return base, &Error{File: file, Line: findKey(data, key), Key: key, Msg: pr.msg}
-	}
-	return s, nil
-}
-
-func decodeError(file string, data []byte, err error) error {
-	var pe toml.ParseError
-	if errors.As(err, &pe) {
-		msg := pe.Message
-		if pe.Usage != "" {
-			msg += " (" + strings.TrimSpace(strings.SplitN(pe.Usage, "\n", 2)[0]) + ")"
-		}
-		return &Error{File: file, Line: pe.Position.Line, Key: pe.LastKey, Msg: msg}
-	}
-	if m := typeErrRe.FindStringSubmatch(err.Error()); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return &Error{File: file, Line: line, Key: m[2], Msg: m[3]}
-	}
-	return &Error{File: file, Msg: err.Error()}
-}
-
-// typeErrRe matches the decoder's type errors, which carry their position
-// only in the message.
-var typeErrRe = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`)
-
-func unknownKeys(file string, data []byte, md toml.MetaData) error {
-	und := md.Undecoded()
-	if len(und) == 0 {
-		return nil
-	}
-	k := und[0].String()
-	return &Error{File: file, Line: findKey(data, k), Key: k, Msg: "unknown key"}
-}
-
-var (
-	tableRe = regexp.MustCompile(`^\s*\[\[?\s*([^\]]+?)\s*\]\]?`)
-	keyRe   = regexp.MustCompile(`^\s*("?)([A-Za-z0-9_.\-]+)("?)\s*=`)
-)
-
-// findKey returns the line that defines the dotted key in TOML source, or 0.
-// Array-of-table indexes ("service[1].name") match the n-th such table.
-func findKey(data []byte, key string) int {
-	key = strings.ReplaceAll(key, "\"", "")
-	wantTable, wantIndex, leaf := "", -1, key
-	if i := strings.LastIndex(key, "."); i >= 0 {
-		wantTable, leaf = key[:i], key[i+1:]
-	}
-	if j := strings.Index(wantTable, "["); j >= 0 {
-		fmt.Sscanf(wantTable[j:], "[%d]", &wantIndex)
-		wantTable = wantTable[:j]
-	}
-	table, count := "", map[string]int{}
-	for n, line := range strings.Split(string(data), "\n") {
-		if m := tableRe.FindStringSubmatch(line); m != nil && !strings.Contains(line, "=") {
-			table = strings.ReplaceAll(m[1], "\"", "")
-			count[table]++
-			if table == key {
-				return n + 1
-			}
-			continue
-		}
-		m := keyRe.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		full := m[2]
-		if table != "" {
-			full = table + "." + m[2]
-		}
-		inTable := table == wantTable && (wantIndex < 0 || count[table] == wantIndex+1)
-		if full == key || (inTable && m[2] == leaf) || (wantIndex >= 0 && inTable && leaf == "") {
-			return n + 1
-		}
-	}
-	return 0
-}

@@ -1,10 +1,12 @@
-// Package config holds sessiond's settings: the daemon configuration, the
-// session spec that says what to run and how, the defaults embedded in the
-// binary, and the default paths for user and root mode.
+// Package config holds sessiond's settings as types: the daemon
+// configuration, the session spec that says what to run and how, their
+// validation, and the default paths for user and root mode.
 //
-// Configuration is TOML. Unknown keys and bad values are rejected with the
-// file, line and key, so a typo never silently turns into a default. The
-// precedence for a session's spec is: daemon [defaults] < the project's
-// sessiond.toml < flags given to sessionctl start. The package imports
-// nothing else of sessiond's, so every other package may use it.
+// Reading them from TOML — the embedded defaults, line-numbered errors,
+// unknown keys rejected, cron schedules — is package configfile's job, so
+// that programs that only need the types and paths (sessionctl, the wire
+// types of package ipc) link no TOML or cron code. The precedence for a
+// session's spec is: daemon [defaults] < the project's sessiond.toml <
+// flags given to sessionctl start. The package imports nothing else of
+// sessiond's, so every other package may use it.
 package config

@@ -75,96 +75,75 @@ func (s Spec) Clone() Spec {
 	return c
 }
 
-// Validate reports the first thing wrong with s, naming the key.
+// Validate reports the first thing wrong with s as a *FieldError naming the
+// key. The checkpoint schedule's syntax is checked by package configfile,
+// which holds the cron parser (configfile.CheckSpec does both).
 func (s *Spec) Validate() error {
-	return s.validate().err()
-}
-
-// problem is a validation failure tied to a key, so that callers holding
-// the source can point at its line.
-type problem struct {
-	key string
-	msg string
-}
-
-func (p *problem) err() error {
-	if p == nil {
-		return nil
-	}
-	return fmt.Errorf("%s: %s", p.key, p.msg)
-}
-
-func (s *Spec) validate() *problem {
 	for i, a := range s.Command {
 		if strings.ContainsRune(a, 0) {
-			return &problem{"command", fmt.Sprintf("argument %d contains a NUL byte", i)}
+			return &FieldError{"command", fmt.Sprintf("argument %d contains a NUL byte", i)}
 		}
 	}
 	if len(s.Command) > 0 && s.Command[0] == "" {
-		return &problem{"command", "the program name is empty"}
+		return &FieldError{"command", "the program name is empty"}
 	}
 	for k := range s.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return &problem{"env", fmt.Sprintf("invalid variable name %q", k)}
+			return &FieldError{"env", fmt.Sprintf("invalid variable name %q", k)}
 		}
 	}
 	if s.Timeout.Duration <= 0 {
-		return &problem{"timeout", fmt.Sprintf("must be positive, got %s", s.Timeout)}
+		return &FieldError{"timeout", fmt.Sprintf("must be positive, got %s", s.Timeout)}
 	}
 	if s.WarnBefore.Duration < 0 {
-		return &problem{"warn_before", fmt.Sprintf("must not be negative, got %s", s.WarnBefore)}
+		return &FieldError{"warn_before", fmt.Sprintf("must not be negative, got %s", s.WarnBefore)}
 	}
 	if s.WarnBefore.Duration >= s.Timeout.Duration {
-		return &problem{"warn_before", fmt.Sprintf("%s is not shorter than timeout %s: the warning would come at or before the start", s.WarnBefore, s.Timeout)}
+		return &FieldError{"warn_before", fmt.Sprintf("%s is not shorter than timeout %s: the warning would come at or before the start", s.WarnBefore, s.Timeout)}
 	}
 	if s.StopSignal.Num == 0 {
-		return &problem{"stop_signal", "must be set (e.g. SIGTERM)"}
+		return &FieldError{"stop_signal", "must be set (e.g. SIGTERM)"}
 	}
 	if s.StopGrace.Duration < 0 {
-		return &problem{"stop_grace", fmt.Sprintf("must not be negative, got %s", s.StopGrace)}
+		return &FieldError{"stop_grace", fmt.Sprintf("must not be negative, got %s", s.StopGrace)}
 	}
 	if s.IdleTimeout.Duration < 0 {
-		return &problem{"idle_timeout", fmt.Sprintf("must not be negative, got %s", s.IdleTimeout)}
-	}
-	if s.Checkpoint != "" {
-		if err := checkCron(s.Checkpoint); err != nil {
-			return &problem{"checkpoint", err.Error()}
-		}
+		return &FieldError{"idle_timeout", fmt.Sprintf("must not be negative, got %s", s.IdleTimeout)}
 	}
 	switch s.CheckpointMode {
 	case CheckpointRef, CheckpointCommit:
 	default:
-		return &problem{"checkpoint_mode", fmt.Sprintf("%q is not one of ref, commit", s.CheckpointMode)}
+		return &FieldError{"checkpoint_mode", fmt.Sprintf("%q is not one of ref, commit", s.CheckpointMode)}
 	}
 	if s.CheckpointMaxFile < 0 {
-		return &problem{"checkpoint_max_file", "must not be negative"}
+		return &FieldError{"checkpoint_max_file", "must not be negative"}
 	}
 	switch s.Restart {
 	case RestartNo, RestartOnFailure, RestartAlways:
 	default:
-		return &problem{"restart", fmt.Sprintf("%q is not one of no, on-failure, always", s.Restart)}
+		return &FieldError{"restart", fmt.Sprintf("%q is not one of no, on-failure, always", s.Restart)}
 	}
 	if s.MaxRestarts < 0 {
-		return &problem{"max_restarts", fmt.Sprintf("must not be negative, got %d", s.MaxRestarts)}
+		return &FieldError{"max_restarts", fmt.Sprintf("must not be negative, got %d", s.MaxRestarts)}
 	}
 	if s.RestartWindow.Duration <= 0 {
-		return &problem{"restart_window", fmt.Sprintf("must be positive, got %s", s.RestartWindow)}
+		return &FieldError{"restart_window", fmt.Sprintf("must be positive, got %s", s.RestartWindow)}
 	}
 	seen := map[string]bool{}
 	for i, sv := range s.Services {
 		key := fmt.Sprintf("service[%d]", i)
 		if sv.Name == "" {
-			return &problem{key + ".name", "is required"}
+			return &FieldError{key + ".name", "is required"}
 		}
 		if seen[sv.Name] {
-			return &problem{key + ".name", fmt.Sprintf("%q is used twice", sv.Name)}
+			return &FieldError{key + ".name", fmt.Sprintf("%q is used twice", sv.Name)}
 		}
 		seen[sv.Name] = true
 		if len(sv.Command) == 0 || sv.Command[0] == "" {
-			return &problem{key + ".command", "is required"}
+			return &FieldError{key + ".command", "is required"}
 		}
 		if sv.ReadyTimeout.Duration < 0 {
-			return &problem{key + ".ready_timeout", "must not be negative"}
+			return &FieldError{key + ".ready_timeout", "must not be negative"}
 		}
 	}
 	return nil

@@ -20,7 +20,9 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/sessiond/sessiond/config"
+	"github.com/sessiond/sessiond/config/configfile"
 	"github.com/sessiond/sessiond/daemon/proc"
+	"github.com/sessiond/sessiond/daemon/session"
 	"github.com/sessiond/sessiond/daemon/state"
 	"github.com/sessiond/sessiond/ipc"
 )
@@ -44,7 +46,7 @@ type harness struct {
 
 func start(t testing.TB, tweak func(*config.Config)) *harness {
 	t.Helper()
-	cfg := config.Default()
+	cfg := configfile.Default()
 	cfg.StateDir = filepath.Join(t.TempDir(), "state")
 	sockDir, err := os.MkdirTemp("", "sd")
 	if err != nil {
@@ -242,11 +244,12 @@ func ptr[T any](v T) *T { return &v }
 
 func TestLookupPrefix(t *testing.T) {
 	r := newRegistry()
+	deps := session.Deps{Clock: session.RealClock{}, Log: zap.NewNop()}
 	for _, id := range []string{"abc111", "abc222", "xyz333"} {
-		r.add(&session{id: id, rec: ipc.Session{ID: id}})
+		r.add(session.Load(ipc.Session{ID: id, State: ipc.StateEnded, UID: 0}, config.Spec{}, deps))
 	}
 	c := ipc.Caller{UID: 0}
-	if s, err := r.lookup(c, "xy"); err != nil || s.id != "xyz333" {
+	if s, err := r.lookup(c, "xy"); err != nil || s.ID() != "xyz333" {
 		t.Errorf("lookup xy = %v, %v", s, err)
 	}
 	_, err := r.lookup(c, "abc")
@@ -423,34 +426,6 @@ func TestRestartKeepsRecordsAndRecoversCrashed(t *testing.T) {
 	}
 }
 
-func TestSeekTail(t *testing.T) {
-	tests := []struct {
-		content string
-		n       int
-		want    string
-	}{
-		{"a\nb\nc\n", 2, "b\nc\n"},
-		{"a\nb\nc", 2, "b\nc"},
-		{"a\nb\nc\n", 10, "a\nb\nc\n"},
-		{"", 3, ""},
-		{"only\n", 1, "only\n"},
-		{strings.Repeat("x\n", 20000) + "last\n", 1, "last\n"},
-	}
-	for _, tt := range tests {
-		p := filepath.Join(t.TempDir(), "log")
-		os.WriteFile(p, []byte(tt.content), 0o600)
-		f, _ := os.Open(p)
-		if err := seekTail(f, tt.n); err != nil {
-			t.Fatal(err)
-		}
-		got, _ := io.ReadAll(f)
-		f.Close()
-		if string(got) != tt.want {
-			t.Errorf("tail %d of %.20q = %q, want %q", tt.n, tt.content, got, tt.want)
-		}
-	}
-}
-
 func TestRestartOnFailure(t *testing.T) {
 	h := start(t, func(c *config.Config) { c.Defaults.MaxRestarts = 2 })
 	dir := project(t)
@@ -613,7 +588,7 @@ func TestLogRotation(t *testing.T) {
 }
 
 func TestSweepOrphans(t *testing.T) {
-	cfg := config.Default()
+	cfg := configfile.Default()
 	cfg.StateDir = filepath.Join(t.TempDir(), "state")
 	sockDir, err := os.MkdirTemp("", "sd")
 	if err != nil {
@@ -644,20 +619,5 @@ func TestSweepOrphans(t *testing.T) {
 	}
 	if err := other.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("another daemon's session process was killed: %v", err)
-	}
-}
-
-// TestSendToEndedSession: a command that reaches a session just as it ends
-// is answered by the end, never left waiting.
-func TestSendToEndedSession(t *testing.T) {
-	for range 100 {
-		s := &session{cmds: make(chan command, 4), done: make(chan struct{})}
-		close(s.done)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err := s.send(ctx, command{kind: cmdStop})
-		cancel()
-		if !errors.Is(err, errEnded) {
-			t.Fatalf("send to an ended session: %v, want errEnded", err)
-		}
 	}
 }

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"time"
 
@@ -49,8 +48,8 @@ func (b *bus) drop(ch chan ipc.Event) {
 	}
 }
 
-// publish sends ev to every subscriber allowed to see it.
-func (b *bus) publish(ev ipc.Event) {
+// Publish sends ev to every subscriber allowed to see it.
+func (b *bus) Publish(ev ipc.Event) {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
 	}
@@ -96,12 +95,4 @@ func (b *bus) closeAll() {
 		delete(b.subs, ch)
 		close(ch)
 	}
-}
-
-func eventData(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	return b
 }

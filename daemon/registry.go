@@ -6,16 +6,17 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sessiond/sessiond/daemon/session"
 	"github.com/sessiond/sessiond/ipc"
 )
 
 // registry is the only map of sessions, live and ended.
 type registry struct {
 	mu       sync.Mutex
-	sessions map[string]*session
+	sessions map[string]*session.Session
 }
 
-func newRegistry() *registry { return &registry{sessions: map[string]*session{}} }
+func newRegistry() *registry { return &registry{sessions: map[string]*session.Session{}} }
 
 // idAlphabet is lowercase Crockford base32: URL-safe and unambiguous to read.
 const idAlphabet = "0123456789abcdefghjkmnpqrstvwxyz"
@@ -38,9 +39,9 @@ func (r *registry) newID() string {
 	}
 }
 
-func (r *registry) add(s *session) {
+func (r *registry) add(s *session.Session) {
 	r.mu.Lock()
-	r.sessions[s.id] = s
+	r.sessions[s.ID()] = s
 	r.mu.Unlock()
 }
 
@@ -50,26 +51,33 @@ func (r *registry) remove(id string) {
 	r.mu.Unlock()
 }
 
-// all returns every session, oldest first.
-func (r *registry) all() []*session {
+// get returns the session with exactly this id.
+func (r *registry) get(id string) *session.Session {
 	r.mu.Lock()
-	out := make([]*session, 0, len(r.sessions))
+	defer r.mu.Unlock()
+	return r.sessions[id]
+}
+
+// all returns every session, oldest first.
+func (r *registry) all() []*session.Session {
+	r.mu.Lock()
+	out := make([]*session.Session, 0, len(r.sessions))
 	for _, s := range r.sessions {
 		out = append(out, s)
 	}
 	r.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool {
-		if !out[i].startedAt.Equal(out[j].startedAt) {
-			return out[i].startedAt.Before(out[j].startedAt)
+		if !out[i].StartedAt().Equal(out[j].StartedAt()) {
+			return out[i].StartedAt().Before(out[j].StartedAt())
 		}
-		return out[i].id < out[j].id
+		return out[i].ID() < out[j].ID()
 	})
 	return out
 }
 
 // lookup finds the session with id, or the only one whose id starts with
 // it, among those visible to c.
-func (r *registry) lookup(c ipc.Caller, id string) (*session, error) {
+func (r *registry) lookup(c ipc.Caller, id string) (*session.Session, error) {
 	if id == "" {
 		return nil, ipc.BadRequest("empty session id")
 	}
@@ -78,7 +86,7 @@ func (r *registry) lookup(c ipc.Caller, id string) (*session, error) {
 	if s, ok := r.sessions[id]; ok && visible(c, s) {
 		return s, nil
 	}
-	var found []*session
+	var found []*session.Session
 	for sid, s := range r.sessions {
 		if strings.HasPrefix(sid, id) && visible(c, s) {
 			found = append(found, s)
@@ -92,27 +100,33 @@ func (r *registry) lookup(c ipc.Caller, id string) (*session, error) {
 	}
 	ids := make([]string, len(found))
 	for i, s := range found {
-		ids[i] = s.id
+		ids[i] = s.ID()
 	}
 	sort.Strings(ids)
 	return nil, ipc.Ambiguous(id, ids)
 }
 
-// liveInProject returns the live sessions of a project directory.
-func (r *registry) liveInProject(dir string) []*session {
+// live returns the live sessions, in the project dir if it is not "".
+func (r *registry) live(dir string) []*session.Session {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []*session
+	var out []*session.Session
 	for _, s := range r.sessions {
-		if s.projectDir == dir && ipc.Live(s.snapshot().State) {
+		if (dir == "" || s.ProjectDir() == dir) && ipc.Live(s.Snapshot().State) {
 			out = append(out, s)
 		}
 	}
 	return out
 }
 
+// isLive reports whether the session id is registered and live.
+func (r *registry) isLive(id string) bool {
+	s := r.get(id)
+	return s != nil && ipc.Live(s.Snapshot().State)
+}
+
 // visible reports whether caller c may see session s: root sees all, a
 // user sees their own.
-func visible(c ipc.Caller, s *session) bool {
-	return c.Root() || c.UID == s.uid
+func visible(c ipc.Caller, s *session.Session) bool {
+	return c.Root() || c.UID == s.UID()
 }

@@ -1,101 +1,104 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/sessiond/sessiond/config"
+	"github.com/sessiond/sessiond/daemon/session"
 	"github.com/sessiond/sessiond/ipc"
 )
 
-// Restart backoff: exponential from restartBackoffMin to restartBackoffMax.
-const (
-	restartBackoffMin = time.Second
-	restartBackoffMax = time.Minute
-)
-
-// shouldRestart applies the spec's restart policy to an end reason. An
-// explicit stop (interrupted) never restarts.
-func shouldRestart(policy, reason string) bool {
-	switch policy {
-	case config.RestartAlways:
-		return reason != ipc.EndInterrupted
-	case config.RestartOnFailure:
-		return reason == ipc.EndError || reason == ipc.EndCrashed
-	}
-	return false
+// restarter holds the pending restarts, so that shutdown cancels them and
+// waits for one that is starting.
+type restarter struct {
+	d  *Daemon
+	mu sync.Mutex
+	// pending are the timers of restarts to come, by ended session id.
+	pending map[string]*time.Timer
+	// running counts restarts being launched.
+	running sync.WaitGroup
 }
 
-// restartDelay is the backoff before restart number n (1-based) in a window.
-func restartDelay(n int) time.Duration {
-	d := restartBackoffMin
-	for i := 1; i < n && d < restartBackoffMax; i++ {
-		d *= 2
-	}
-	return min(d, restartBackoffMax)
+func newRestarter(d *Daemon) *restarter {
+	return &restarter{d: d, pending: map[string]*time.Timer{}}
 }
 
-// maybeRestart starts the session again after a backoff, when its policy
-// says so and it has not restarted max_restarts times within
-// restart_window.
-func (d *Daemon) maybeRestart(s *session, reason string) {
-	if d.closing.Load() || !shouldRestart(s.spec.Restart, reason) {
+// consider applies the restart policy to a session that ended.
+func (r *restarter) consider(s *session.Session) {
+	rec := s.Snapshot()
+	if rec.State != ipc.StateEnded {
 		return
 	}
-	if rec := s.snapshot(); reason == ipc.EndError && s.spec.Restart == config.RestartOnFailure && rec.ExitCode == nil && rec.Signal == "" {
-		// An adopted session's exit status is unknown: it may well have
-		// completed, so on-failure does not restart it.
-		s.log.Info("not restarted: exit status unknown (adopted session)")
-		return
-	}
-	now := time.Now()
-	var recent []time.Time
-	for _, t := range s.restartTimes {
-		if now.Sub(t) < s.spec.RestartWindow.Duration {
-			recent = append(recent, t)
+	log := r.d.log.With(zap.String("session", s.ID()))
+	exitKnown := rec.ExitCode != nil || rec.Signal != ""
+	dec := session.RestartDecision(s.Spec(), session.Reason(rec.EndReason), exitKnown, s.RestartHistory(), r.d.deps.Clock.Now())
+	if !dec.Yes {
+		if dec.Why != "" {
+			log.Warn(dec.Why)
 		}
-	}
-	if len(recent) >= s.spec.MaxRestarts {
-		msg := fmt.Sprintf("not restarted: %d restarts within %s (max_restarts)", len(recent), s.spec.RestartWindow)
-		s.log.Warn(msg)
-		s.emit(ipc.EventFailed, msg, nil)
+		if dec.Limited {
+			r.d.bus.Publish(ipc.Event{Type: ipc.EventFailed, SessionID: s.ID(), ProjectID: rec.ProjectID, UID: s.UID(), Message: dec.Why, Time: time.Now()})
+		}
 		return
 	}
-	delay := restartDelay(len(recent) + 1)
-	rec := s.snapshot()
-	times := append(recent, now)
-	d.restartMu.Lock()
-	defer d.restartMu.Unlock()
-	if d.closing.Load() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.d.closing.Load() {
 		return
 	}
-	t := time.AfterFunc(delay, func() {
-		d.restartMu.Lock()
-		delete(d.restarts, s.id)
-		d.restartMu.Unlock()
-		if d.closing.Load() {
+	r.pending[s.ID()] = time.AfterFunc(dec.Delay, func() {
+		r.mu.Lock()
+		_, ok := r.pending[s.ID()]
+		delete(r.pending, s.ID())
+		if ok {
+			r.running.Add(1)
+		}
+		r.mu.Unlock()
+		if !ok {
 			return
 		}
-		ns, _, err := d.launch(s.uid, s.projectDir, s.spec, rec.Name, s.id, rec.Restarts+1, rec.EnvKeys, times)
-		if err != nil {
-			s.log.Warn("restart failed", zap.Error(err))
-			s.emit(ipc.EventFailed, "restart failed: "+err.Error(), nil)
-			return
-		}
-		ns.emit(ipc.EventRestarted, fmt.Sprintf("restart %d of %s (%s)", rec.Restarts+1, s.id, reason), map[string]any{"restart_of": s.id})
+		defer r.running.Done()
+		r.restart(s, rec, dec.History)
 	})
-	d.restarts[s.id] = t
-	s.log.Info("restarting", zap.Duration("in", delay), zap.String("reason", reason))
+	log.Info("restarting", zap.Duration("in", dec.Delay), zap.String("reason", rec.EndReason))
 }
 
-// cancelRestarts drops pending restarts (daemon shutdown).
-func (d *Daemon) cancelRestarts() {
-	d.restartMu.Lock()
-	defer d.restartMu.Unlock()
-	for id, t := range d.restarts {
+// restart starts the session again with the same spec in the same project.
+func (r *restarter) restart(old *session.Session, rec ipc.Session, history []time.Time) {
+	if r.d.closing.Load() {
+		return
+	}
+	ns, _, err := r.d.launch(launchParams{
+		UID: old.UID(), Dir: old.ProjectDir(), Spec: old.Spec(), Name: rec.Name, EnvKeys: rec.EnvKeys,
+		RestartOf: old.ID(), Restarts: rec.Restarts + 1, RestartHistory: history,
+	})
+	if err != nil {
+		r.d.log.Warn("restart failed", zap.String("session", old.ID()), zap.Error(err))
+		r.d.bus.Publish(ipc.Event{Type: ipc.EventFailed, SessionID: old.ID(), ProjectID: rec.ProjectID, UID: old.UID(),
+			Message: "restart failed: " + err.Error(), Time: time.Now()})
+		return
+	}
+	r.d.bus.Publish(ipc.Event{Type: ipc.EventRestarted, SessionID: ns.ID(), ProjectID: rec.ProjectID, UID: old.UID(),
+		Message: fmt.Sprintf("restart %d of %s (%s)", rec.Restarts+1, old.ID(), rec.EndReason),
+		Data:    []byte(fmt.Sprintf(`{"restart_of":%q}`, old.ID())), Time: time.Now()})
+}
+
+// cancelAll drops the pending restarts and waits for those being launched.
+func (r *restarter) cancelAll(ctx context.Context) {
+	r.mu.Lock()
+	for id, t := range r.pending {
 		t.Stop()
-		delete(d.restarts, id)
+		delete(r.pending, id)
+	}
+	r.mu.Unlock()
+	done := make(chan struct{})
+	go func() { r.running.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
 	}
 }

@@ -39,6 +39,12 @@ func (c *Client) httpClient() *http.Client {
 	return c.hc
 }
 
+// maxErrorBody bounds what the client reads of an error response.
+const maxErrorBody = 1 << 20
+
+// Close drops the client's idle connections.
+func (c *Client) Close() { c.httpClient().CloseIdleConnections() }
+
 // send performs one request and returns the response for a 2xx status;
 // any other status becomes an *Error, a failed dial an *UnreachableError.
 func (c *Client) send(ctx context.Context, method, path string, query url.Values, body any) (*http.Response, error) {
@@ -78,7 +84,7 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 	}
 	defer resp.Body.Close()
 	var eb ErrorBody
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, MaxBodySize))
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	if err := json.Unmarshal(data, &eb); err != nil || eb.Code == "" {
 		return nil, &Error{Status: resp.StatusCode, Code: CodeInternal, Message: fmt.Sprintf("daemon answered %s: %s", resp.Status, bytes.TrimSpace(data))}
 	}
@@ -214,20 +220,20 @@ func (c *Client) Extend(ctx context.Context, id, by string) (*Session, error) {
 	return do[*Session](ctx, c, http.MethodPost, sessionPath(id, "/extend"), nil, ExtendRequest{By: by})
 }
 
-// Report records what the agent reports from inside session id.
+// Report records what the agent reports from inside session id and
+// returns the merged report.
 func (c *Client) Report(ctx context.Context, id string, r Report) (*Report, error) {
 	return do[*Report](ctx, c, http.MethodPost, sessionPath(id, "/report"), nil, r)
 }
 
-// Checkpoint takes a checkpoint of a live session's project now. The
-// result is the checkpoint as JSON.
-func (c *Client) Checkpoint(ctx context.Context, id string) (json.RawMessage, error) {
-	return do[json.RawMessage](ctx, c, http.MethodPost, sessionPath(id, "/checkpoint"), nil, nil)
+// Checkpoint takes a checkpoint of a live session's project now.
+func (c *Client) Checkpoint(ctx context.Context, id string) (*CheckpointResult, error) {
+	return do[*CheckpointResult](ctx, c, http.MethodPost, sessionPath(id, "/checkpoint"), nil, nil)
 }
 
-// Handoff returns a session's handoff as JSON.
-func (c *Client) Handoff(ctx context.Context, id string) (json.RawMessage, error) {
-	return do[json.RawMessage](ctx, c, http.MethodGet, sessionPath(id, "/handoff"), nil, nil)
+// Handoff returns a session's handoff.
+func (c *Client) Handoff(ctx context.Context, id string) (*Handoff, error) {
+	return do[*Handoff](ctx, c, http.MethodGet, sessionPath(id, "/handoff"), nil, nil)
 }
 
 func projectPath(dir, rest string) (string, url.Values) {
@@ -239,19 +245,12 @@ func (c *Client) Projects(ctx context.Context) ([]Project, error) {
 	return do[[]Project](ctx, c, http.MethodGet, "/projects", nil, nil)
 }
 
-// SessionState returns a project's session state as JSON; summary, when
-// true, asks for the rendered restore summary instead.
-func (c *Client) SessionState(ctx context.Context, dir string, summary bool) ([]byte, error) {
+// ProjectSession returns a project's session state with its restore
+// summary and what was noticed reading it.
+func (c *Client) ProjectSession(ctx context.Context, dir string) (*ProjectSession, error) {
 	p, q := projectPath(dir, "/session")
-	if summary {
-		q.Set("format", "summary")
-	}
-	resp, err := c.send(ctx, http.MethodGet, p, q, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	return io.ReadAll(resp.Body)
+	q.Set("format", "full")
+	return do[*ProjectSession](ctx, c, http.MethodGet, p, q, nil)
 }
 
 // ClearSessionState deletes a project's session state.
@@ -261,14 +260,14 @@ func (c *Client) ClearSessionState(ctx context.Context, dir string) error {
 	return err
 }
 
-// Checkpoints lists a project's checkpoints as JSON; prune > 0 first prunes
-// each session's checkpoints to that many.
-func (c *Client) Checkpoints(ctx context.Context, dir string, prune int) (json.RawMessage, error) {
+// Checkpoints lists a project's checkpoints; opt.Prune > 0 first prunes each
+// session's checkpoints to that many.
+func (c *Client) Checkpoints(ctx context.Context, dir string, opt CheckpointsOptions) ([]Checkpoint, error) {
 	p, q := projectPath(dir, "/checkpoints")
-	if prune > 0 {
-		q.Set("prune", strconv.Itoa(prune))
+	if opt.Prune > 0 {
+		q.Set("prune", strconv.Itoa(opt.Prune))
 	}
-	return do[json.RawMessage](ctx, c, http.MethodGet, p, q, nil)
+	return do[[]Checkpoint](ctx, c, http.MethodGet, p, q, nil)
 }
 
 // Restore restores a project's work tree to a checkpoint.

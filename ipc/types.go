@@ -68,6 +68,9 @@ type Session struct {
 	LastCheckpoint   string     `json:"last_checkpoint"`
 	LogPath          string     `json:"log_path"`
 
+	// Seq numbers the writes of the record: it only grows, so that a reader
+	// (and crash recovery) can tell a newer record from an older one.
+	Seq uint64 `json:"seq"`
 	// UID is the user the session runs as and belongs to.
 	UID int `json:"uid"`
 	// StartTime is the child's start time in clock ticks after boot, which
@@ -91,6 +94,9 @@ type Session struct {
 	Report *Report `json:"report,omitempty"`
 	// HandoffPath is where the session's handoff was written.
 	HandoffPath string `json:"handoff_path,omitempty"`
+	// DevServerWasRunning records, at the end, whether a sidecar was still
+	// running when the session stopped.
+	DevServerWasRunning bool `json:"dev_server_was_running,omitempty"`
 }
 
 // SessionRow is the part of a session record that a table of sessions
@@ -281,6 +287,6 @@ type RestoreRequest struct {
 // RestoreResponse says what a restore did: the checkpoint of the tree as
 // it was, and the checkpoint restored.
 type RestoreResponse struct {
-	Saved    json.RawMessage `json:"saved"`
-	Restored json.RawMessage `json:"restored"`
+	Saved    CheckpointResult `json:"saved"`
+	Restored Checkpoint       `json:"restored"`
 }

@@ -6,16 +6,28 @@ import (
 	"testing"
 )
 
-// TestNoDaemonImports keeps sessionctl a thin client: it talks to the
-// daemon through ipc and never links the supervisor's code.
-func TestNoDaemonImports(t *testing.T) {
+// TestThinClient keeps sessionctl a thin client: it talks to the daemon
+// through ipc and links neither the supervisor's code, nor the API server,
+// nor the daemon's heavy dependencies.
+func TestThinClient(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", ".").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
+	forbidden := []string{
+		"github.com/sessiond/sessiond/daemon",
+		"github.com/sessiond/sessiond/ipc/server",
+		"github.com/sessiond/sessiond/config/configfile",
+		"go.uber.org/zap",
+		"github.com/BurntSushi/toml",
+		"github.com/robfig/cron",
+		"github.com/fsnotify/fsnotify",
+	}
 	for _, pkg := range strings.Fields(string(out)) {
-		if strings.HasPrefix(pkg, "github.com/sessiond/sessiond/daemon") {
-			t.Errorf("sessionctl depends on %s; it may import only ipc and config", pkg)
+		for _, f := range forbidden {
+			if pkg == f || strings.HasPrefix(pkg, f+"/") {
+				t.Errorf("sessionctl depends on %s; it may import only ipc and config", pkg)
+			}
 		}
 	}
 }

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -23,31 +21,17 @@ func (a *app) checkpointCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := a.client.Checkpoint(cmd.Context(), id)
+			r, err := a.client.Checkpoint(cmd.Context(), id)
 			if err != nil {
 				return err
 			}
 			if a.json {
-				return a.printRaw(res)
-			}
-			var r struct {
-				ID           string   `json:"id"`
-				Ref          string   `json:"ref"`
-				FilesChanged int      `json:"files_changed"`
-				Skipped      bool     `json:"skipped"`
-				LeftOut      []string `json:"left_out"`
-			}
-			if err := json.Unmarshal(res, &r); err != nil {
-				return err
+				return a.printJSON(r)
 			}
 			if r.Skipped {
 				fmt.Fprintf(a.out, "nothing changed since checkpoint %.12s\n", r.ID)
 			} else {
-				files := fmt.Sprintf("%d files", r.FilesChanged)
-				if r.FilesChanged == 1 {
-					files = "1 file"
-				}
-				fmt.Fprintf(a.out, "checkpoint %.12s on %s: %s changed\n", r.ID, r.Ref, files)
+				fmt.Fprintf(a.out, "checkpoint %.12s on %s: %s changed\n", r.ID, r.Ref, plural(r.FilesChanged, "file"))
 			}
 			for _, p := range r.LeftOut {
 				fmt.Fprintf(a.out, "  left out: %s\n", p)
@@ -71,22 +55,12 @@ func (a *app) checkpointsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			raw, err := a.client.Checkpoints(cmd.Context(), dir, prune)
+			list, err := a.client.Checkpoints(cmd.Context(), dir, ipc.CheckpointsOptions{Prune: prune})
 			if err != nil {
 				return err
 			}
 			if a.json {
-				return a.printRaw(raw)
-			}
-			var list []struct {
-				ID           string    `json:"id"`
-				SessionID    string    `json:"session_id"`
-				Time         time.Time `json:"time"`
-				FilesChanged int       `json:"files_changed"`
-				Message      string    `json:"message"`
-			}
-			if err := json.Unmarshal(raw, &list); err != nil {
-				return err
+				return a.printJSON(list)
 			}
 			tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tTIME\tSESSION\tFILES\tMESSAGE")
@@ -123,12 +97,7 @@ func (a *app) restoreCmd() *cobra.Command {
 			if a.json {
 				return a.printJSON(resp)
 			}
-			var saved, restored struct {
-				ID string `json:"id"`
-			}
-			_ = json.Unmarshal(resp.Saved, &saved)
-			_ = json.Unmarshal(resp.Restored, &restored)
-			fmt.Fprintf(a.out, "saved the current tree as checkpoint %.12s\nrestored %s to checkpoint %.12s\n", saved.ID, dir, restored.ID)
+			fmt.Fprintf(a.out, "saved the current tree as checkpoint %.12s\nrestored %s to checkpoint %.12s\n", resp.Saved.ID, dir, resp.Restored.ID)
 			return nil
 		},
 	}
@@ -146,11 +115,11 @@ func (a *app) handoffCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			raw, err := a.client.Handoff(cmd.Context(), id)
+			h, err := a.client.Handoff(cmd.Context(), id)
 			if err != nil {
 				return err
 			}
-			return a.printRaw(raw)
+			return a.printJSON(h)
 		},
 	}
 }
@@ -169,7 +138,7 @@ func (a *app) stateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out, err := a.client.SessionState(cmd.Context(), dir, !a.json)
+			ps, err := a.client.ProjectSession(cmd.Context(), dir)
 			if errors.Is(err, ipc.ErrNotFound) {
 				if strings.Contains(err.Error(), "no usable session state") {
 					fmt.Fprintln(a.errOut, "sessionctl: warning:", err)
@@ -184,8 +153,14 @@ func (a *app) stateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(a.out, "%s", out)
-			if len(out) > 0 && out[len(out)-1] != '\n' {
+			for _, n := range ps.Notices {
+				fmt.Fprintln(a.errOut, "sessionctl: notice:", n)
+			}
+			if a.json {
+				return a.printJSON(ps.State)
+			}
+			_, err = fmt.Fprint(a.out, ps.Summary)
+			if !strings.HasSuffix(ps.Summary, "\n") {
 				fmt.Fprintln(a.out)
 			}
 			return err
@@ -271,4 +246,12 @@ func (a *app) reportCmd() *cobra.Command {
 	f.StringVar(&r.LastAction, "last-action", "", "the last thing done")
 	f.StringVar(&session, "session", "", "session id (default $SESSIOND_SESSION_ID)")
 	return cmd
+}
+
+// plural says "1 file" or "3 files".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,18 +24,6 @@ func (a *app) printJSON(v any) error {
 		return err
 	}
 	_, err = fmt.Fprintf(a.out, "%s\n", b)
-	return err
-}
-
-// printRaw prints JSON the daemon sent, indented, ending with a newline.
-func (a *app) printRaw(raw []byte) error {
-	var b bytes.Buffer
-	if err := json.Indent(&b, bytes.TrimSpace(raw), "", "  "); err != nil {
-		b.Reset()
-		b.Write(bytes.TrimSpace(raw))
-	}
-	b.WriteByte('\n')
-	_, err := a.out.Write(b.Bytes())
 	return err
 }
 

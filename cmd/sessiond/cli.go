@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/sessiond/sessiond/config"
+	"github.com/sessiond/sessiond/config/configfile"
 	"github.com/sessiond/sessiond/daemon"
 	"github.com/sessiond/sessiond/ipc"
 )
@@ -90,7 +91,7 @@ func loadConfig(f runFlags) (*config.Config, error) {
 	if path == "" {
 		path = config.DefaultConfigPath()
 	}
-	cfg, found, err := config.Load(path)
+	cfg, found, err := configfile.Load(path)
 	if err != nil {
 		return nil, &exitError{1, err}
 	}
@@ -212,7 +213,7 @@ func newConfigCmd() *cobra.Command {
 		Short: "Print the embedded default configuration",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := cmd.OutOrStdout().Write(config.DefaultTOML())
+			_, err := cmd.OutOrStdout().Write(configfile.DefaultTOML())
 			return err
 		},
 	}

@@ -1,4 +1,4 @@
-package daemon
+package session
 
 import (
 	"context"
@@ -35,11 +35,14 @@ type sidecar struct {
 // startSidecars starts the spec's services, each in its own process group
 // with the session's environment and its output in service-NAME.log, and
 // waits until each is ready. On failure the ones started are stopped.
-func (s *session) startSidecars() error {
+func (s *Session) startSidecars(ctx context.Context) error {
 	for _, svc := range s.spec.Services {
-		sc, err := s.startSidecar(svc)
+		sc, err := s.startSidecar(ctx, svc)
 		if err != nil {
 			s.stopSidecars()
+			if s.startCtx.Err() != nil {
+				return ipc.Conflict("session %s was stopped while starting (waiting for service %q)", s.id, svc.Name)
+			}
 			return ipc.BadRequest("service %q: %v", svc.Name, err)
 		}
 		s.sidecars = append(s.sidecars, sc)
@@ -47,7 +50,7 @@ func (s *session) startSidecars() error {
 	return nil
 }
 
-func (s *session) startSidecar(svc config.Service) (*sidecar, error) {
+func (s *Session) startSidecar(ctx context.Context, svc config.Service) (*sidecar, error) {
 	logPath := filepath.Join(s.dir, "service-"+svc.Name+".log")
 	out, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
@@ -64,7 +67,7 @@ func (s *session) startSidecar(svc config.Service) (*sidecar, error) {
 	if timeout <= 0 {
 		timeout = defaultReadyTimeout
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := waitReady(ctx, sc); err != nil {
 		s.stopSidecar(sc)
@@ -147,7 +150,7 @@ func describeExit(e proc.Exit) string {
 
 // stopSidecars stops the session's services and reports whether any was
 // still running.
-func (s *session) stopSidecars() (wereRunning bool) {
+func (s *Session) stopSidecars() (wereRunning bool) {
 	for _, sc := range s.sidecars {
 		select {
 		case <-sc.child.Done():
@@ -162,7 +165,7 @@ func (s *session) stopSidecars() (wereRunning bool) {
 
 // stopSidecar sends the stop signal to the service's group, waits up to the
 // spec's grace (at most 10 s), then kills what is left of it.
-func (s *session) stopSidecar(sc *sidecar) {
+func (s *Session) stopSidecar(sc *sidecar) {
 	_ = proc.SignalGroup(sc.child.PID, s.spec.StopSignal.Num)
 	grace := min(s.spec.StopGrace.Duration, 10*time.Second)
 	select {

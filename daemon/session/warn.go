@@ -1,4 +1,4 @@
-package daemon
+package session
 
 import (
 	"context"
@@ -18,17 +18,19 @@ import (
 // hookTimeout bounds the on_warning hook; it never delays the stop.
 const hookTimeout = 30 * time.Second
 
-// warn gives the session its warning: state, file, event, hook and, only
-// when the spec asks, the signal to processes that catch it.
-func (s *session) warn() {
-	now := time.Now()
-	rec := s.snapshot()
+// warn gives the session its warning: file, state, event, hook and, only
+// when the spec asks, the signal to the processes that catch it (DESIGN §6).
+func (s *Session) warn() {
+	now := s.deps.Clock.Now()
+	deadline := s.timeline.deadline
 	// In-band first, so that an agent woken by the signal finds the file
 	// and its state already warned.
-	s.writeWarningFile(rec.Deadline, now)
+	s.writeWarningFile(deadline, now)
 	w := ipc.Warning{At: now, Hook: s.spec.OnWarning, Signal: s.spec.WarnSignal.Name}
-	s.update(func(r *ipc.Session) { r.State = ipc.StateWarned; r.Warning = &w })
-	s.emit(ipc.EventWarned, ipc.WarningText(rec.Deadline, now), w)
+	s.rec.State = ipc.StateWarned
+	s.rec.Warning = &w
+	_ = s.commit()
+	s.emit(ipc.EventWarned, ipc.WarningText(deadline, now), w)
 	if s.spec.OnWarning != "" {
 		s.runHook(s.spec.OnWarning)
 	}
@@ -51,23 +53,13 @@ func (s *session) warn() {
 			}
 			w.Signaled = append(w.Signaled, pid)
 		}
-		s.update(func(r *ipc.Session) { r.Warning = &w })
+		s.rec.Warning = &w
+		_ = s.commit()
 	}
-	s.log.Info("session warned", zap.Time("deadline", rec.Deadline), zap.Ints("signaled", w.Signaled))
+	s.log.Info("session warned", zap.Time("deadline", deadline), zap.Ints("signaled", w.Signaled))
 }
 
-// procs returns the session's live processes, the leader first.
-func (s *session) procs() []int {
-	out := []int{s.child.PID}
-	for _, pid := range proc.SessionProcs(s.id, s.child.PID, !s.adopted) {
-		if pid != s.child.PID {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
-func (s *session) writeWarningFile(deadline, now time.Time) {
+func (s *Session) writeWarningFile(deadline, now time.Time) {
 	left := deadline.Sub(now).Round(time.Second)
 	w := &state.Warning{SessionID: s.id, WarnedAt: now, Deadline: deadline,
 		TimeLeftSeconds: int64(left / time.Second), Message: ipc.WarningText(deadline, now)}
@@ -78,23 +70,36 @@ func (s *session) writeWarningFile(deadline, now time.Time) {
 }
 
 // runHook runs the on_warning hook in the background, bounded in time, with
-// the session's environment; a failure is logged, never fatal.
-func (s *session) runHook(command string) {
+// the session's environment and its output in the session's log; a failure
+// is logged, never fatal. The session's end kills a hook still running.
+func (s *Session) runHook(command string) {
 	cmd := exec.Command("/bin/sh", "-c", command)
 	cmd.Dir = s.projectDir
 	cmd.Env = s.env()
-	cmd.Stdout, cmd.Stderr = nil, nil
+	var out *os.File
 	if f, err := os.OpenFile(s.logPath(), os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
 		cmd.Stdout, cmd.Stderr = f, f
-		defer f.Close()
+		out = f
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: s.credential()}
 	if err := proc.Start(cmd); err != nil {
+		if out != nil {
+			out.Close()
+		}
 		s.log.Warn("on_warning hook did not start", zap.Error(err))
 		return
 	}
+	if out != nil {
+		out.Close()
+	}
+	pgid := cmd.Process.Pid
+	s.hookMu.Lock()
+	s.hookProcs[pgid] = true
+	s.hookMu.Unlock()
+	s.hooks.Add(1)
 	log := s.log
 	go func() {
+		defer s.hooks.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), hookTimeout)
 		defer cancel()
 		done := make(chan error, 1)
@@ -105,34 +110,45 @@ func (s *session) runHook(command string) {
 				log.Warn("on_warning hook failed", zap.Error(err))
 			}
 		case <-ctx.Done():
-			_ = proc.SignalGroup(cmd.Process.Pid, syscall.SIGKILL)
+			_ = proc.SignalGroup(pgid, syscall.SIGKILL)
 			<-done
 			log.Warn("on_warning hook killed after timeout", zap.Duration("timeout", hookTimeout))
 		}
+		s.hookMu.Lock()
+		delete(s.hookProcs, pgid)
+		s.hookMu.Unlock()
 	}()
+}
+
+// killHooks kills the hooks still running and waits for their runners.
+func (s *Session) killHooks() {
+	s.hookMu.Lock()
+	for pgid := range s.hookProcs {
+		_ = proc.SignalGroup(pgid, syscall.SIGKILL)
+	}
+	s.hookMu.Unlock()
+	s.hooks.Wait()
 }
 
 // extend moves the deadline and the warning later; a warning already given
 // is given again at the new time.
-func (s *session) extend(by time.Duration) error {
+func (s *Session) extend(by time.Duration) (ipc.Session, error) {
 	if by <= 0 {
-		return ipc.BadRequest("extend by %s: want a positive duration", by)
+		return ipc.Session{}, ipc.BadRequest("extend by %s: want a positive duration", by)
 	}
-	var rec ipc.Session
-	s.update(func(r *ipc.Session) {
-		r.Deadline = r.Deadline.Add(by)
-		r.WarnAt = r.Deadline.Add(-s.spec.WarnBefore.Duration)
-		if r.State == ipc.StateWarned && r.WarnAt.After(time.Now()) {
-			r.State = ipc.StateRunning
-		}
-		rec = *r
-	})
-	if rec.State == ipc.StateWarned {
-		s.writeWarningFile(rec.Deadline, time.Now())
+	now := s.deps.Clock.Now()
+	s.timeline = s.timeline.extend(by, now)
+	s.rec.Deadline, s.rec.WarnAt = s.timeline.deadline, s.timeline.warnAt
+	if s.rec.State == ipc.StateWarned && !s.timeline.warned {
+		s.rec.State = ipc.StateRunning
+	}
+	_ = s.commit()
+	if s.rec.State == ipc.StateWarned {
+		s.writeWarningFile(s.rec.Deadline, now)
 	} else if err := state.RemoveWarning(s.projectDir); err != nil {
 		s.log.Warn("remove warning file", zap.Error(err))
 	}
-	s.emit(ipc.EventExtended, fmt.Sprintf("deadline moved to %s", rec.Deadline.Format(time.RFC3339)),
-		map[string]any{"deadline": rec.Deadline, "warn_at": rec.WarnAt})
-	return nil
+	s.emit(ipc.EventExtended, fmt.Sprintf("deadline moved to %s", s.rec.Deadline.Format(time.RFC3339)),
+		map[string]any{"deadline": s.rec.Deadline, "warn_at": s.rec.WarnAt})
+	return s.Snapshot(), nil
 }

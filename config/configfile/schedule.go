@@ -1,4 +1,4 @@
-package config
+package configfile
 
 import (
 	"fmt"
@@ -26,7 +26,11 @@ func ParseSchedule(spec string) (sched cron.Schedule, err error) {
 	return sched, nil
 }
 
-func checkCron(spec string) error {
+// checkSchedule validates a checkpoint schedule; "" (off) is valid.
+func checkSchedule(spec string) error {
+	if spec == "" {
+		return nil
+	}
 	_, err := ParseSchedule(spec)
 	return err
 }

@@ -1,15 +1,17 @@
-package ipc
+package server
 
 import (
 	"net"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sessiond/sessiond/ipc"
 )
 
-func peerCredentials(c *net.UnixConn) (Caller, error) {
+func peerCredentials(c *net.UnixConn) (ipc.Caller, error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
-		return Caller{}, err
+		return ipc.Caller{}, err
 	}
 	var cred *unix.Ucred
 	var serr error
@@ -20,7 +22,7 @@ func peerCredentials(c *net.UnixConn) (Caller, error) {
 		err = serr
 	}
 	if err != nil {
-		return Caller{}, err
+		return ipc.Caller{}, err
 	}
-	return Caller{UID: int(cred.Uid), GID: int(cred.Gid), PID: int(cred.Pid)}, nil
+	return ipc.Caller{UID: int(cred.Uid), GID: int(cred.Gid), PID: int(cred.Pid)}, nil
 }

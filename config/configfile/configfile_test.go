@@ -1,4 +1,4 @@
-package config
+package configfile
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sessiond/sessiond/config"
 )
 
 func TestDefaultIsValid(t *testing.T) {
@@ -26,7 +28,7 @@ func TestDefaultIsValid(t *testing.T) {
 	if got, want := c.Defaults.Checkpoint, "@every 5m"; got != want {
 		t.Errorf("checkpoint = %q, want %q", got, want)
 	}
-	if got, want := c.OnShutdown, ShutdownStop; got != want {
+	if got, want := c.OnShutdown, config.ShutdownStop; got != want {
 		t.Errorf("on_shutdown = %q, want %q", got, want)
 	}
 	if got, want := int64(c.Defaults.CheckpointMaxFile), int64(10<<20); got != want {
@@ -184,39 +186,6 @@ func TestParseProjectErrors(t *testing.T) {
 				t.Errorf("error %q does not say %q", err, tt.msg)
 			}
 		})
-	}
-}
-
-func TestParseSignal(t *testing.T) {
-	tests := []struct {
-		in, want string
-		err      bool
-	}{
-		{"SIGTERM", "SIGTERM", false}, {"term", "SIGTERM", false}, {"USR2", "SIGUSR2", false},
-		{"9", "SIGKILL", false}, {"", "", false}, {"SIGFOO", "", true}, {"0", "", true}, {"999", "", true},
-	}
-	for _, tt := range tests {
-		got, err := ParseSignal(tt.in)
-		if (err != nil) != tt.err || got.Name != tt.want {
-			t.Errorf("ParseSignal(%q) = %q, %v; want %q, err %v", tt.in, got.Name, err, tt.want, tt.err)
-		}
-	}
-}
-
-func TestParseSize(t *testing.T) {
-	tests := []struct {
-		in   string
-		want int64
-		err  bool
-	}{
-		{"10MiB", 10 << 20, false}, {"512KiB", 512 << 10, false}, {"4096", 4096, false}, {"1GB", 1e9, false},
-		{"-1", 0, true}, {"ten", 0, true}, {"99999999999GiB", 0, true},
-	}
-	for _, tt := range tests {
-		got, err := ParseSize(tt.in)
-		if (err != nil) != tt.err || int64(got) != tt.want {
-			t.Errorf("ParseSize(%q) = %d, %v; want %d, err %v", tt.in, got, err, tt.want, tt.err)
-		}
 	}
 }
 

@@ -1,15 +1,17 @@
-package ipc
+package server
 
 import (
 	"net"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sessiond/sessiond/ipc"
 )
 
-func peerCredentials(c *net.UnixConn) (Caller, error) {
+func peerCredentials(c *net.UnixConn) (ipc.Caller, error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
-		return Caller{}, err
+		return ipc.Caller{}, err
 	}
 	var cred *unix.Xucred
 	var pid int
@@ -24,11 +26,11 @@ func peerCredentials(c *net.UnixConn) (Caller, error) {
 		err = serr
 	}
 	if err != nil {
-		return Caller{}, err
+		return ipc.Caller{}, err
 	}
 	gid := 0
 	if cred.Ngroups > 0 {
 		gid = int(cred.Groups[0])
 	}
-	return Caller{UID: int(cred.Uid), GID: gid, PID: pid}, nil
+	return ipc.Caller{UID: int(cred.Uid), GID: gid, PID: pid}, nil
 }

@@ -1,0 +1,295 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/sessiond/sessiond/config"
+	"github.com/sessiond/sessiond/daemon/proc"
+	"github.com/sessiond/sessiond/daemon/session"
+	"github.com/sessiond/sessiond/daemon/state"
+	"github.com/sessiond/sessiond/ipc"
+)
+
+// The daemon implements the API's interfaces (ipc.Backend) here and in
+// projects.go; package ipc/server adapts HTTP requests to them.
+var _ ipc.Backend = (*Daemon)(nil)
+
+// launchParams say what session to launch.
+type launchParams struct {
+	UID            int
+	Dir            string
+	Spec           config.Spec
+	Name           string
+	EnvKeys        []string
+	RestartOf      string
+	Restarts       int
+	RestartHistory []time.Time
+}
+
+// launch registers a session and starts it, and returns once its command
+// runs or its start has failed.
+func (d *Daemon) launch(p launchParams) (*session.Session, session.StartInfo, error) {
+	if _, err := proc.LookPath(p.Spec.Command[0], p.Dir, session.EnvBase(p.Spec)); err != nil {
+		return nil, session.StartInfo{}, ipc.BadRequest("%v", err)
+	}
+	// The checks and the registration are one step; the start itself runs
+	// unlocked, the registered "starting" session holding the project.
+	d.startMu.Lock()
+	if d.closing.Load() {
+		d.startMu.Unlock()
+		return nil, session.StartInfo{}, ipc.Unavailable("sessiond is shutting down")
+	}
+	if !p.Spec.Concurrent {
+		if live := d.reg.live(p.Dir); len(live) > 0 {
+			d.startMu.Unlock()
+			return nil, session.StartInfo{}, ipc.Conflict("project %s already has a live session (%s); stop it first, or set concurrent = true in its sessiond.toml", p.Dir, live[0].ID())
+		}
+	}
+	if max := d.cfg.MaxSessions; max > 0 && len(d.reg.live("")) >= max {
+		d.startMu.Unlock()
+		return nil, session.StartInfo{}, ipc.Conflict("max_sessions (%d) live sessions already run", max)
+	}
+	s := session.New(session.Params{
+		ID: d.reg.newID(), Name: p.Name, UID: p.UID, ProjectDir: p.Dir, Spec: p.Spec, EnvKeys: p.EnvKeys,
+		RestartOf: p.RestartOf, Restarts: p.Restarts, RestartHistory: p.RestartHistory,
+	}, d.deps)
+	d.reg.add(s)
+	d.startMu.Unlock()
+	s.Start()
+	<-s.Started()
+	info := s.StartInfo()
+	return s, info, info.Err
+}
+
+// ListSessions implements ipc.Sessions.
+func (d *Daemon) ListSessions(ctx context.Context, c ipc.Caller, opt ipc.ListOptions) ([]ipc.Session, error) {
+	var out []ipc.Session
+	for _, s := range d.reg.all() {
+		if !visible(c, s) || (opt.Project != "" && s.ProjectDir() != opt.Project) {
+			continue
+		}
+		rec := s.Snapshot()
+		if !opt.All && !ipc.Live(rec.State) {
+			continue
+		}
+		rec.Spec = nil
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+// StartSession implements ipc.Sessions.
+func (d *Daemon) StartSession(ctx context.Context, c ipc.Caller, req ipc.StartRequest) (*ipc.StartResponse, error) {
+	if d.closing.Load() {
+		return nil, ipc.Unavailable("sessiond is shutting down")
+	}
+	dir, err := projectDir(req.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.canUseDir(c, dir); err != nil {
+		return nil, err
+	}
+	spec, err := d.resolveSpec(dir, req)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(req.Env))
+	for k := range req.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	s, info, err := d.launch(launchParams{UID: c.UID, Dir: dir, Spec: spec, Name: req.Name, EnvKeys: keys})
+	if err != nil {
+		return nil, err
+	}
+	return &ipc.StartResponse{Session: s.Snapshot(), Summary: info.Summary, Notices: info.Notices}, nil
+}
+
+// GetSession implements ipc.Sessions.
+func (d *Daemon) GetSession(ctx context.Context, c ipc.Caller, id string) (*ipc.Session, error) {
+	s, err := d.reg.lookup(c, id)
+	if err != nil {
+		return nil, err
+	}
+	rec := s.Snapshot()
+	return &rec, nil
+}
+
+// StopSession implements ipc.Sessions: it returns once the session's end
+// is on disk.
+func (d *Daemon) StopSession(ctx context.Context, c ipc.Caller, id string, req ipc.StopRequest) (*ipc.Session, error) {
+	s, err := d.reg.lookup(c, id)
+	if err != nil {
+		return nil, err
+	}
+	grace := time.Duration(-1)
+	if req.Grace != "" {
+		g, err := config.ParseDuration(req.Grace)
+		if err != nil {
+			return nil, ipc.BadRequest("grace: %v", err)
+		}
+		if g.Duration < 0 {
+			return nil, ipc.BadRequest("grace: want a duration of 0 or more, got %q", req.Grace)
+		}
+		grace = g.Duration
+	}
+	if err := s.Stop(ctx, session.Interrupted, grace); err != nil && !errors.Is(err, session.ErrEnded) {
+		return nil, err
+	}
+	select {
+	case <-s.Done():
+	case <-s.Exited():
+		// Left running (daemon shutdown with on_shutdown = "leave").
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	rec := s.Snapshot()
+	return &rec, nil
+}
+
+// running returns the live session id for a request that needs one that
+// runs: a session still starting or already ended is a conflict.
+func (d *Daemon) running(c ipc.Caller, id, what string) (*session.Session, error) {
+	s, err := d.reg.lookup(c, id)
+	if err != nil {
+		return nil, err
+	}
+	switch st := s.Snapshot().State; {
+	case st == ipc.StateStarting:
+		return nil, ipc.Conflict("session %s is still starting (preflight, sidecars); %s once it runs", s.ID(), what)
+	case !ipc.Live(st):
+		return nil, ipc.Conflict("session %s has ended; %s", s.ID(), what)
+	}
+	return s, nil
+}
+
+// ended turns a request that reached a session after its end into the
+// conflict the client sees.
+func ended(s *session.Session, err error, what string) error {
+	if errors.Is(err, session.ErrEnded) {
+		return ipc.Conflict("session %s has ended; %s", s.ID(), what)
+	}
+	return err
+}
+
+// SignalSession implements ipc.Sessions.
+func (d *Daemon) SignalSession(ctx context.Context, c ipc.Caller, id string, req ipc.SignalRequest) error {
+	sig, err := config.ParseSignal(req.Signal)
+	if err != nil {
+		return ipc.BadRequest("signal: %v", err)
+	}
+	if sig.Num == 0 {
+		return ipc.BadRequest("signal: none given")
+	}
+	s, err := d.running(c, id, "only a running session can be signalled")
+	if err != nil {
+		return err
+	}
+	return ended(s, s.Signal(ctx, sig.Num), "only a running session can be signalled")
+}
+
+// ExtendSession implements ipc.Sessions.
+func (d *Daemon) ExtendSession(ctx context.Context, c ipc.Caller, id string, req ipc.ExtendRequest) (*ipc.Session, error) {
+	by, err := config.ParseDuration(req.By)
+	if err != nil || by.Duration <= 0 {
+		return nil, ipc.BadRequest("extend by %q: want a positive duration such as 30m or 1h", req.By)
+	}
+	const what = "only a live session can be extended"
+	s, err := d.running(c, id, what)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := s.Extend(ctx, by.Duration)
+	if err != nil {
+		return nil, ended(s, err, what)
+	}
+	return &rec, nil
+}
+
+// ReportSession implements ipc.Sessions.
+func (d *Daemon) ReportSession(ctx context.Context, c ipc.Caller, id string, rep ipc.Report) (*ipc.Report, error) {
+	rep, err := session.CleanReport(rep)
+	if err != nil {
+		return nil, err
+	}
+	const what = "reports come from inside a live session"
+	s, err := d.running(c, id, what)
+	if err != nil {
+		return nil, err
+	}
+	merged, err := s.Report(ctx, rep, c.PID, c.Root())
+	if err != nil {
+		return nil, ended(s, err, what)
+	}
+	return &merged, nil
+}
+
+// CheckpointSession implements ipc.Sessions.
+func (d *Daemon) CheckpointSession(ctx context.Context, c ipc.Caller, id string) (*ipc.CheckpointResult, error) {
+	const what = "checkpoint a project with a live session, or start one"
+	s, err := d.running(c, id, what)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.Checkpoint(ctx)
+	if err != nil {
+		return nil, ended(s, err, what)
+	}
+	out := ipc.CheckpointResult(res)
+	return &out, nil
+}
+
+// SessionHandoff implements ipc.Sessions.
+func (d *Daemon) SessionHandoff(ctx context.Context, c ipc.Caller, id string) (*ipc.Handoff, error) {
+	s, err := d.reg.lookup(c, id)
+	if err != nil {
+		return nil, err
+	}
+	h, err := state.LoadHandoff(filepath.Join(s.Dir(), "handoff.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		if ipc.Live(s.Snapshot().State) {
+			return nil, ipc.NotFound("session %s is still running: its handoff is written when it ends", s.ID())
+		}
+		return nil, ipc.NotFound("session %s has no handoff", s.ID())
+	}
+	if err != nil {
+		return nil, ipc.Conflict("%v", err)
+	}
+	out := ipc.Handoff(*h)
+	return &out, nil
+}
+
+// Version implements ipc.System.
+func (d *Daemon) Version(context.Context) ipc.Version {
+	return ipc.Version{Version: d.version, API: ipc.APIVersion, PID: os.Getpid(), Socket: d.cfg.Socket}
+}
+
+// Health implements ipc.System.
+func (d *Daemon) Health(context.Context) ipc.Health {
+	all := d.reg.all()
+	live := 0
+	for _, s := range all {
+		if ipc.Live(s.Snapshot().State) {
+			live++
+		}
+	}
+	return ipc.Health{Status: "ok", Sessions: len(all), Live: live, Since: d.since}
+}
+
+// Subscribe implements ipc.Events.
+func (d *Daemon) Subscribe(ctx context.Context, c ipc.Caller, opt ipc.EventOptions) (<-chan ipc.Event, error) {
+	if !opt.Follow {
+		return d.bus.recent(c), nil
+	}
+	if d.closing.Load() {
+		return nil, ipc.Unavailable("sessiond is shutting down")
+	}
+	return d.bus.subscribe(ctx, c), nil
+}

@@ -1,0 +1,126 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sessiond/sessiond/config/configfile"
+	"github.com/sessiond/sessiond/daemon/proc"
+	"github.com/sessiond/sessiond/daemon/session"
+	"github.com/sessiond/sessiond/daemon/state"
+	"github.com/sessiond/sessiond/ipc"
+)
+
+// recover loads the records of earlier runs. A session recorded as live is
+// adopted if its process is still alive (same pid, start time and boot),
+// else it ended unobserved and is ended (crashed) — or, if the earlier
+// daemon had recorded its end, that end is finished.
+func (d *Daemon) recover() {
+	root := filepath.Join(d.cfg.StateDir, "sessions")
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		d.log.Warn("read sessions", zap.Error(err))
+		return
+	}
+	var live []*session.Session
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		var rec ipc.Session
+		err := state.ReadJSON(filepath.Join(root, e.Name(), "session.json"), &rec)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				d.log.Warn("skipping unreadable session record", zap.String("dir", e.Name()), zap.Error(err))
+			}
+			continue
+		}
+		if rec.ID != e.Name() {
+			d.log.Warn("skipping session record with a mismatched id", zap.String("dir", e.Name()), zap.String("id", rec.ID))
+			continue
+		}
+		spec := d.cfg.Defaults.Clone()
+		if rec.Spec != nil {
+			spec = *rec.Spec
+		}
+		// Env values are never on disk: take the project's and the
+		// daemon's again (values given with --env are gone).
+		if p, err := configfile.LoadProject(filepath.Join(rec.ProjectDir, "sessiond.toml"), d.cfg.Defaults.Clone()); err == nil {
+			spec.Env = p.Env
+		}
+		s := session.Load(rec, spec, d.deps)
+		d.reg.add(s)
+		if ipc.Live(rec.State) {
+			live = append(live, s)
+		}
+	}
+	var ending []*session.Session
+	for _, s := range live {
+		if !d.recoverLive(s) {
+			ending = append(ending, s)
+		}
+	}
+	// The ends found are written before the daemon answers, so that
+	// nobody sees a dead session as running; they run in parallel.
+	deadline := time.After(recoverTimeout)
+	for _, s := range ending {
+		select {
+		case <-s.Done():
+		case <-deadline:
+			d.log.Warn("ends of crashed sessions still being written", zap.Duration("after", recoverTimeout))
+		}
+	}
+	d.sweepOrphans()
+	d.trimHistory()
+}
+
+// recoverTimeout bounds the wait for the ends found at start.
+const recoverTimeout = time.Minute
+
+// recoverLive adopts a live session (true) or ends one whose process is
+// gone (false).
+func (d *Daemon) recoverLive(s *session.Session) bool {
+	rec := s.Snapshot()
+	if rec.State == ipc.StateStarting {
+		// Its command may have been spawned just before the crash; the
+		// sweep kills it, as it belongs to no live session.
+		s.Recover()
+		return false
+	}
+	if rec.PID > 0 && rec.BootID == d.bootID && proc.Alive(rec.PID, rec.StartTime) {
+		child, err := proc.Adopt(rec.PID, rec.StartTime)
+		if err == nil {
+			s.Adopt(child)
+			return true
+		}
+		d.log.Warn("cannot adopt live session; killing it", zap.String("session", rec.ID), zap.Error(err))
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		proc.KillSession(ctx, rec.ID, rec.PID, false)
+		cancel()
+	}
+	s.Recover()
+	return false
+}
+
+// sweepOrphans kills processes of this daemon's sessions (known by the
+// socket in their environment) that belong to no live session: a child
+// spawned just before a crash, before its record said running, or a
+// descendant that outlived its session while no daemon ran.
+func (d *Daemon) sweepOrphans() {
+	for pid, id := range proc.SessionsByEnv(d.cfg.Socket) {
+		if s := d.reg.get(id); s != nil {
+			if st := s.Snapshot().State; ipc.Live(st) && st != ipc.StateStarting {
+				continue
+			}
+		}
+		d.log.Warn("killing a process of no live session", zap.Int("pid", pid), zap.String("session", id))
+		_ = proc.Signal(pid, syscall.SIGKILL)
+	}
+}

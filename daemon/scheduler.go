@@ -1,0 +1,46 @@
+package daemon
+
+import (
+	"github.com/robfig/cron/v3"
+	"go.uber.org/zap"
+
+	"github.com/sessiond/sessiond/config/configfile"
+)
+
+// scheduler runs the sessions' checkpoint schedules on one cron, with
+// panics recovered (cron recovers none unless told).
+type scheduler struct {
+	cron *cron.Cron
+	log  cronLogger
+}
+
+func newScheduler(log *zap.Logger) *scheduler {
+	l := cronLogger{log}
+	c := cron.New(cron.WithParser(configfile.CronParser), cron.WithChain(cron.Recover(l)), cron.WithLogger(l))
+	c.Start()
+	return &scheduler{cron: c, log: l}
+}
+
+// Schedule implements session.Scheduler.
+func (s *scheduler) Schedule(spec string, job func()) (cancel func(), err error) {
+	sched, err := configfile.ParseSchedule(spec)
+	if err != nil {
+		return nil, err
+	}
+	id := s.cron.Schedule(sched, cron.FuncJob(job))
+	return func() { s.cron.Remove(id) }, nil
+}
+
+// stop stops the scheduler and waits for jobs that run.
+func (s *scheduler) stop() { <-s.cron.Stop().Done() }
+
+// cronLogger adapts zap to cron's logger.
+type cronLogger struct{ log *zap.Logger }
+
+func (l cronLogger) Info(msg string, kv ...any) {
+	l.log.Debug(msg, zap.Any("details", kv))
+}
+
+func (l cronLogger) Error(err error, msg string, kv ...any) {
+	l.log.Error(msg, zap.Error(err), zap.Any("details", kv))
+}

@@ -1,0 +1,161 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sessiond/sessiond/daemon/checkpoint"
+	"github.com/sessiond/sessiond/ipc"
+)
+
+// ckptState is the session's checkpointing: one checkpoint at a time, taken
+// by a worker goroutine so that the session answers while git runs; the
+// result comes back as a message.
+type ckptState struct {
+	// busy is set while a worker runs.
+	busy bool
+	// why is the running checkpoint's kind.
+	why string
+	// waiting are requests that came while one ran: they get the next one.
+	waiting []message
+	// answering are requests the running one answers.
+	answering []message
+	// last is when the last checkpoint was taken (or the start).
+	last time.Time
+	// startedAt is when the running one began.
+	startedAt time.Time
+}
+
+type ckptResult struct {
+	res checkpoint.Result
+	err error
+}
+
+// schedule arms the spec's checkpoint schedule; its ticks reach the
+// session's goroutine as coalesced messages.
+func (s *Session) schedule() {
+	s.ckpt.last = s.startedAt
+	if s.spec.Checkpoint == "" {
+		return
+	}
+	cancel, err := s.deps.Schedule.Schedule(s.spec.Checkpoint, func() {
+		select {
+		case s.ticks <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		s.log.Warn("checkpoint schedule", zap.Error(err))
+		return
+	}
+	s.unschedule = cancel
+}
+
+// scheduledCheckpoint takes a checkpoint at a schedule tick, only when the
+// watcher saw a change since the last one.
+func (s *Session) scheduledCheckpoint() {
+	if s.ckpt.busy || (s.watch != nil && !s.watch.ChangedSince(s.ckpt.last)) {
+		return
+	}
+	s.beginCheckpoint("scheduled")
+}
+
+// requestCheckpoint takes a checkpoint for a request now, or right after
+// the one running.
+func (s *Session) requestCheckpoint(m message) {
+	if s.ckpt.busy {
+		s.ckpt.waiting = append(s.ckpt.waiting, m)
+		return
+	}
+	s.ckpt.answering = append(s.ckpt.answering, m)
+	s.beginCheckpoint(m.why)
+}
+
+func (s *Session) beginCheckpoint(why string) {
+	s.ckpt.busy, s.ckpt.why, s.ckpt.startedAt = true, why, s.deps.Clock.Now()
+	dir, id, mode := s.projectDir, s.id, checkpoint.Mode(s.spec.CheckpointMode)
+	msg := fmt.Sprintf("sessiond %s checkpoint of session %s", why, id)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), checkpoint.DefaultTimeout)
+		defer cancel()
+		res, err := s.deps.Checkpoints.Take(ctx, dir, id, mode, msg)
+		s.ckptDone <- ckptResult{res, err}
+	}()
+}
+
+// checkpointDone applies a finished checkpoint to the record and answers
+// who asked for it; requests that came meanwhile get the next one.
+func (s *Session) checkpointDone(r ckptResult) {
+	why, started := s.ckpt.why, s.ckpt.startedAt
+	s.ckpt.busy = false
+	err := r.err
+	if err != nil {
+		// One line: git's messages span several.
+		err = errors.New(strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " "))
+		s.warnRecord(fmt.Sprintf("%s checkpoint failed at %s: %v", why, started.Format(time.RFC3339), err))
+		_ = s.commit()
+		s.emit(ipc.EventCheckpoint, "checkpoint failed: "+err.Error(), map[string]any{"error": err.Error()})
+	} else {
+		s.ckpt.last = started
+		if !r.res.Skipped {
+			// The watcher's findings go to disk with each checkpoint, so
+			// that a crash does not lose them all.
+			if s.watch != nil {
+				applyStats(&s.rec, s.watch.Stats())
+			}
+			s.rec.Checkpoints++
+			s.rec.LastCheckpoint = r.res.ID
+			for _, p := range r.res.LeftOut {
+				s.warnRecord("left out of checkpoints (too large or a dependency directory): " + p)
+			}
+			_ = s.commit()
+			s.emit(ipc.EventCheckpoint, fmt.Sprintf("checkpoint %.12s: %s changed", r.res.ID, plural(r.res.FilesChanged, "file")), r.res)
+		}
+	}
+	for _, m := range s.ckpt.answering {
+		if err != nil {
+			m.reply <- reply{err: ipc.Conflict("checkpoint of %s failed: %v", s.projectDir, err)}
+		} else {
+			m.reply <- reply{ckpt: r.res}
+		}
+	}
+	s.ckpt.answering = nil
+	if len(s.ckpt.waiting) > 0 {
+		s.ckpt.answering, s.ckpt.waiting = s.ckpt.waiting, nil
+		s.beginCheckpoint(s.ckpt.answering[0].why)
+	}
+}
+
+// waitCheckpoint waits for the checkpoint running, if any, and applies it;
+// requests still waiting are answered that the session is ending.
+func (s *Session) waitCheckpoint() {
+	for s.ckpt.busy {
+		r := <-s.ckptDone
+		waiting := s.ckpt.waiting
+		s.ckpt.waiting = nil
+		s.checkpointDone(r)
+		for _, m := range waiting {
+			m.reply <- reply{err: ipc.Conflict("session %s is ending; its final checkpoint is taken at its end", s.id)}
+		}
+	}
+}
+
+// finishCheckpoints runs at the end: the schedule stops, the running
+// checkpoint completes, and a final one is taken if anything changed.
+func (s *Session) finishCheckpoints() {
+	if s.unschedule != nil {
+		s.unschedule()
+		s.unschedule = nil
+	}
+	s.waitCheckpoint()
+	changed := s.watch == nil || s.watch.ChangedSince(s.ckpt.last)
+	if s.spec.Checkpoint != "" && changed {
+		s.beginCheckpoint("final")
+		s.waitCheckpoint()
+	}
+}

@@ -1,0 +1,112 @@
+package session
+
+import (
+	"sync"
+	"time"
+)
+
+// Clock is the time a session lives by: the deadline, the warning, idle
+// detection and restart backoff read it, so that their logic is tested
+// without sleeping.
+type Clock interface {
+	Now() time.Time
+	// NewTimer returns a timer that fires once, d from now.
+	NewTimer(d time.Duration) Timer
+}
+
+// Timer is a one-shot timer of a Clock.
+type Timer interface {
+	C() <-chan time.Time
+	// Stop prevents the timer from firing; it reports whether it did.
+	Stop() bool
+}
+
+// RealClock is the system clock.
+type RealClock struct{}
+
+// Now returns the current time.
+func (RealClock) Now() time.Time { return time.Now() }
+
+// NewTimer returns a time.Timer.
+func (RealClock) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+
+type realTimer struct{ t *time.Timer }
+
+func (t realTimer) C() <-chan time.Time { return t.t.C }
+func (t realTimer) Stop() bool          { return t.t.Stop() }
+
+// FakeClock is a Clock that moves only when told to, for tests.
+type FakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+}
+
+// NewFakeClock returns a FakeClock standing at now.
+func NewFakeClock(now time.Time) *FakeClock { return &FakeClock{now: now} }
+
+// Now returns the fake time.
+func (c *FakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// NewTimer returns a timer that fires when the clock has been advanced d.
+func (c *FakeClock) NewTimer(d time.Duration) Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{at: c.now.Add(d), c: make(chan time.Time, 1), clock: c}
+	if d <= 0 {
+		t.fired = true
+		t.c <- c.now
+		return t
+	}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+// Advance moves the clock by d and fires every timer that is due.
+func (c *FakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	live := c.timers[:0]
+	for _, t := range c.timers {
+		if !t.fired && !t.at.After(c.now) {
+			t.fired = true
+			t.c <- c.now
+			continue
+		}
+		if !t.fired {
+			live = append(live, t)
+		}
+	}
+	c.timers = live
+}
+
+// Pending returns how many timers wait to fire.
+func (c *FakeClock) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.timers)
+}
+
+type fakeTimer struct {
+	at    time.Time
+	c     chan time.Time
+	fired bool
+	clock *FakeClock
+}
+
+func (t *fakeTimer) C() <-chan time.Time { return t.c }
+
+func (t *fakeTimer) Stop() bool {
+	t.clock.mu.Lock()
+	defer t.clock.mu.Unlock()
+	if t.fired {
+		return false
+	}
+	t.fired = true
+	return true
+}

@@ -1,0 +1,77 @@
+package session
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sessiond/sessiond/daemon/checkpoint"
+	"github.com/sessiond/sessiond/daemon/watch"
+	"github.com/sessiond/sessiond/ipc"
+)
+
+// Deps are the services a session uses, handed to it rather than reached
+// for: the daemon builds them once and every session shares them.
+type Deps struct {
+	Clock Clock
+	Log   *zap.Logger
+	// StateDir is the daemon's state dir; a session's files live in
+	// StateDir/sessions/<id>.
+	StateDir string
+	// Socket is the daemon's socket, given to the child (SESSIOND_SOCKET).
+	Socket string
+	// BootID tells this boot from another, so that a pid recorded before a
+	// reboot is never taken for a live child.
+	BootID string
+
+	Events      Publisher
+	Records     RecordWriter
+	Watches     Watcher
+	Checkpoints Checkpointer
+	Schedule    Scheduler
+	Output      OutputWatcher
+
+	// Live reports whether the session with an id is live (a lock file
+	// left by one that is not means an unclean end).
+	Live func(id string) bool
+	// OnEnd is called once the session has ended or failed, its end on
+	// disk, from the session's goroutine: the daemon applies the restart
+	// policy there.
+	OnEnd func(*Session)
+}
+
+// Publisher sends events to the event stream.
+type Publisher interface {
+	Publish(ev ipc.Event)
+}
+
+// RecordWriter makes a session record durable (sessions/<id>/session.json).
+type RecordWriter interface {
+	WriteRecord(rec ipc.Session) error
+}
+
+// Watcher watches project directories; *watch.Hub is one.
+type Watcher interface {
+	Watch(root string, opt watch.Options) (*watch.Watch, error)
+}
+
+// Checkpointer takes checkpoints; *checkpoint.Checkpointer is one.
+type Checkpointer interface {
+	Take(ctx context.Context, dir, sessionID string, mode checkpoint.Mode, message string) (checkpoint.Result, error)
+}
+
+// Scheduler runs jobs on cron schedules.
+type Scheduler interface {
+	// Schedule runs job at every tick of spec until cancel is called. Job
+	// must not block.
+	Schedule(spec string, job func()) (cancel func(), err error)
+}
+
+// OutputWatcher tells a session when its log is written to, without a
+// pipe through the daemon.
+type OutputWatcher interface {
+	// WatchLog calls onWrite (which must not block) after writes to the log
+	// at path, until unwatch is called.
+	WatchLog(path string, onWrite func(time.Time)) (unwatch func())
+}

@@ -1,0 +1,22 @@
+// Package session is one supervised run of a command, as an actor: one
+// goroutine owns everything of the session — its record, its child, the
+// project's watch, its checkpoint schedule, its sidecars, its timers and
+// its restart history — and every change is a message to it (stop, extend,
+// signal, report, checkpoint, schedule ticks, the child's exit). It alone
+// writes the session's record, in order, each write with a sequence number
+// that only grows, and it publishes an immutable snapshot after each write,
+// so that readers (ps, inspect) never wait on a busy session.
+//
+// A session is handed the services it uses (Deps: clock, logger, event
+// publisher, record writer, watch hub, checkpointer, scheduler, output
+// watcher) rather than a pointer to the daemon. Its start (start.go) and
+// its end (end.go) each read top to bottom in the order of DESIGN §4; end
+// reasons carry their policies (reason.go); the deadline, warning and idle
+// arithmetic (timers.go) and the account written at the end (handoff.go)
+// are pure functions, tested without sleeping.
+//
+// An end is recorded before the files that tell of it are written, and
+// each of those steps may run twice without doubling anything, so that a
+// daemon killed in the middle of an end finishes that end after its restart
+// instead of ending the session a second time.
+package session

@@ -1,0 +1,125 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"go.uber.org/zap"
+
+	"github.com/sessiond/sessiond/daemon/checkpoint"
+	"github.com/sessiond/sessiond/daemon/proc"
+	"github.com/sessiond/sessiond/daemon/state"
+	"github.com/sessiond/sessiond/ipc"
+)
+
+// end records the session's end, in the order of DESIGN §4: nothing the
+// session started outlives it, the sidecars stop, the final checkpoint is
+// taken if anything changed, the end is recorded, then the handoff, the
+// session state and the progress entry are written, the lock released, and
+// only then the session turns ended and anyone is told.
+func (s *Session) end(reason Reason, exit proc.Exit) {
+	now := s.deps.Clock.Now()
+	s.killAll()
+	s.killHooks()
+	devServer := s.stopSidecars()
+	if s.unwatchLog != nil {
+		s.unwatchLog()
+	}
+	s.finishCheckpoints()
+	if s.watch != nil {
+		_ = s.watch.Close()
+		applyStats(&s.rec, s.watch.Stats())
+	}
+	// The end is on disk before the files that tell of it: a daemon that
+	// dies from here on finishes this end rather than inventing another.
+	s.rec.EndedAt = &now
+	s.rec.EndReason = string(reason)
+	s.rec.Signal = exit.Signal
+	if exit.Code >= 0 {
+		code := exit.Code
+		s.rec.ExitCode = &code
+	}
+	if t := s.lastOutput.Load(); t != 0 {
+		s.rec.LastActivity = latest(s.rec.LastActivity, t)
+	}
+	s.rec.DevServerWasRunning = devServer
+	_ = s.commit()
+	s.finishEnd(reason)
+}
+
+// finishEnd writes the account of an end already in the record, releases
+// the project, and turns the session ended. It is what a restarted daemon
+// runs for a session whose end the previous one recorded but did not
+// finish: every step may run twice without doubling anything.
+func (s *Session) finishEnd(reason Reason) {
+	s.writeAccount(reason)
+	if l, err := state.ReadLock(s.projectDir); err == nil && l.SessionID == s.id {
+		_ = state.RemoveLock(s.projectDir)
+	}
+	if err := state.RemoveWarning(s.projectDir); err != nil {
+		s.log.Debug("remove warning file", zap.Error(err))
+	}
+	s.rec.State = ipc.StateEnded
+	_ = s.commit()
+	rec := s.Snapshot()
+	s.log.Info("session ended", zap.String("reason", string(reason)), zap.Intp("exit_code", rec.ExitCode), zap.String("signal", rec.Signal))
+	close(s.done)
+	s.emit(ipc.EventEnded, "ended: "+describeEnd(rec.EndReason, rec.ExitCode, rec.Signal), rec)
+	if s.deps.OnEnd != nil {
+		s.deps.OnEnd(s)
+	}
+}
+
+// writeAccount writes what the next session needs to know: the handoff
+// (the project's and the state dir's archive), the session state and the
+// progress entry.
+func (s *Session) writeAccount(reason Reason) {
+	in := accountInput{
+		Rec: s.rec, Spec: s.spec, Reason: reason, Now: *s.rec.EndedAt,
+		LogTail: s.tailLines(20), FeaturesAtStart: s.featuresAtStart,
+	}
+	if in.Rec.Report != nil {
+		in.Report = *in.Rec.Report
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
+	defer cancel()
+	if facts, err := checkpoint.Facts(ctx, s.projectDir); err == nil && facts.IsRepo {
+		in.Git = &facts
+	}
+	in.Features, in.FeaturesErr = s.loadFeatures()
+	prev, err := state.LoadSessionState(s.projectDir)
+	if err != nil {
+		s.log.Warn("session state", zap.Error(err))
+	}
+	in.Previous = prev
+
+	h := buildHandoff(in)
+	if err := state.SaveHandoff(state.HandoffPath(s.projectDir), h); err != nil {
+		s.log.Error("write handoff", zap.Error(err))
+	}
+	if err := state.SaveSessionState(s.projectDir, buildSessionState(in, h)); err != nil {
+		s.log.Error("write session state", zap.Error(err))
+	}
+	if _, err := state.AppendProgress(s.progressPath(), buildProgressEntry(in, h)); err != nil {
+		s.log.Error("append progress log", zap.Error(err))
+	}
+	s.own(state.HandoffPath(s.projectDir), state.SessionStatePath(s.projectDir), s.progressPath())
+	// The archive last: its presence says the account was written.
+	if err := state.SaveHandoff(filepath.Join(s.dir, "handoff.json"), h); err != nil {
+		s.log.Error("archive handoff", zap.Error(err))
+	}
+	s.rec.HandoffPath = state.HandoffPath(s.projectDir)
+}
+
+// describeEnd says how a session ended: "error (exit 3)", "interrupted
+// (SIGTERM)", or the reason alone when the exit status is unknown.
+func describeEnd(reason string, code *int, signal string) string {
+	switch {
+	case signal != "":
+		return fmt.Sprintf("%s (%s)", reason, signal)
+	case code != nil:
+		return fmt.Sprintf("%s (exit %d)", reason, *code)
+	}
+	return reason
+}

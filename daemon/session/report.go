@@ -1,0 +1,109 @@
+package session
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/sessiond/sessiond/daemon/state"
+	"github.com/sessiond/sessiond/ipc"
+)
+
+// Report limits (the seed's).
+const (
+	maxSummary  = 500
+	maxNext     = 5
+	maxItemLen  = 200
+	maxPlan     = 2000
+	maxBlockers = 20
+)
+
+// CleanReport checks a report and bounds its fields: what the agent may
+// tell is limited in size, and a malformed field is an error naming it.
+func CleanReport(rep ipc.Report) (ipc.Report, error) {
+	if rep.Progress != nil && (math.IsNaN(*rep.Progress) || *rep.Progress < 0 || *rep.Progress > 100) {
+		return rep, ipc.BadRequest("progress: want a percentage from 0 to 100, got %v", *rep.Progress)
+	}
+	switch rep.Status {
+	case "", state.TaskCompleted, state.TaskInProgress, state.TaskBlocked, state.TaskFailed:
+	default:
+		return rep, ipc.BadRequest("status: %q is not one of completed, in_progress, blocked, failed", rep.Status)
+	}
+	if rep.Step != "" {
+		var cur, tot int
+		if n, _ := fmt.Sscanf(rep.Step, "%d/%d", &cur, &tot); n != 2 || cur < 0 || tot <= 0 || cur > tot {
+			return rep, ipc.BadRequest("step: want N/M such as 3/5, got %q", rep.Step)
+		}
+	}
+	rep.Summary = clip(rep.Summary, maxSummary)
+	rep.Plan = clip(rep.Plan, maxPlan)
+	rep.Task = clip(rep.Task, maxItemLen)
+	rep.LastAction = clip(rep.LastAction, maxItemLen)
+	rep.Next = clipList(rep.Next, maxNext, maxItemLen)
+	rep.Blockers = clipList(rep.Blockers, maxBlockers, maxSummary)
+	return rep, nil
+}
+
+// MergeReport lays the fields a report gives over the earlier ones.
+func MergeReport(old, rep ipc.Report) ipc.Report {
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&old.Summary, rep.Summary)
+	set(&old.Plan, rep.Plan)
+	set(&old.Task, rep.Task)
+	set(&old.Step, rep.Step)
+	set(&old.Status, rep.Status)
+	set(&old.LastAction, rep.LastAction)
+	if rep.Next != nil {
+		old.Next = rep.Next
+	}
+	if rep.Blockers != nil {
+		old.Blockers = rep.Blockers
+	}
+	if rep.Progress != nil {
+		old.Progress = rep.Progress
+	}
+	old.At = rep.At
+	return old
+}
+
+// report records a report from a process of the session.
+func (s *Session) report(m message) (ipc.Report, error) {
+	if !m.root && !s.owns(m.pid) {
+		return ipc.Report{}, ipc.Forbidden("the reporting process (pid %d) is not part of session %s: sessionctl report runs from inside the session", m.pid, s.id)
+	}
+	rep := m.report
+	rep.At = s.deps.Clock.Now()
+	old := ipc.Report{}
+	if s.rec.Report != nil {
+		old = *s.rec.Report
+	}
+	merged := MergeReport(old, rep)
+	s.rec.Report = &merged
+	_ = s.commit()
+	return merged, nil
+}
+
+func clip(s string, max int) string {
+	s = strings.TrimSpace(s)
+	if r := []rune(s); len(r) > max {
+		return string(r[:max-1]) + "…"
+	}
+	return s
+}
+
+func clipList(l []string, n, max int) []string {
+	if l == nil {
+		return nil
+	}
+	out := []string{}
+	for _, v := range l {
+		if v = clip(v, max); v != "" && len(out) < n {
+			out = append(out, v)
+		}
+	}
+	return out
+}

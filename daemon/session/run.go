@@ -1,0 +1,256 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sessiond/sessiond/daemon/proc"
+	"github.com/sessiond/sessiond/ipc"
+)
+
+// Start runs the session: its goroutine starts the command (see start.go),
+// supervises it, and ends it. Started says when the command runs or the
+// start has failed.
+func (s *Session) Start() {
+	go func() {
+		defer close(s.exited)
+		if err := s.start(); err != nil {
+			s.fail(err)
+			return
+		}
+		s.supervise()
+	}()
+}
+
+// Adopt takes over a live session that an earlier daemon started: child is
+// its process, still running. The exit status will be unknown.
+func (s *Session) Adopt(child *proc.Child) {
+	s.child, s.adopted = child, true
+	close(s.started)
+	go func() {
+		defer close(s.exited)
+		s.watchProject()
+		s.unwatchLog = s.deps.Output.WatchLog(s.logPath(), s.onOutput)
+		s.warnRecord("adopted after a daemon restart: the exit status will be unknown")
+		_ = s.commit()
+		s.writeLock()
+		s.schedule()
+		s.log.Info("adopted live session", zap.Int("pid", child.PID))
+		if s.rec.State == ipc.StateStopping {
+			// The previous daemon began this stop.
+			s.stop(Reason(s.rec.EndReason), -1)
+			return
+		}
+		s.supervise()
+	}()
+}
+
+// Recover ends a session that an earlier daemon recorded as live and whose
+// process is gone: its end was not observed (crashed), or, if the earlier
+// daemon had recorded the end already, that end is finished.
+func (s *Session) Recover() {
+	close(s.started)
+	go func() {
+		defer close(s.exited)
+		s.child = proc.Gone(s.rec.PID)
+		if s.rec.EndedAt != nil && Reason(s.rec.EndReason).Valid() {
+			s.log.Info("finishing the end an earlier daemon recorded", zap.String("reason", s.rec.EndReason))
+			s.finishEnd(Reason(s.rec.EndReason))
+			return
+		}
+		s.warnRecord("the daemon restarted and found the session's process gone: its end was not observed")
+		s.ckpt.last = s.startedAt
+		s.end(Crashed, proc.Exit{Code: -1})
+	}()
+}
+
+// supervise is the session's life while it runs: timers, the child's exit,
+// checkpoints and requests, until it ends.
+func (s *Session) supervise() {
+	s.timeline = timeline{
+		deadline: s.rec.Deadline, warnAt: s.rec.WarnAt, warnBefore: s.spec.WarnBefore.Duration,
+		warned: s.rec.State == ipc.StateWarned, idle: s.spec.IdleTimeout.Duration,
+	}
+	var tm Timer
+	var what due
+	arm := func() {
+		if tm != nil {
+			tm.Stop()
+		}
+		var at time.Time
+		at, what = s.timeline.next(s.lastActivity())
+		tm = s.deps.Clock.NewTimer(at.Sub(s.deps.Clock.Now()))
+	}
+	arm()
+	defer func() { tm.Stop() }()
+	for {
+		select {
+		case <-s.child.Done():
+			exit := s.child.Exit()
+			s.end(reasonOf(exit.Code), exit)
+			return
+		case <-tm.C():
+			switch what {
+			case dueWarn:
+				s.timeline.warned = true
+				s.warn()
+			case dueDeadline:
+				s.stop(Timeout, -1)
+				return
+			case dueIdle:
+				if s.timeline.idleFor(s.lastActivity(), s.deps.Clock.Now()) {
+					s.stop(Idle, -1)
+					return
+				}
+			}
+			arm()
+		case <-s.ticks:
+			s.scheduledCheckpoint()
+		case r := <-s.ckptDone:
+			s.checkpointDone(r)
+		case m := <-s.inbox:
+			switch m.kind {
+			case msgStop:
+				m.reply <- reply{}
+				s.stop(m.reason, m.grace)
+				return
+			case msgLeave:
+				m.reply <- reply{}
+				s.leave()
+				return
+			case msgExtend:
+				rec, err := s.extend(m.by)
+				m.reply <- reply{rec: rec, err: err}
+				arm()
+			default:
+				s.answer(m)
+			}
+		}
+	}
+}
+
+// answer handles the requests that do not change the session's course.
+func (s *Session) answer(m message) {
+	switch m.kind {
+	case msgSignal:
+		m.reply <- reply{err: s.signal(m)}
+	case msgReport:
+		rep, err := s.report(m)
+		m.reply <- reply{report: rep, err: err}
+	case msgCheckpoint:
+		s.requestCheckpoint(m)
+	case msgExtend:
+		m.reply <- reply{err: ipc.Conflict("session %s is stopping; only a running session can be extended", s.id)}
+	default:
+		m.reply <- reply{err: ipc.Conflict("session %s is stopping", s.id)}
+	}
+}
+
+func (s *Session) signal(m message) error {
+	if err := proc.SignalGroup(s.child.PID, m.sig); err != nil {
+		return fmt.Errorf("signal session %s: %w", s.id, err)
+	}
+	return nil
+}
+
+// stop ends the session: the stop signal to its group, the grace period,
+// then SIGKILL to the group and every process of the session.
+func (s *Session) stop(reason Reason, grace time.Duration) {
+	if grace < 0 {
+		grace = s.spec.StopGrace.Duration
+	}
+	s.rec.State = ipc.StateStopping
+	s.rec.EndReason = string(reason)
+	_ = s.commit()
+	s.emit(ipc.EventStopping, fmt.Sprintf("stopping (%s): %s, then SIGKILL after %s", reason, s.spec.StopSignal, grace), nil)
+	if err := proc.SignalGroup(s.child.PID, s.spec.StopSignal.Num); err != nil {
+		s.log.Warn("send stop signal", zap.Error(err))
+	}
+	killed := false
+	graceT := s.deps.Clock.NewTimer(grace)
+	defer func() { graceT.Stop() }()
+	for {
+		select {
+		case <-s.child.Done():
+			s.end(reason, s.child.Exit())
+			return
+		case <-graceT.C():
+			if !killed {
+				killed = true
+				s.killAll()
+				// The leader is dead or unkillable (uninterruptible sleep);
+				// give the reaper a bounded time before giving up on it.
+				graceT = s.deps.Clock.NewTimer(5 * time.Second)
+				continue
+			}
+			s.log.Error("session leader did not exit after SIGKILL", zap.Int("pid", s.child.PID))
+			s.end(reason, proc.Exit{Code: -1, Signal: "unknown"})
+			return
+		case <-s.ticks:
+		case r := <-s.ckptDone:
+			s.checkpointDone(r)
+		case m := <-s.inbox:
+			switch m.kind {
+			case msgStop:
+				// A second stop with a shorter grace hurries the first.
+				if m.grace >= 0 && m.grace < grace && !killed {
+					graceT.Stop()
+					graceT = s.deps.Clock.NewTimer(m.grace)
+					grace = m.grace
+				}
+				m.reply <- reply{}
+			case msgLeave:
+				m.reply <- reply{err: ipc.Conflict("session %s is stopping", s.id)}
+			case msgCheckpoint:
+				m.reply <- reply{err: ipc.Conflict("session %s is stopping; its final checkpoint is taken at its end", s.id)}
+			default:
+				s.answer(m)
+			}
+		}
+	}
+}
+
+// killAll sends SIGKILL to every process of the session, bounded in time.
+func (s *Session) killAll() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if left := proc.KillSession(ctx, s.id, s.child.PID, !s.adopted); len(left) > 0 {
+		s.log.Error("processes of the session survived SIGKILL", zap.Ints("pids", left))
+	}
+}
+
+// procs returns the session's live processes, the leader first.
+func (s *Session) procs() []int {
+	out := []int{s.child.PID}
+	for _, pid := range proc.SessionProcs(s.id, s.child.PID, !s.adopted) {
+		if pid != s.child.PID {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// owns reports whether pid is a process of the session.
+func (s *Session) owns(pid int) bool {
+	return slices.Contains(s.procs(), pid)
+}
+
+// leave lets the session run on without this daemon: what watches it is
+// released, nothing of the session is ended.
+func (s *Session) leave() {
+	if s.unschedule != nil {
+		s.unschedule()
+	}
+	s.waitCheckpoint()
+	if s.unwatchLog != nil {
+		s.unwatchLog()
+	}
+	if s.watch != nil {
+		_ = s.watch.Close()
+	}
+	s.log.Info("leaving session running for adoption", zap.Int("pid", s.child.PID))
+}

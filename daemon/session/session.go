@@ -1,0 +1,366 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/sessiond/sessiond/config"
+	"github.com/sessiond/sessiond/daemon/checkpoint"
+	"github.com/sessiond/sessiond/daemon/proc"
+	"github.com/sessiond/sessiond/daemon/state"
+	"github.com/sessiond/sessiond/daemon/watch"
+	"github.com/sessiond/sessiond/ipc"
+)
+
+// Session is one supervised run: an actor. Its goroutine (run) owns the
+// record, the child, the watch, the schedule, the sidecars and the timers;
+// other goroutines send it messages and read the snapshot it publishes
+// after each write of the record.
+type Session struct {
+	// Set at creation, never changed.
+	id         string
+	uid        int
+	projectDir string
+	projectID  string
+	dir        string // the session's directory in the state dir
+	startedAt  time.Time
+	spec       config.Spec
+	deps       Deps
+	log        *zap.Logger
+
+	inbox chan message
+	// ticks are the checkpoint schedule's, coalesced.
+	ticks chan struct{}
+	// ckptDone delivers the result of the checkpoint being taken.
+	ckptDone chan ckptResult
+
+	// pub is the record as last written, immutable once published.
+	pub atomic.Pointer[ipc.Session]
+	// watchP is the project's watch while the session is live, for the
+	// live fields of snapshots.
+	watchP atomic.Pointer[watch.Watch]
+	// lastOutput is the time of the last write to the log (Unix ns).
+	lastOutput atomic.Int64
+	// lastActivityEvent is when the last activity event went out (Unix ns).
+	lastActivityEvent atomic.Int64
+
+	// started is closed once the start's outcome is known.
+	started   chan struct{}
+	startInfo StartInfo
+	// cancelStart cancels preflight and sidecar readiness (a stop during
+	// the start).
+	startCtx    context.Context
+	cancelStart context.CancelFunc
+	// done is closed once the session's end is on disk.
+	done chan struct{}
+	// exited is closed when the goroutine returns: after done, or after a
+	// leave (daemon shutdown with on_shutdown = "leave").
+	exited chan struct{}
+
+	// Owned by the session's goroutine.
+	rec        ipc.Session
+	child      *proc.Child
+	adopted    bool
+	watch      *watch.Watch
+	unschedule func()
+	unwatchLog func()
+	sidecars   []*sidecar
+	hooks      sync.WaitGroup
+	// hookProcs are the process groups of running hooks, killed at the end.
+	hookMu    sync.Mutex
+	hookProcs map[int]bool
+	ckpt      ckptState
+	timeline  timeline
+	// prevHandoff is the previous session's handoff, given to the child.
+	prevHandoff string
+	// featuresAtStart is the feature list when the session started, to
+	// tell which features turned passing during it.
+	featuresAtStart []state.Feature
+	restartHistory  []time.Time
+}
+
+// Params say what session to create.
+type Params struct {
+	ID         string
+	Name       string
+	UID        int
+	ProjectDir string
+	Spec       config.Spec
+	// EnvKeys names the variables given with --env (values never stored).
+	EnvKeys []string
+	// RestartOf is the session this one restarts, Restarts its count, and
+	// RestartHistory when the earlier restarts of the chain happened.
+	RestartOf      string
+	Restarts       int
+	RestartHistory []time.Time
+}
+
+// StartInfo is what a start found, for the one who asked for it.
+type StartInfo struct {
+	// Err is why the start failed; nil once the command runs.
+	Err error
+	// Summary is the project's restore summary ("" without state).
+	Summary string
+	// Notices are problems that did not stop the start.
+	Notices []string
+}
+
+// New creates a session in state starting. It does nothing until Start.
+func New(p Params, deps Deps) *Session {
+	now := deps.Clock.Now()
+	s := newSession(p.ID, p.UID, p.ProjectDir, now, p.Spec, deps)
+	deadline, warnAt := p.Spec.Deadline(now)
+	name := p.Name
+	if name == "" {
+		name = filepath.Base(p.ProjectDir)
+	}
+	s.rec = ipc.Session{
+		ID: p.ID, Name: name, ProjectDir: p.ProjectDir, ProjectID: state.ProjectID(p.ProjectDir),
+		Command: p.Spec.Command, State: ipc.StateStarting, StartedAt: now,
+		Deadline: deadline, WarnAt: warnAt, Restarts: p.Restarts, RestartOf: p.RestartOf,
+		FilesChanged: []string{}, LogPath: s.logPath(), UID: p.UID, BootID: deps.BootID,
+		EnvKeys: p.EnvKeys, Spec: &s.spec,
+	}
+	s.restartHistory = p.RestartHistory
+	s.publish()
+	return s
+}
+
+// Load recreates a session from its record on disk (an earlier daemon's).
+// A live one is then adopted (Adopt) or ended as found dead (Recover); an
+// ended one only answers reads.
+func Load(rec ipc.Session, spec config.Spec, deps Deps) *Session {
+	s := newSession(rec.ID, rec.UID, rec.ProjectDir, rec.StartedAt, spec, deps)
+	rec.Spec = &s.spec
+	s.rec = rec
+	s.publish()
+	if !ipc.Live(rec.State) {
+		close(s.started)
+		close(s.done)
+		close(s.exited)
+	}
+	return s
+}
+
+func newSession(id string, uid int, projectDir string, startedAt time.Time, spec config.Spec, deps Deps) *Session {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Session{
+		id: id, uid: uid, projectDir: projectDir, projectID: state.ProjectID(projectDir), startedAt: startedAt, spec: spec, deps: deps,
+		dir: filepath.Join(deps.StateDir, "sessions", id), log: deps.Log.With(zap.String("session", id)),
+		inbox: make(chan message), ticks: make(chan struct{}, 1), ckptDone: make(chan ckptResult, 1),
+		started: make(chan struct{}), done: make(chan struct{}), exited: make(chan struct{}),
+		startCtx: ctx, cancelStart: cancel, hookProcs: map[int]bool{},
+	}
+}
+
+// ID returns the session's id.
+func (s *Session) ID() string { return s.id }
+
+// UID returns the user the session runs as and belongs to.
+func (s *Session) UID() int { return s.uid }
+
+// ProjectDir returns the session's project directory.
+func (s *Session) ProjectDir() string { return s.projectDir }
+
+// StartedAt returns when the session started.
+func (s *Session) StartedAt() time.Time { return s.startedAt }
+
+// Spec returns the spec the session runs under.
+func (s *Session) Spec() config.Spec { return s.spec }
+
+// Dir returns the session's directory in the daemon's state dir.
+func (s *Session) Dir() string { return s.dir }
+
+// LogPath returns the path of the session's output log.
+func (s *Session) LogPath() string { return s.logPath() }
+
+// RestartHistory returns when the restarts of the session's chain happened
+// (the restart policy counts those within restart_window).
+func (s *Session) RestartHistory() []time.Time {
+	return append([]time.Time(nil), s.restartHistory...)
+}
+
+// Started is closed once the start's outcome is known; StartInfo then says
+// what it was.
+func (s *Session) Started() <-chan struct{} { return s.started }
+
+// StartInfo returns what the start found; valid once Started is closed.
+func (s *Session) StartInfo() StartInfo { return s.startInfo }
+
+// Done is closed once the session's end (or failed start) is on disk.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Exited is closed when the session's goroutine has returned.
+func (s *Session) Exited() <-chan struct{} { return s.exited }
+
+func (s *Session) logPath() string { return filepath.Join(s.dir, "output.log") }
+
+// Snapshot returns the record as last written, with the live fields
+// (activity, files changed) brought up to date. It never waits on the
+// session; the slices it holds must not be modified.
+func (s *Session) Snapshot() ipc.Session {
+	r := *s.pub.Load()
+	if !ipc.Live(r.State) {
+		return r
+	}
+	if t := s.lastOutput.Load(); t != 0 {
+		lo := time.Unix(0, t)
+		if r.LastActivity == nil || lo.After(*r.LastActivity) {
+			r.LastActivity = &lo
+		}
+	}
+	if w := s.watchP.Load(); w != nil {
+		applyStats(&r, w.Stats())
+	}
+	return r
+}
+
+// publish makes the record as it is now the snapshot readers see.
+func (s *Session) publish() {
+	c := cloneRecord(s.rec)
+	s.pub.Store(&c)
+}
+
+// commit writes the record, in order, with the next sequence number, then
+// publishes it. A failed write is logged and kept in the record's error;
+// the caller decides whether it is fatal.
+func (s *Session) commit() error {
+	s.rec.Seq++
+	err := s.deps.Records.WriteRecord(cloneRecord(s.rec))
+	if err != nil {
+		s.log.Error("write session record", zap.Error(err))
+	}
+	s.publish()
+	return err
+}
+
+// emit publishes an event of the session.
+func (s *Session) emit(typ, msg string, data any) {
+	ev := ipc.Event{Type: typ, SessionID: s.id, ProjectID: s.projectID, Message: msg, UID: s.uid, Time: s.deps.Clock.Now()}
+	if data != nil {
+		ev.Data = eventData(data)
+	}
+	s.deps.Events.Publish(ev)
+}
+
+// onOutput records output activity; it runs on the output watcher's
+// goroutine and must not block.
+func (s *Session) onOutput(t time.Time) { s.lastOutput.Store(t.UnixNano()) }
+
+// lastActivity is the later of the last output and the last file change.
+func (s *Session) lastActivity() time.Time {
+	t := s.startedAt
+	if lo := s.lastOutput.Load(); lo != 0 {
+		t = time.Unix(0, lo)
+	}
+	if s.watch != nil {
+		if fa := s.watch.Stats().LastActivity; fa.After(t) {
+			t = fa
+		}
+	}
+	return t
+}
+
+// The messages a session's goroutine takes.
+type msgKind int
+
+const (
+	msgStop msgKind = iota
+	msgExtend
+	msgSignal
+	msgReport
+	msgCheckpoint
+	msgLeave
+)
+
+type message struct {
+	kind   msgKind
+	reason Reason        // msgStop
+	grace  time.Duration // msgStop: -1 for the spec's stop_grace
+	by     time.Duration // msgExtend
+	sig    unix.Signal   // msgSignal
+	report ipc.Report    // msgReport
+	pid    int           // msgReport: the reporting process
+	root   bool          // msgReport: the caller is root
+	why    string        // msgCheckpoint
+	reply  chan reply
+}
+
+type reply struct {
+	rec    ipc.Session
+	report ipc.Report
+	ckpt   checkpoint.Result
+	err    error
+}
+
+// ErrEnded is returned for a request that reaches a session after its end.
+var ErrEnded = errors.New("session has ended")
+
+// send delivers m and waits for the answer. A session that ends with m
+// still queued answers ErrEnded.
+func (s *Session) send(ctx context.Context, m message) (reply, error) {
+	m.reply = make(chan reply, 1)
+	select {
+	case s.inbox <- m:
+	case <-s.exited:
+		return reply{}, ErrEnded
+	case <-ctx.Done():
+		return reply{}, ctx.Err()
+	}
+	select {
+	case r := <-m.reply:
+		return r, r.err
+	case <-s.exited:
+		return reply{}, ErrEnded
+	case <-ctx.Done():
+		return reply{}, ctx.Err()
+	}
+}
+
+// Stop asks the session to stop: the stop signal, grace (-1: the spec's
+// stop_grace), then SIGKILL. It returns once the stop has begun; Done says
+// when the end is on disk. A session still starting stops its start.
+func (s *Session) Stop(ctx context.Context, reason Reason, grace time.Duration) error {
+	s.cancelStart()
+	_, err := s.send(ctx, message{kind: msgStop, reason: reason, grace: grace})
+	return err
+}
+
+// Extend moves the deadline and the warning later by by.
+func (s *Session) Extend(ctx context.Context, by time.Duration) (ipc.Session, error) {
+	r, err := s.send(ctx, message{kind: msgExtend, by: by})
+	return r.rec, err
+}
+
+// Signal sends sig to the session's process group.
+func (s *Session) Signal(ctx context.Context, sig unix.Signal) error {
+	_, err := s.send(ctx, message{kind: msgSignal, sig: sig})
+	return err
+}
+
+// Report merges what the agent reports into the record; pid is the
+// reporting process, which must belong to the session unless root asks.
+func (s *Session) Report(ctx context.Context, rep ipc.Report, pid int, root bool) (ipc.Report, error) {
+	r, err := s.send(ctx, message{kind: msgReport, report: rep, pid: pid, root: root})
+	return r.report, err
+}
+
+// Checkpoint takes a checkpoint of the project now.
+func (s *Session) Checkpoint(ctx context.Context) (checkpoint.Result, error) {
+	r, err := s.send(ctx, message{kind: msgCheckpoint, why: "requested"})
+	return r.ckpt, err
+}
+
+// Leave lets the session's goroutine go without ending the session, which
+// an upgraded daemon adopts (on_shutdown = "leave").
+func (s *Session) Leave(ctx context.Context) error {
+	_, err := s.send(ctx, message{kind: msgLeave})
+	return err
+}

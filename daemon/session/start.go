@@ -1,0 +1,254 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sessiond/sessiond/daemon/checkpoint"
+	"github.com/sessiond/sessiond/daemon/proc"
+	"github.com/sessiond/sessiond/daemon/state"
+	"github.com/sessiond/sessiond/daemon/watch"
+	"github.com/sessiond/sessiond/ipc"
+)
+
+// start brings the session from starting to running, in the order of
+// DESIGN §4: the session's record, the project's files (context.md), the
+// preflight checks, the sidecars, the watch, the command, then the lock and
+// the checkpoint schedule. Any failure undoes what was started.
+func (s *Session) start() (err error) {
+	if err := state.EnsureDir(s.dir); err != nil {
+		return fmt.Errorf("create session directory: %w", err)
+	}
+	// No session without its record: one that cannot be written is a
+	// start that fails.
+	if err := s.commit(); err != nil {
+		return fmt.Errorf("write the session record: %w", err)
+	}
+	if err := s.prepareProject(); err != nil {
+		return err
+	}
+	out, err := os.OpenFile(s.logPath(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("open session log: %w", err)
+	}
+	defer out.Close()
+	if s.uid != os.Geteuid() {
+		_ = out.Chown(s.uid, -1)
+	}
+	if err := s.preflight(s.startCtx, out); err != nil {
+		return err
+	}
+	if err := s.startSidecars(s.startCtx); err != nil {
+		return err
+	}
+	// Watch before the command starts, so that no change it makes goes
+	// unseen.
+	s.watchProject()
+	if err := s.startCtx.Err(); err != nil {
+		s.undoStart()
+		return ipc.Conflict("session %s was stopped while starting", s.id)
+	}
+	child, err := proc.Spawn(proc.Spec{
+		Argv: s.spec.Command, Dir: s.projectDir, Env: s.env(), Output: out, Credential: s.credential(),
+	})
+	if err != nil {
+		s.undoStart()
+		return ipc.BadRequest("%v", err)
+	}
+	s.child = child
+	s.unwatchLog = s.deps.Output.WatchLog(s.logPath(), s.onOutput)
+	s.rec.State = ipc.StateRunning
+	s.rec.PID = child.PID
+	s.rec.StartTime = child.StartTime
+	_ = s.commit()
+	s.writeLock()
+	s.schedule()
+	s.log.Info("session started", zap.String("command", filepath.Base(s.spec.Command[0])),
+		zap.Int("args", len(s.spec.Command)-1), zap.String("dir", s.projectDir), zap.Int("pid", child.PID))
+	s.log.Debug("session argv", zap.Strings("command", s.spec.Command))
+	close(s.started)
+	s.emit(ipc.EventStarted, fmt.Sprintf("started %s in %s", strings.Join(s.spec.Command, " "), s.projectDir), s.Snapshot())
+	return nil
+}
+
+// undoStart stops what a start began before it failed.
+func (s *Session) undoStart() {
+	s.stopSidecars()
+	if s.watch != nil {
+		_ = s.watch.Close()
+		s.watch = nil
+		s.watchP.Store(nil)
+	}
+}
+
+// fail records a session that could not start.
+func (s *Session) fail(err error) {
+	s.undoStart()
+	now := s.deps.Clock.Now()
+	s.rec.State = ipc.StateFailed
+	s.rec.EndedAt = &now
+	s.rec.Error = err.Error()
+	s.startInfo.Err = err
+	_ = s.commit()
+	close(s.started)
+	close(s.done)
+	s.emit(ipc.EventFailed, err.Error(), nil)
+	s.log.Info("session failed to start", zap.Error(err))
+	if s.deps.OnEnd != nil {
+		s.deps.OnEnd(s)
+	}
+}
+
+// gitTimeout bounds the git facts collected at a session's start and end.
+const gitTimeout = 10 * time.Second
+
+// prepareProject readies the project before the command starts: .sessiond,
+// the restore summary, the previous handoff, the feature list, context.md.
+// Problems with earlier files are notices, never a failed start.
+func (s *Session) prepareProject() error {
+	if _, err := state.ProjectDir(s.projectDir); err != nil {
+		return ipc.BadRequest("prepare %s: %v", s.projectDir, err)
+	}
+	now := s.deps.Clock.Now()
+	notice := func(err error) {
+		s.startInfo.Notices = append(s.startInfo.Notices, err.Error())
+		s.log.Warn("project file", zap.Error(err))
+	}
+	st, err := state.LoadSessionState(s.projectDir)
+	if err != nil {
+		notice(err)
+	}
+	if st != nil {
+		s.startInfo.Summary = state.RestoreSummary(st, now)
+	}
+	var prev *state.Handoff
+	if h, err := state.LoadHandoff(state.HandoffPath(s.projectDir)); err == nil {
+		prev = h
+		s.prevHandoff = state.HandoffPath(s.projectDir)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		notice(err)
+	}
+	if l, err := state.ReadLock(s.projectDir); err == nil && l.SessionID != s.id && (s.deps.Live == nil || !s.deps.Live(l.SessionID)) {
+		notice(fmt.Errorf("%s: session %s ended uncleanly (its lock was left behind)", state.LockPath(s.projectDir), l.SessionID))
+	}
+	in := state.ContextInput{SessionID: s.id, ProjectDir: s.projectDir, Previous: prev, State: st, Now: now,
+		Deadline: s.rec.Deadline, WarnAt: s.rec.WarnAt}
+	if feats, err := s.loadFeatures(); err == nil {
+		s.featuresAtStart = feats
+		p := state.Progress(feats)
+		in.Features = &p
+		if next := state.NextTasks(feats, 1); len(next) > 0 {
+			in.NextTask = &next[0]
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		notice(err)
+	}
+	ctx, cancel := context.WithTimeout(s.startCtx, gitTimeout)
+	defer cancel()
+	in.GitLog = checkpoint.RecentLog(ctx, s.projectDir, 10)
+	if err := state.WriteFile(state.ContextPath(s.projectDir), state.BuildContext(in), 0o600); err != nil {
+		return fmt.Errorf("write context: %w", err)
+	}
+	s.own(filepath.Join(s.projectDir, state.DirName), filepath.Join(s.projectDir, ".git", "info", "exclude"), state.ContextPath(s.projectDir),
+		state.SessionStatePath(s.projectDir), state.HandoffPath(s.projectDir), s.progressPath())
+	return nil
+}
+
+func (s *Session) featureListPath() string {
+	p := s.spec.FeatureList
+	if p == "" {
+		p = state.DefaultFeatureList
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(s.projectDir, p)
+	}
+	return p
+}
+
+func (s *Session) loadFeatures() ([]state.Feature, error) {
+	return state.LoadFeatures(s.featureListPath())
+}
+
+func (s *Session) progressPath() string {
+	if p := s.spec.ProgressFile; p != "" {
+		if filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(s.projectDir, p)
+	}
+	return state.ProgressPath(s.projectDir)
+}
+
+// watchProject starts watching the project; without a watch, idle
+// detection sees output only and checkpoints run at every schedule tick.
+func (s *Session) watchProject() {
+	w, err := s.deps.Watches.Watch(s.projectDir, watch.Options{Ignore: s.spec.Watch.Ignore, OnActivity: s.onActivity})
+	if err != nil {
+		s.log.Warn("project not watched: idle detection sees output only, checkpoints run on every schedule tick", zap.Error(err))
+		return
+	}
+	s.watch = w
+	s.watchP.Store(w)
+}
+
+// activityEvery rate-limits the activity event of one session.
+const activityEvery = 5 * time.Second
+
+// onActivity runs on the watcher's goroutine: it only emits the
+// rate-limited activity event (the watch keeps the facts).
+func (s *Session) onActivity(a watch.Activity) {
+	last := s.lastActivityEvent.Load()
+	if a.Time.UnixNano()-last < int64(activityEvery) || !s.lastActivityEvent.CompareAndSwap(last, a.Time.UnixNano()) {
+		return
+	}
+	s.deps.Events.Publish(ipc.Event{Type: ipc.EventActivity, SessionID: s.id, ProjectID: s.projectID,
+		Message: "edited " + a.Path, UID: s.uid, Time: a.Time, Data: eventData(map[string]any{"path": a.Path})})
+}
+
+// writeLock records the live session in the project's session.lock.
+func (s *Session) writeLock() {
+	l := &state.Lock{SessionID: s.id, DaemonPID: os.Getpid(), ChildPID: s.rec.PID,
+		ChildStartTime: s.rec.StartTime, BootID: s.rec.BootID, CreatedAt: s.deps.Clock.Now()}
+	if err := state.WriteLock(s.projectDir, l); err != nil {
+		s.log.Warn("write session lock", zap.Error(err))
+	}
+	s.own(state.LockPath(s.projectDir))
+}
+
+// preflightTimeout bounds each preflight command.
+const preflightTimeout = 5 * time.Minute
+
+// preflight runs the spec's preflight commands in the project, with the
+// session's environment and output going to its log; the first failure
+// fails the start. A stop during the start kills the one running.
+func (s *Session) preflight(ctx context.Context, out *os.File) error {
+	for _, c := range s.spec.Preflight {
+		ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
+		cmd := exec.CommandContext(ctx, "/bin/sh", "-c", c)
+		cmd.Dir = s.projectDir
+		cmd.Env = s.env()
+		cmd.Stdout, cmd.Stderr = out, out
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: s.credential()}
+		cmd.Cancel = func() error { return proc.SignalGroup(cmd.Process.Pid, syscall.SIGKILL) }
+		fmt.Fprintf(out, "sessiond: preflight: %s\n", c)
+		err := proc.Run(cmd)
+		cancel()
+		if err != nil {
+			if s.startCtx.Err() != nil {
+				return ipc.Conflict("session %s was stopped while starting (during preflight %q)", s.id, c)
+			}
+			return ipc.BadRequest("preflight %q failed: %v (its output is in sessionctl logs %s)", c, err, s.id)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,95 @@
+package ipc
+
+import (
+	"context"
+	"io"
+)
+
+// Caller is the identity of the process at the other end of a connection,
+// from the socket's peer credentials.
+type Caller struct {
+	UID int
+	GID int
+	PID int
+}
+
+// Root reports whether the caller is the superuser, who may act on every
+// user's sessions.
+func (c Caller) Root() bool { return c.UID == 0 }
+
+// ListOptions filters a session listing.
+type ListOptions struct {
+	// All includes ended and failed sessions.
+	All bool
+	// Project keeps only the sessions of this directory (absolute path).
+	Project string
+}
+
+// LogOptions says which part of a session's log to send.
+type LogOptions struct {
+	// Tail sends only the last Tail lines; 0 sends the whole log.
+	Tail int
+	// Follow keeps sending output as it is written, until the session
+	// ends or the request is cancelled.
+	Follow bool
+}
+
+// EventOptions says which events to send.
+type EventOptions struct {
+	// Follow streams new events as they happen; otherwise the recent
+	// events the daemon keeps are sent and the stream ends.
+	Follow bool
+}
+
+// The interfaces below are what the server adapts requests to; the daemon
+// implements them. Every method takes the caller, so that it decides what
+// the caller may see and do. Errors of type *Error reach the client as they
+// are; any other error is an internal error.
+
+// Sessions is the session API: /v1/sessions and below.
+type Sessions interface {
+	ListSessions(ctx context.Context, c Caller, opt ListOptions) ([]Session, error)
+	StartSession(ctx context.Context, c Caller, req StartRequest) (*StartResponse, error)
+	GetSession(ctx context.Context, c Caller, id string) (*Session, error)
+	// StopSession returns once the session's end is on disk.
+	StopSession(ctx context.Context, c Caller, id string, req StopRequest) (*Session, error)
+	SignalSession(ctx context.Context, c Caller, id string, req SignalRequest) error
+	ExtendSession(ctx context.Context, c Caller, id string, req ExtendRequest) (*Session, error)
+	// ReportSession records what the agent reports from inside the session
+	// and returns the merged report.
+	ReportSession(ctx context.Context, c Caller, id string, rep Report) (*Report, error)
+	CheckpointSession(ctx context.Context, c Caller, id string) (*CheckpointResult, error)
+	SessionHandoff(ctx context.Context, c Caller, id string) (*Handoff, error)
+	// SessionLogs writes the session's output to w, flushing as it goes.
+	SessionLogs(ctx context.Context, c Caller, id string, opt LogOptions, w io.Writer) error
+}
+
+// Projects is the project API: /v1/projects and below.
+type Projects interface {
+	ListProjects(ctx context.Context, c Caller) ([]Project, error)
+	ProjectSession(ctx context.Context, c Caller, p ProjectRef) (*ProjectSession, error)
+	ClearProjectSession(ctx context.Context, c Caller, p ProjectRef) error
+	ProjectCheckpoints(ctx context.Context, c Caller, p ProjectRef, opt CheckpointsOptions) ([]Checkpoint, error)
+	RestoreProject(ctx context.Context, c Caller, p ProjectRef, req RestoreRequest) (*RestoreResponse, error)
+}
+
+// Events is the event stream: /v1/events.
+type Events interface {
+	// Subscribe returns the events for c: with opt.Follow the stream of new
+	// events, closed when ctx ends; without, the recent events, then closed.
+	Subscribe(ctx context.Context, c Caller, opt EventOptions) (<-chan Event, error)
+}
+
+// System is the daemon's own information: /v1/version and /v1/health.
+type System interface {
+	Version(ctx context.Context) Version
+	Health(ctx context.Context) Health
+}
+
+// Backend is everything the server serves.
+type Backend interface {
+	Sessions
+	Projects
+	Events
+	System
+}

@@ -1,0 +1,255 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"go.uber.org/zap"
+
+	"github.com/sessiond/sessiond/ipc"
+)
+
+// register is the one table of the API: every /v1 route, its method, and
+// the backend call it adapts to (DESIGN §5.3).
+func (s *Server) register() {
+	b := s.backend
+	v := "/" + ipc.APIVersion
+
+	s.handle("GET "+v+"/sessions", s.listSessions)
+	s.handle("POST "+v+"/sessions", withBody(http.StatusCreated, b.StartSession))
+	s.handle("GET "+v+"/sessions/{id}", bySession(b.GetSession))
+	s.handle("POST "+v+"/sessions/{id}/stop", withSessionBody(b.StopSession))
+	s.handle("POST "+v+"/sessions/{id}/signal", s.signalSession)
+	s.handle("POST "+v+"/sessions/{id}/extend", withSessionBody(b.ExtendSession))
+	s.handle("POST "+v+"/sessions/{id}/report", withSessionBody(b.ReportSession))
+	s.handle("POST "+v+"/sessions/{id}/checkpoint", bySession(b.CheckpointSession))
+	s.handle("GET "+v+"/sessions/{id}/handoff", bySession(b.SessionHandoff))
+	s.handle("GET "+v+"/sessions/{id}/logs", s.logs)
+
+	s.handle("GET "+v+"/projects", s.listProjects)
+	s.handle("GET "+v+"/projects/{id}/session", s.projectSession)
+	s.handle("DELETE "+v+"/projects/{id}/session", s.clearProjectSession)
+	s.handle("GET "+v+"/projects/{id}/checkpoints", s.projectCheckpoints)
+	s.handle("POST "+v+"/projects/{id}/restore", s.restoreProject)
+
+	s.handle("GET "+v+"/events", s.events)
+	s.handle("GET "+v+"/version", func(w http.ResponseWriter, r *http.Request, _ ipc.Caller) error {
+		return writeJSON(w, http.StatusOK, b.Version(r.Context()))
+	})
+	s.handle("GET "+v+"/health", func(w http.ResponseWriter, r *http.Request, _ ipc.Caller) error {
+		return writeJSON(w, http.StatusOK, b.Health(r.Context()))
+	})
+}
+
+// The adapters below turn a typed backend call into a handler.
+
+// withBody decodes the body into Req and answers the call's result.
+func withBody[Req, Resp any](status int, call func(ctx context.Context, c ipc.Caller, req Req) (Resp, error)) handler {
+	return func(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
+		var req Req
+		if err := decodeBody(r, &req); err != nil {
+			return err
+		}
+		resp, err := call(r.Context(), c, req)
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, status, resp)
+	}
+}
+
+// bySession calls a backend method on the session named by {id}.
+func bySession[Resp any](call func(ctx context.Context, c ipc.Caller, id string) (Resp, error)) handler {
+	return func(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
+		resp, err := call(r.Context(), c, r.PathValue("id"))
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, http.StatusOK, resp)
+	}
+}
+
+// withSessionBody calls a backend method on the session named by {id} with
+// the decoded body.
+func withSessionBody[Req, Resp any](call func(ctx context.Context, c ipc.Caller, id string, req Req) (Resp, error)) handler {
+	return func(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
+		var req Req
+		if err := decodeBody(r, &req); err != nil {
+			return err
+		}
+		resp, err := call(r.Context(), c, r.PathValue("id"), req)
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, http.StatusOK, resp)
+	}
+}
+
+// project is the project named by {id}, with the directory the client sent.
+func project(r *http.Request) ipc.ProjectRef {
+	return ipc.ProjectRef{ID: r.PathValue("id"), Dir: r.URL.Query().Get("dir")}
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
+	q := r.URL.Query()
+	all, err := boolParam(q.Get("all"), "all")
+	if err != nil {
+		return err
+	}
+	list, err := s.backend.ListSessions(r.Context(), c, ipc.ListOptions{All: all, Project: q.Get("project")})
+	if err != nil {
+		return err
+	}
+	switch q.Get("view") {
+	case "", "record":
+	case "row":
+		rows := make([]ipc.SessionRow, len(list))
+		for i := range list {
+			rows[i] = list[i].Row()
+		}
+		return writeJSON(w, http.StatusOK, rows)
+	default:
+		return ipc.BadRequest("view: want record or row, got %q", q.Get("view"))
+	}
+	if list == nil {
+		list = []ipc.Session{}
+	}
+	return writeJSON(w, http.StatusOK, list)
+}
+
+func (s *Server) signalSession(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
+	var req ipc.SignalRequest
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	if err := s.backend.SignalSession(r.Context(), c, r.PathValue("id"), req); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) logs(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
+	q := r.URL.Query()
+	follow, err := boolParam(q.Get("follow"), "follow")
+	if err != nil {
+		return err
+	}
+	tail, err := intParam(q.Get("tail"), "tail")
+	if err != nil {
+		return err
+	}
+	// Resolve the session first so that an unknown id is a 404, not an
+	// empty 200.
+	if _, err := s.backend.GetSession(r.Context(), c, r.PathValue("id")); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	fw := &flushWriter{w: w, rc: http.NewResponseController(w)}
+	opt := ipc.LogOptions{Tail: tail, Follow: follow}
+	if err := s.backend.SessionLogs(r.Context(), c, r.PathValue("id"), opt, fw); err != nil && r.Context().Err() == nil {
+		s.log.Warn("log stream ended early", zap.String("session", r.PathValue("id")), zap.Error(err))
+	}
+	return nil
+}
+
+func (s *Server) listProjects(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
+	list, err := s.backend.ListProjects(r.Context(), c)
+	if err != nil {
+		return err
+	}
+	if list == nil {
+		list = []ipc.Project{}
+	}
+	return writeJSON(w, http.StatusOK, list)
+}
+
+// projectSession answers the seed's session API: the state as JSON, or
+// with format=summary the rendered restore summary as text.
+func (s *Server) projectSession(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
+	ps, err := s.backend.ProjectSession(r.Context(), c, project(r))
+	if err != nil {
+		return err
+	}
+	switch r.URL.Query().Get("format") {
+	case "", "json":
+		return writeJSON(w, http.StatusOK, ps.State)
+	case "summary":
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte(ps.Summary))
+		return nil
+	case "full":
+		return writeJSON(w, http.StatusOK, ps)
+	}
+	return ipc.BadRequest("format: want json, summary or full, got %q", r.URL.Query().Get("format"))
+}
+
+func (s *Server) clearProjectSession(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
+	if err := s.backend.ClearProjectSession(r.Context(), c, project(r)); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) projectCheckpoints(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
+	prune, err := intParam(r.URL.Query().Get("prune"), "prune")
+	if err != nil {
+		return err
+	}
+	list, err := s.backend.ProjectCheckpoints(r.Context(), c, project(r), ipc.CheckpointsOptions{Prune: prune})
+	if err != nil {
+		return err
+	}
+	if list == nil {
+		list = []ipc.Checkpoint{}
+	}
+	return writeJSON(w, http.StatusOK, list)
+}
+
+func (s *Server) restoreProject(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
+	var req ipc.RestoreRequest
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	p := project(r)
+	if p.Dir == "" {
+		p.Dir = req.Dir
+	}
+	resp, err := s.backend.RestoreProject(r.Context(), c, p, req)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) events(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
+	follow := true
+	if v := r.URL.Query().Get("follow"); v != "" {
+		var err error
+		if follow, err = boolParam(v, "follow"); err != nil {
+			return err
+		}
+	}
+	ch, err := s.backend.Subscribe(r.Context(), c, ipc.EventOptions{Follow: follow})
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	enc := json.NewEncoder(w)
+	for ev := range ch {
+		if err := enc.Encode(ev); err != nil {
+			return nil
+		}
+		if err := rc.Flush(); err != nil {
+			return nil
+		}
+	}
+	return nil
+}

@@ -1,0 +1,217 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sessiond/sessiond/ipc"
+)
+
+// MaxBodySize bounds every request body.
+const MaxBodySize = 1 << 20
+
+// AccessFunc decides whether a caller may use the API at all.
+type AccessFunc func(ipc.Caller) bool
+
+// Server serves the API on a Unix socket.
+type Server struct {
+	backend ipc.Backend
+	version string
+	log     *zap.Logger
+	access  AccessFunc
+	mux     *http.ServeMux
+	routes  map[string]bool
+	http    *http.Server
+}
+
+// handler is a route's adapter: it decodes the request, calls the backend
+// and writes the answer; an error it returns is written as the error body.
+type handler func(w http.ResponseWriter, r *http.Request, c ipc.Caller) error
+
+// New returns a server for b; access says who may connect.
+func New(b ipc.Backend, access AccessFunc, log *zap.Logger) *Server {
+	s := &Server{
+		backend: b, version: b.Version(context.Background()).Version,
+		log: log.Named("api"), access: access, mux: http.NewServeMux(), routes: map[string]bool{},
+	}
+	s.register()
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, ipc.NotFound("no such endpoint: %s %s (the API is under /%s)", r.Method, r.URL.Path, ipc.APIVersion))
+	})
+	s.http = &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		ConnContext:       connContext,
+		ErrorLog:          zap.NewStdLog(s.log),
+	}
+	return s
+}
+
+// handle registers a route; registering a pattern twice panics, as a
+// duplicate is a programming error.
+func (s *Server) handle(pattern string, h handler) {
+	if s.routes[pattern] {
+		panic("server: route registered twice: " + pattern)
+	}
+	s.routes[pattern] = true
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		c, _ := r.Context().Value(callerKey{}).(ipc.Caller)
+		if err := h(w, r, c); err != nil {
+			var e *ipc.Error
+			if !errors.As(err, &e) {
+				s.log.Error("request failed", zap.String("route", pattern), zap.Error(err))
+				e = &ipc.Error{Status: http.StatusInternalServerError, Code: ipc.CodeInternal, Message: err.Error()}
+			}
+			writeError(w, e)
+		}
+	})
+}
+
+// ServeHTTP checks the caller, then routes the request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set(ipc.VersionHeader, s.version)
+	c, ok := r.Context().Value(callerKey{}).(ipc.Caller)
+	if !ok {
+		s.log.Warn("refused connection without peer credentials", zap.String("path", r.URL.Path))
+		writeError(w, ipc.Forbidden("peer credentials unavailable"))
+		return
+	}
+	if !s.access(c) {
+		s.log.Warn("refused caller", zap.Int("uid", c.UID), zap.Int("pid", c.PID), zap.String("path", r.URL.Path))
+		writeError(w, ipc.Forbidden("uid %d may not use this sessiond", c.UID))
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, MaxBodySize)
+	s.mux.ServeHTTP(w, r)
+}
+
+// Serve accepts connections on l until Shutdown or Close is called.
+func (s *Server) Serve(l net.Listener) error {
+	err := s.http.Serve(l)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting, and waits for requests in flight until ctx is
+// done. Streams end when their backend closes them.
+func (s *Server) Shutdown(ctx context.Context) error {
+	return s.http.Shutdown(ctx)
+}
+
+// Close closes the listener and every connection at once.
+func (s *Server) Close() error { return s.http.Close() }
+
+type callerKey struct{}
+
+func connContext(ctx context.Context, c net.Conn) context.Context {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return ctx
+	}
+	caller, err := peerCredentials(uc)
+	if err != nil {
+		return ctx
+	}
+	return context.WithValue(ctx, callerKey{}, caller)
+}
+
+// decodeBody decodes a JSON request body strictly: unknown fields, trailing
+// data and bodies over MaxBodySize are errors. An empty body decodes to the
+// zero value.
+func decodeBody(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &ipc.Error{Status: http.StatusRequestEntityTooLarge, Code: ipc.CodeTooLarge,
+				Message: fmt.Sprintf("request body is over the limit of %d bytes", mbe.Limit)}
+		}
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return ipc.BadRequest("malformed JSON body at byte %d: %v", se.Offset, err)
+		}
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return ipc.BadRequest("field %q: want %s, got JSON %s", te.Field, te.Type, te.Value)
+		}
+		return ipc.BadRequest("malformed JSON body: %v", err)
+	}
+	if dec.More() {
+		return ipc.BadRequest("malformed JSON body: data after the object")
+	}
+	return nil
+}
+
+func boolParam(v, name string) (bool, error) {
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, ipc.BadRequest("%s: want 1/0 or true/false, got %q", name, v)
+	}
+	return b, nil
+}
+
+func intParam(v, name string) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, ipc.BadRequest("%s: want a non-negative number, got %q", name, v)
+	}
+	return n, nil
+}
+
+// writeJSON writes v as the compact JSON response with status: sessionctl
+// indents what it shows, and jq does for curl.
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+	return nil
+}
+
+func writeError(w http.ResponseWriter, e *ipc.Error) {
+	status := e.Status
+	if status == 0 {
+		status = http.StatusInternalServerError
+	}
+	_ = writeJSON(w, status, ipc.ErrorBody{Error: e.Message, Code: e.Code, Candidates: e.Candidates})
+}
+
+// flushWriter flushes after every write, so that followed logs arrive as
+// they are written.
+type flushWriter struct {
+	w  io.Writer
+	rc *http.ResponseController
+}
+
+func (f *flushWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err == nil {
+		err = f.rc.Flush()
+	}
+	return n, err
+}
