@@ -36,7 +36,7 @@ type launchParams struct {
 // runs or its start has failed.
 func (d *Daemon) launch(p launchParams) (*session.Session, session.StartInfo, error) {
 	if _, err := proc.LookPath(p.Spec.Command[0], p.Dir, session.EnvBase(p.Spec)); err != nil {
-		return nil, session.StartInfo{}, ipc.BadRequest("%v", err)
+		return nil, session.StartInfo{}, ipc.BadRequest("%w", err)
 	}
 	// The checks and the registration are one step; the start itself runs
 	// unlocked, the registered "starting" session holding the project.
@@ -133,7 +133,7 @@ func (d *Daemon) StopSession(ctx context.Context, c ipc.Caller, id string, req i
 	if req.Grace != "" {
 		g, err := config.ParseDuration(req.Grace)
 		if err != nil {
-			return nil, ipc.BadRequest("grace: %v", err)
+			return nil, ipc.BadRequest("grace: %w", err)
 		}
 		if g.Duration < 0 {
 			return nil, ipc.BadRequest("grace: want a duration of 0 or more, got %q", req.Grace)
@@ -183,7 +183,7 @@ func ended(s *session.Session, err error, what string) error {
 func (d *Daemon) SignalSession(ctx context.Context, c ipc.Caller, id string, req ipc.SignalRequest) error {
 	sig, err := config.ParseSignal(req.Signal)
 	if err != nil {
-		return ipc.BadRequest("signal: %v", err)
+		return ipc.BadRequest("signal: %w", err)
 	}
 	if sig.Num == 0 {
 		return ipc.BadRequest("signal: none given")
@@ -260,7 +260,7 @@ func (d *Daemon) SessionHandoff(ctx context.Context, c ipc.Caller, id string) (*
 		return nil, ipc.NotFound("session %s has no handoff", s.ID())
 	}
 	if err != nil {
-		return nil, ipc.Conflict("%v", err)
+		return nil, ipc.Conflict("%w", err)
 	}
 	out := ipc.Handoff(*h)
 	return &out, nil

@@ -122,12 +122,12 @@ func (d *Daemon) ProjectCheckpoints(ctx context.Context, c ipc.Caller, p ipc.Pro
 	defer cancel()
 	if opt.Prune > 0 {
 		if _, err := d.ckpt.Prune(ctx, dir, opt.Prune); err != nil {
-			return nil, ipc.Conflict("prune checkpoints of %s: %v", dir, err)
+			return nil, ipc.Conflict("prune checkpoints of %s: %w", dir, err)
 		}
 	}
 	list, err := d.ckpt.List(ctx, dir)
 	if err != nil {
-		return nil, ipc.Conflict("list checkpoints of %s: %v", dir, err)
+		return nil, ipc.Conflict("list checkpoints of %s: %w", dir, err)
 	}
 	out := make([]ipc.Checkpoint, len(list))
 	for i, cp := range list {
@@ -152,7 +152,7 @@ func (d *Daemon) RestoreProject(ctx context.Context, c ipc.Caller, p ipc.Project
 	defer cancel()
 	saved, restored, err := d.ckpt.Restore(ctx, dir, req.Checkpoint)
 	if err != nil {
-		return nil, ipc.Conflict("restore %s to %s: %v", dir, req.Checkpoint, err)
+		return nil, ipc.Conflict("restore %s to %s: %w", dir, req.Checkpoint, err)
 	}
 	return &ipc.RestoreResponse{Saved: ipc.CheckpointResult(saved), Restored: wireCheckpoint(restored)}, nil
 }

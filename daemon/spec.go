@@ -17,7 +17,7 @@ import (
 func (d *Daemon) resolveSpec(dir string, req ipc.StartRequest) (config.Spec, error) {
 	spec, err := configfile.LoadProject(filepath.Join(dir, config.ProjectFile), d.cfg.Defaults.Clone())
 	if err != nil {
-		return spec, ipc.BadRequest("%v", err)
+		return spec, ipc.BadRequest("%w", err)
 	}
 	if len(req.Command) > 0 {
 		spec.Command = req.Command
@@ -44,7 +44,7 @@ func (d *Daemon) resolveSpec(dir string, req ipc.StartRequest) (config.Spec, err
 			err = fmt.Errorf("want a positive duration, got %q", f.v)
 		}
 		if err != nil {
-			return spec, ipc.BadRequest("%s: %v", f.key, err)
+			return spec, ipc.BadRequest("%s: %w", f.key, err)
 		}
 		*f.dst = x
 	}
@@ -61,7 +61,7 @@ func (d *Daemon) resolveSpec(dir string, req ipc.StartRequest) (config.Spec, err
 		}
 		x, err := config.ParseSignal(f.v)
 		if err != nil {
-			return spec, ipc.BadRequest("%s: %v", f.key, err)
+			return spec, ipc.BadRequest("%s: %w", f.key, err)
 		}
 		*f.dst = x
 	}
@@ -78,7 +78,7 @@ func (d *Daemon) resolveSpec(dir string, req ipc.StartRequest) (config.Spec, err
 		spec.Checkpoint = *req.Checkpoint
 	}
 	if err := configfile.CheckSpec(&spec); err != nil {
-		return spec, ipc.BadRequest("%v", err)
+		return spec, ipc.BadRequest("%w", err)
 	}
 	if len(spec.Command) == 0 {
 		return spec, ipc.BadRequest("no command: give one after -- (sessionctl start DIR -- CMD ARGS) or set [session] command in %s", filepath.Join(dir, config.ProjectFile))
@@ -99,11 +99,11 @@ func projectDir(dir string) (string, error) {
 		if errors.Is(err, os.ErrNotExist) {
 			return "", ipc.BadRequest("project directory %s does not exist", dir)
 		}
-		return "", ipc.BadRequest("project directory %s: %v", dir, err)
+		return "", ipc.BadRequest("project directory %s: %w", dir, err)
 	}
 	fi, err := os.Stat(abs)
 	if err != nil {
-		return "", ipc.BadRequest("project directory %s: %v", dir, err)
+		return "", ipc.BadRequest("project directory %s: %w", dir, err)
 	}
 	if !fi.IsDir() {
 		return "", ipc.BadRequest("%s is not a directory", dir)
@@ -119,7 +119,7 @@ func (d *Daemon) canUseDir(c ipc.Caller, dir string) error {
 	}
 	fi, err := os.Stat(dir)
 	if err != nil {
-		return ipc.BadRequest("%v", err)
+		return ipc.BadRequest("%w", err)
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != c.UID {
 		return ipc.Forbidden("%s belongs to uid %d, not to you (uid %d)", dir, st.Uid, c.UID)

@@ -24,9 +24,15 @@ type Error struct {
 	Code       string
 	Message    string
 	Candidates []string
+	// cause is the error the message was made from (%w), on the server.
+	cause error
 }
 
 func (e *Error) Error() string { return e.Message }
+
+// Unwrap returns the error the message was made from with %w, so that
+// errors.Is and errors.As see through an API error on the server side.
+func (e *Error) Unwrap() error { return e.cause }
 
 // Is lets errors.Is match an *Error against the sentinels by code.
 func (e *Error) Is(target error) bool {
@@ -46,8 +52,11 @@ var (
 	ErrForbidden  = &Error{Status: http.StatusForbidden, Code: CodeForbidden}
 )
 
+// newError formats the message as fmt.Errorf does: an error given with %w
+// stays in the chain.
 func newError(status int, code, format string, args ...any) *Error {
-	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+	err := fmt.Errorf(format, args...)
+	return &Error{Status: status, Code: code, Message: err.Error(), cause: errors.Unwrap(err)}
 }
 
 // BadRequest returns a 400 error.

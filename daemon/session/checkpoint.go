@@ -119,7 +119,7 @@ func (s *Session) checkpointDone(r ckptResult) {
 	}
 	for _, m := range s.ckpt.answering {
 		if err != nil {
-			m.reply <- reply{err: ipc.Conflict("checkpoint of %s failed: %v", s.projectDir, err)}
+			m.reply <- reply{err: ipc.Conflict("checkpoint of %s failed: %w", s.projectDir, err)}
 		} else {
 			m.reply <- reply{ckpt: r.res}
 		}

@@ -43,7 +43,7 @@ func (s *Session) startSidecars(ctx context.Context) error {
 			if s.startCtx.Err() != nil {
 				return ipc.Conflict("session %s was stopped while starting (waiting for service %q)", s.id, svc.Name)
 			}
-			return ipc.BadRequest("service %q: %v", svc.Name, err)
+			return ipc.BadRequest("service %q: %w", svc.Name, err)
 		}
 		s.sidecars = append(s.sidecars, sc)
 	}

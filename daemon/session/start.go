@@ -63,7 +63,7 @@ func (s *Session) start() (err error) {
 	})
 	if err != nil {
 		s.undoStart()
-		return ipc.BadRequest("%v", err)
+		return ipc.BadRequest("%w", err)
 	}
 	s.child = child
 	s.unwatchLog = s.deps.Output.WatchLog(s.logPath(), s.onOutput)
@@ -117,7 +117,7 @@ const gitTimeout = 10 * time.Second
 // Problems with earlier files are notices, never a failed start.
 func (s *Session) prepareProject() error {
 	if _, err := state.ProjectDir(s.projectDir); err != nil {
-		return ipc.BadRequest("prepare %s: %v", s.projectDir, err)
+		return ipc.BadRequest("prepare %s: %w", s.projectDir, err)
 	}
 	now := s.deps.Clock.Now()
 	notice := func(err error) {
@@ -247,7 +247,7 @@ func (s *Session) preflight(ctx context.Context, out *os.File) error {
 			if s.startCtx.Err() != nil {
 				return ipc.Conflict("session %s was stopped while starting (during preflight %q)", s.id, c)
 			}
-			return ipc.BadRequest("preflight %q failed: %v (its output is in sessionctl logs %s)", c, err, s.id)
+			return ipc.BadRequest("preflight %q failed: %w (its output is in sessionctl logs %s)", c, err, s.id)
 		}
 	}
 	return nil

@@ -109,3 +109,21 @@ func TestAppendProgressSymlink(t *testing.T) {
 		t.Errorf("target: got %q, want the entry", got)
 	}
 }
+
+func TestHasProgressEntry(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "progress.md")
+	if ok, err := HasProgressEntry(p, "abc"); ok || err != nil {
+		t.Fatalf("missing log: %v, %v; want false, nil", ok, err)
+	}
+	if _, err := AppendProgress(p, ProgressEntry{Time: time.Now(), SessionID: "abc", EndReason: "complete"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		id   string
+		want bool
+	}{{"abc", true}, {"ab", false}, {"abcd", false}, {"x", false}} {
+		if ok, err := HasProgressEntry(p, tt.id); ok != tt.want || err != nil {
+			t.Errorf("HasProgressEntry(%q) = %v, %v; want %v", tt.id, ok, err, tt.want)
+		}
+	}
+}

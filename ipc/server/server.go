@@ -144,13 +144,13 @@ func decodeBody(r *http.Request, v any) error {
 		}
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			return ipc.BadRequest("malformed JSON body at byte %d: %v", se.Offset, err)
+			return ipc.BadRequest("malformed JSON body at byte %d: %w", se.Offset, err)
 		}
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			return ipc.BadRequest("field %q: want %s, got JSON %s", te.Field, te.Type, te.Value)
 		}
-		return ipc.BadRequest("malformed JSON body: %v", err)
+		return ipc.BadRequest("malformed JSON body: %w", err)
 	}
 	if dec.More() {
 		return ipc.BadRequest("malformed JSON body: data after the object")
