@@ -293,3 +293,35 @@ func (d *Daemon) Subscribe(ctx context.Context, c ipc.Caller, opt ipc.EventOptio
 	}
 	return d.bus.subscribe(ctx, c), nil
 }
+
+// Follow waits until the session id and every restart of its chain have
+// ended, and returns the record of the last one.
+func (d *Daemon) Follow(ctx context.Context, c ipc.Caller, id string) (*ipc.Session, error) {
+	s, err := d.reg.lookup(c, id)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		// Exited comes after the restart policy was applied.
+		select {
+		case <-s.Exited():
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		pending, next, changed := d.restarts.next(s.ID())
+		if pending {
+			select {
+			case <-changed:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if ns := d.reg.get(next); next != "" && ns != nil {
+			s = ns
+			continue
+		}
+		rec := s.Snapshot()
+		return &rec, nil
+	}
+}

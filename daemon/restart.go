@@ -21,10 +21,35 @@ type restarter struct {
 	pending map[string]*time.Timer
 	// running counts restarts being launched.
 	running sync.WaitGroup
+	// successor maps an ended session to the one that restarted it, and
+	// changed is closed (and replaced) whenever a restart settles.
+	successor map[string]string
+	changed   chan struct{}
 }
 
 func newRestarter(d *Daemon) *restarter {
-	return &restarter{d: d, pending: map[string]*time.Timer{}}
+	return &restarter{d: d, pending: map[string]*time.Timer{}, successor: map[string]string{}, changed: make(chan struct{})}
+}
+
+// settle records how a pending restart of old ended (next is "" when it
+// did not start) and wakes those who follow the chain.
+func (r *restarter) settle(old, next string) {
+	r.mu.Lock()
+	if next != "" {
+		r.successor[old] = next
+	}
+	close(r.changed)
+	r.changed = make(chan struct{})
+	r.mu.Unlock()
+}
+
+// next says what follows the ended session id: a restart to come (wait on
+// changed), the session that restarted it, or nothing.
+func (r *restarter) next(id string) (pending bool, successor string, changed <-chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, pending = r.pending[id]
+	return pending, r.successor[id], r.changed
 }
 
 // consider applies the restart policy to a session that ended.
@@ -62,15 +87,16 @@ func (r *restarter) consider(s *session.Session) {
 			return
 		}
 		defer r.running.Done()
-		r.restart(s, rec, dec.History)
+		r.settle(s.ID(), r.restart(s, rec, dec.History))
 	})
 	log.Info("restarting", zap.Duration("in", dec.Delay), zap.String("reason", rec.EndReason))
 }
 
-// restart starts the session again with the same spec in the same project.
-func (r *restarter) restart(old *session.Session, rec ipc.Session, history []time.Time) {
+// restart starts the session again with the same spec in the same project
+// and returns the new session's id ("" when it did not start).
+func (r *restarter) restart(old *session.Session, rec ipc.Session, history []time.Time) string {
 	if r.d.closing.Load() {
-		return
+		return ""
 	}
 	ns, _, err := r.d.launch(launchParams{
 		UID: old.UID(), Dir: old.ProjectDir(), Spec: old.Spec(), Name: rec.Name, EnvKeys: rec.EnvKeys,
@@ -80,11 +106,15 @@ func (r *restarter) restart(old *session.Session, rec ipc.Session, history []tim
 		r.d.log.Warn("restart failed", zap.String("session", old.ID()), zap.Error(err))
 		r.d.bus.Publish(ipc.Event{Type: ipc.EventFailed, SessionID: old.ID(), ProjectID: rec.ProjectID, UID: old.UID(),
 			Message: "restart failed: " + err.Error(), Time: time.Now()})
-		return
+		if ns == nil {
+			return ""
+		}
+		return ns.ID()
 	}
 	r.d.bus.Publish(ipc.Event{Type: ipc.EventRestarted, SessionID: ns.ID(), ProjectID: rec.ProjectID, UID: old.UID(),
 		Message: fmt.Sprintf("restart %d of %s (%s)", rec.Restarts+1, old.ID(), rec.EndReason),
 		Data:    []byte(fmt.Sprintf(`{"restart_of":%q}`, old.ID())), Time: time.Now()})
+	return ns.ID()
 }
 
 // cancelAll drops the pending restarts and waits for those being launched.
@@ -94,6 +124,8 @@ func (r *restarter) cancelAll(ctx context.Context) {
 		t.Stop()
 		delete(r.pending, id)
 	}
+	close(r.changed)
+	r.changed = make(chan struct{})
 	r.mu.Unlock()
 	done := make(chan struct{})
 	go func() { r.running.Wait(); close(done) }()

@@ -630,8 +630,12 @@ func TestBadInput(t *testing.T) {
 		{"bad signal name", []string{"kill", "-s", "SIGFOO", ended}, 2, "SIGFOO"},
 		{"kill an ended session", []string{"kill", ended}, 1, "ended"},
 		{"bad --env", []string{"start", dir, "--env", "NOEQUALS", "--", "true"}, 2, "NOEQUALS"},
-		{"bad --restart", []string{"start", dir, "--restart", "sometimes", "--", "true"}, 1, "sometimes"},
-		{"bad --stop-signal", []string{"start", dir, "--stop-signal", "SIGNOPE", "--", "true"}, 1, "SIGNOPE"},
+		// Flag values are checked before any request: usage errors.
+		{"bad --restart", []string{"start", dir, "--restart", "sometimes", "--", "true"}, 2, "sometimes"},
+		{"bad --stop-signal", []string{"start", dir, "--stop-signal", "SIGNOPE", "--", "true"}, 2, "SIGNOPE"},
+		{"bad --timeout", []string{"start", dir, "--timeout", "abc", "--", "true"}, 2, "--timeout"},
+		{"negative --stop-grace", []string{"start", dir, "--stop-grace", "-1s", "--", "true"}, 2, "--stop-grace"},
+		{"negative stop --grace", []string{"stop", "--grace", "-1s", ended}, 2, "--grace"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := d.with(t).ctl(tc.args...)

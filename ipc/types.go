@@ -34,6 +34,8 @@ const (
 	EndIdle        = "idle"
 	EndInterrupted = "interrupted"
 	EndCrashed     = "crashed"
+	EndBudget      = "budget"
+	EndWaiting     = "waiting"
 )
 
 // Live reports whether a session in state s has a process to supervise.

@@ -28,44 +28,23 @@ func (a *app) printJSON(v any) error {
 }
 
 func (a *app) startCmd() *cobra.Command {
-	var req ipc.StartRequest
-	var env []string
-	var checkpoint string
+	var flags ipc.StartFlags
 	var wait, quiet bool
 	cmd := &cobra.Command{
 		Use:   "start [flags] [DIR] [-- CMD ARGS...]",
 		Short: "Start a session (DIR defaults to .; CMD to the project's sessiond.toml)",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dash := cmd.ArgsLenAtDash()
-			pos := args
-			if dash >= 0 {
-				pos, req.Command = args[:dash], args[dash:]
-				if len(req.Command) == 0 {
-					return usageErr("no command after --")
-				}
-			}
-			if len(pos) > 1 {
-				return usageErr("start takes one DIR, got %d arguments (put the command after --)", len(pos))
-			}
-			dir := "."
-			if len(pos) == 1 {
-				dir = pos[0]
+			dir, command, err := dirAndCommand(cmd, args)
+			if err != nil {
+				return err
 			}
 			abs, err := absDir(dir)
 			if err != nil {
 				return err
 			}
-			req.Dir = abs
-			req.Env = map[string]string{}
-			for _, kv := range env {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok || k == "" {
-					return usageErr("--env %q: want KEY=VALUE", kv)
-				}
-				req.Env[k] = v
-			}
-			if cmd.Flags().Changed("checkpoint") {
-				req.Checkpoint = &checkpoint
+			req, err := flags.Request(abs, command)
+			if err != nil {
+				return usageErr("%v", err)
 			}
 			ctx := cmd.Context()
 			var events *ipc.EventWatcher
@@ -104,22 +83,30 @@ func (a *app) startCmd() *cobra.Command {
 			return a.waitEnd(ctx, events, resp.Session.ID)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&req.Name, "name", "", "session name (default the project directory's name)")
-	f.StringVar(&req.Timeout, "timeout", "", "deadline after start (default 4h)")
-	f.StringVar(&req.WarnBefore, "warn-before", "", "warning this long before the deadline (default 30m)")
-	f.StringVar(&req.WarnSignal, "warn-signal", "", "signal sent at the warning to processes that catch it (default none)")
-	f.BoolVar(&req.WarnSignalForce, "warn-signal-force", false, "send --warn-signal even to processes that do not catch it")
-	f.StringVar(&req.OnWarning, "on-warning", "", "shell command run at the warning")
-	f.StringVar(&req.StopSignal, "stop-signal", "", "graceful stop signal (default SIGTERM)")
-	f.StringVar(&req.StopGrace, "stop-grace", "", "time between the stop signal and SIGKILL (default 30s)")
-	f.StringVar(&req.IdleTimeout, "idle-timeout", "", "stop after this long without output or file changes (default off)")
-	f.StringVar(&checkpoint, "checkpoint", "", `checkpoint schedule, cron or "@every 5m"; "" turns checkpoints off`)
-	f.StringVar(&req.Restart, "restart", "", "restart policy: no, on-failure, always")
-	f.StringArrayVar(&env, "env", nil, "KEY=VALUE for the command's environment (repeatable)")
-	f.BoolVar(&wait, "wait", false, "wait until the session ends and exit with its exit code")
-	f.BoolVarP(&quiet, "quiet", "q", false, "print only the session id")
+	flags.Bind(cmd.Flags())
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the session ends and exit with its exit code")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the session id")
 	return cmd
+}
+
+// dirAndCommand splits `[DIR] [-- CMD ARGS...]`: DIR defaults to ".", the
+// command to none (the project's sessiond.toml says it).
+func dirAndCommand(cmd *cobra.Command, args []string) (dir string, command []string, err error) {
+	pos := args
+	if dash := cmd.ArgsLenAtDash(); dash >= 0 {
+		pos, command = args[:dash], args[dash:]
+		if len(command) == 0 {
+			return "", nil, usageErr("no command after --")
+		}
+	}
+	if len(pos) > 1 {
+		return "", nil, usageErr("%s takes one DIR, got %d arguments (put the command after --)", cmd.Name(), len(pos))
+	}
+	dir = "."
+	if len(pos) == 1 {
+		dir = pos[0]
+	}
+	return dir, command, nil
 }
 
 // waitEnd blocks until the session ends and returns its exit status as
@@ -143,21 +130,8 @@ func (a *app) waitEnd(ctx context.Context, events *ipc.EventWatcher, id string) 
 		if a.json {
 			_ = a.printJSON(rec)
 		}
-		return &exitError{exitCodeOf(rec), fmt.Errorf("session %s ended: %s", id, rec.EndReason)}
+		return &exitError{ipc.ExitStatus(rec), fmt.Errorf("session %s ended: %s", id, rec.EndReason)}
 	}
-}
-
-// exitCodeOf maps a session's end to a shell exit code.
-func exitCodeOf(r *ipc.Session) int {
-	if r.ExitCode != nil {
-		return *r.ExitCode
-	}
-	if r.Signal != "" {
-		if s, err := config.ParseSignal(r.Signal); err == nil {
-			return 128 + int(s.Num)
-		}
-	}
-	return exitFailed
 }
 
 func (a *app) psCmd() *cobra.Command {

@@ -32,6 +32,7 @@ type exitError struct {
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
 
 func run(args []string) int {
 	root := newRoot()
@@ -40,7 +41,9 @@ func run(args []string) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(os.Stderr, "sessiond:", err)
+	if !errors.Is(err, errSilent) {
+		fmt.Fprintln(os.Stderr, "sessiond:", err)
+	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
@@ -56,7 +59,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(), newConfigCmd(), newVersionCmd())
+	root.AddCommand(newRunCmd(), newExecCmd(), newConfigCmd(), newVersionCmd())
 	root.AddCommand(newServiceCmds()...)
 	return root
 }

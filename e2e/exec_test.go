@@ -1,0 +1,216 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// execRun is a sessiond exec running as PID 1 of a new PID namespace, as in
+// a container.
+type execRun struct {
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
+	done           chan struct{}
+	code           int
+}
+
+// startExec runs `sessiond exec args...` under unshare --pid --fork, so
+// that sessiond is PID 1 there.
+func startExec(t *testing.T, env []string, args ...string) *execRun {
+	t.Helper()
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Fatalf("unshare (util-linux) is needed to run sessiond as PID 1: %v", err)
+	}
+	full := append([]string{"--pid", "--fork", "--mount-proc", sessiondBin, "exec"}, args...)
+	r := &execRun{cmd: exec.Command("unshare", full...), done: make(chan struct{})}
+	r.cmd.Env = append(cleanEnv(), env...)
+	r.cmd.Stdout, r.cmd.Stderr = &r.stdout, &r.stderr
+	if err := r.cmd.Start(); err != nil {
+		t.Fatalf("unshare: %v", err)
+	}
+	go func() {
+		err := r.cmd.Wait()
+		r.code = exitCode(err)
+		close(r.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-r.done:
+		default:
+			_ = r.cmd.Process.Kill()
+			<-r.done
+		}
+	})
+	return r
+}
+
+// wait waits for the exec to end and returns its exit status.
+func (r *execRun) wait(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	select {
+	case <-r.done:
+	case <-time.After(timeout):
+		t.Fatalf("sessiond exec did not end within %s\nstdout: %s\nstderr: %s", timeout, r.stdout.String(), r.stderr.String())
+	}
+	return r.code
+}
+
+// sessiondPID is sessiond's pid as this (outer) namespace sees it: the
+// child of unshare.
+func (r *execRun) sessiondPID(t *testing.T) int {
+	t.Helper()
+	var pid int
+	waitFor(t, 10*time.Second, "sessiond under unshare", func() (bool, string) {
+		data, err := os.ReadFile("/proc/" + strconv.Itoa(r.cmd.Process.Pid) + "/task/" + strconv.Itoa(r.cmd.Process.Pid) + "/children")
+		if err != nil {
+			return false, err.Error()
+		}
+		f := strings.Fields(string(data))
+		if len(f) == 0 {
+			return false, "no child yet"
+		}
+		pid, _ = strconv.Atoi(f[0])
+		return pid > 0, string(data)
+	})
+	return pid
+}
+
+func TestExecAsPID1ReapsZombies(t *testing.T) {
+	dir := project(t)
+	agent := script(t, dir, "agent.sh", `echo "init: $(cat /proc/1/comm)"
+# Each sh exits at once: its sleep is orphaned to PID 1, which must reap it.
+for i in 1 2 3 4 5; do sh -c 'sleep 0.2 &'; done
+sleep 1
+echo "zombies: $(ps -eo stat= | grep -c '^Z')"
+`)
+	r := startExec(t, nil, "--checkpoint", "", dir, "--", agent)
+	if code := r.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, r.stdout.String(), r.stderr.String())
+	}
+	out := r.stdout.String()
+	if !strings.Contains(out, "init: sessiond\n") {
+		t.Errorf("stdout = %q, want the agent's output showing sessiond as PID 1", out)
+	}
+	if !strings.Contains(out, "zombies: 0\n") {
+		t.Errorf("zombies left in the namespace: %q", out)
+	}
+	if !strings.Contains(r.stderr.String(), "ended complete") {
+		t.Errorf("no summary line on stderr: %q", r.stderr.String())
+	}
+	if h := readHandoff(t, dir); h.EndReason != "complete" {
+		t.Errorf("handoff end_reason = %v", h.EndReason)
+	}
+}
+
+func TestExecSIGTERMWritesHandoffBeforeExit(t *testing.T) {
+	dir := project(t)
+	agent := script(t, dir, "agent.sh", `trap 'echo got TERM; sleep 0.5; exit 0' TERM
+echo ready
+while :; do sleep 0.1; done
+`)
+	r := startExec(t, nil, "--checkpoint", "", "--stop-grace", "5s", dir, "--", agent)
+	pid := r.sessiondPID(t)
+	waitFor(t, 10*time.Second, "the agent to start", func() (bool, string) {
+		return fileExists(filepath.Join(dir, ".sessiond", "session.lock")), ""
+	})
+	t0 := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	code := r.wait(t, 20*time.Second)
+	took := time.Since(t0)
+	if code != 0 {
+		t.Errorf("exit %d, want the agent's own 0\nstderr: %s", code, r.stderr.String())
+	}
+	if took > 6*time.Second {
+		t.Errorf("took %v to end after SIGTERM, want within stop_grace (5s) + 1s", took)
+	}
+	h := readHandoff(t, dir)
+	if h.EndReason != "interrupted" {
+		t.Errorf("handoff end_reason = %v, want interrupted", h.EndReason)
+	}
+	if !strings.Contains(r.stdout.String(), "got TERM") {
+		t.Errorf("the agent did not get the stop signal: %q", r.stdout.String())
+	}
+	if fileExists(filepath.Join(dir, ".sessiond", "session.lock")) {
+		t.Error("session.lock left behind")
+	}
+}
+
+func TestExecDeadlineWarnsThenExitsWithTheTimeoutCode(t *testing.T) {
+	dir := project(t)
+	agent := script(t, dir, "agent.sh", `while :; do
+  if [ -f .sessiond/warning.json ]; then echo warned; "$SESSIONCTL" report --summary "wrapped up at the warning"; sleep 100; fi
+  sleep 0.1
+done
+`)
+	r := startExec(t, []string{"SESSIONCTL=" + sessionctlBin, "SCHED_DEADLINE=9"},
+		"--checkpoint", "", "--deadline-from-env", "SCHED_DEADLINE", "--warn-before", "2s", "--stop-grace", "1s", dir, "--", agent)
+	code := r.wait(t, 30*time.Second)
+	if code != 124 {
+		t.Fatalf("exit %d, want 124 (timeout)\nstdout: %s\nstderr: %s", code, r.stdout.String(), r.stderr.String())
+	}
+	if !strings.Contains(r.stdout.String(), "warned") {
+		t.Errorf("the agent saw no warning before the deadline: %q", r.stdout.String())
+	}
+	h := readHandoff(t, dir)
+	if h.EndReason != "timeout" {
+		t.Errorf("handoff end_reason = %v", h.EndReason)
+	}
+	// 9 s from the scheduler, less the 5 s margin: a 4 s deadline.
+	if took := h.EndedAt.Sub(h.StartedAt); took < 3500*time.Millisecond || took > 6*time.Second {
+		t.Errorf("session ran %v, want about 4s (the scheduler's 9s less the margin)", took)
+	}
+	state, err := os.ReadFile(filepath.Join(dir, ".sessiond", "session_state.json"))
+	if err != nil || !strings.Contains(string(state), "wrapped up at the warning") {
+		t.Errorf("the report from inside did not reach the state: %v\n%s", err, state)
+	}
+
+	// A second run in the same project starts from the first one's handoff.
+	first := h.SessionID
+	r2 := startExec(t, nil, "--checkpoint", "", dir, "--", "sh", "-c", `cat "$SESSIOND_CONTEXT_FILE"`)
+	if code := r2.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("second run: exit %d\n%s", code, r2.stderr.String())
+	}
+	if !strings.Contains(r2.stderr.String(), "Restoring session") || !strings.Contains(r2.stderr.String(), "wrapped up at the warning") {
+		t.Errorf("the second run did not restore the first: %q", r2.stderr.String())
+	}
+	if !strings.Contains(r2.stdout.String(), first) {
+		t.Errorf("the second run's context does not cite session %s:\n%s", first, r2.stdout.String())
+	}
+}
+
+func TestExecBadInput(t *testing.T) {
+	dir := project(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, tt := range []struct {
+		args []string
+		env  []string
+		code int
+		msg  string
+	}{
+		{[]string{"--timeout", "abc", dir, "--", "true"}, nil, 2, "--timeout"},
+		{[]string{"--deadline-from-env", "D", dir, "--", "true"}, []string{"D=soon"}, 2, "want seconds"},
+		{[]string{"--deadline-from-env", "D", dir, "--", "true"}, []string{"D=3"}, 2, "no time to run"},
+		{[]string{dir, "--", "no-such-command-here"}, nil, 1, "not found"},
+		{[]string{"/nonexistent/dir", "--", "true"}, nil, 2, "nonexistent"},
+	} {
+		cmd := exec.CommandContext(ctx, sessiondBin, append([]string{"exec"}, tt.args...)...)
+		cmd.Env = append(cleanEnv(), tt.env...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		if got := exitCode(err); got != tt.code || !strings.Contains(stderr.String(), tt.msg) {
+			t.Errorf("exec %v: exit %d %q, want %d saying %q", tt.args, got, stderr.String(), tt.code, tt.msg)
+		}
+	}
+}

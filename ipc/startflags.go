@@ -1,0 +1,93 @@
+package ipc
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/sessiond/sessiond/config"
+)
+
+// StartFlags are the flags that say how to run a session, shared by
+// `sessionctl start` and `sessiond exec` so that both take the same spec.
+type StartFlags struct {
+	req        StartRequest
+	env        []string
+	checkpoint string
+	fs         *pflag.FlagSet
+}
+
+// Bind adds the flags to fs.
+func (f *StartFlags) Bind(fs *pflag.FlagSet) {
+	f.fs = fs
+	fs.StringVar(&f.req.Name, "name", "", "session name (default the project directory's name)")
+	fs.StringVar(&f.req.Timeout, "timeout", "", "deadline after start (default 4h)")
+	fs.StringVar(&f.req.WarnBefore, "warn-before", "", "warning this long before the deadline (default 30m)")
+	fs.StringVar(&f.req.WarnSignal, "warn-signal", "", "signal sent at the warning to processes that catch it (default none)")
+	fs.BoolVar(&f.req.WarnSignalForce, "warn-signal-force", false, "send --warn-signal even to processes that do not catch it")
+	fs.StringVar(&f.req.OnWarning, "on-warning", "", "shell command run at the warning")
+	fs.StringVar(&f.req.StopSignal, "stop-signal", "", "graceful stop signal (default SIGTERM)")
+	fs.StringVar(&f.req.StopGrace, "stop-grace", "", "time between the stop signal and SIGKILL (default 30s)")
+	fs.StringVar(&f.req.IdleTimeout, "idle-timeout", "", "stop after this long without output or file changes (default off)")
+	fs.StringVar(&f.checkpoint, "checkpoint", "", `checkpoint schedule, cron or "@every 5m"; "" turns checkpoints off`)
+	fs.StringVar(&f.req.Restart, "restart", "", "restart policy: no, on-failure, always")
+	fs.StringArrayVar(&f.env, "env", nil, "KEY=VALUE for the command's environment (repeatable)")
+}
+
+// Request returns the start request the flags describe for the project
+// directory dir and the command (nil: the project's). A malformed value is
+// an error naming the flag, found before any request is sent.
+func (f *StartFlags) Request(dir string, command []string) (StartRequest, error) {
+	req := f.req
+	req.Dir, req.Command = dir, command
+	req.Env = map[string]string{}
+	for _, kv := range f.env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return req, fmt.Errorf("--env %q: want KEY=VALUE", kv)
+		}
+		if strings.ContainsRune(kv, 0) {
+			return req, fmt.Errorf("--env %s: the value contains a NUL byte", k)
+		}
+		req.Env[k] = v
+	}
+	if f.fs != nil && f.fs.Changed("checkpoint") {
+		c := f.checkpoint
+		req.Checkpoint = &c
+	}
+	for _, d := range []struct {
+		flag, v  string
+		positive bool
+	}{
+		{"--timeout", req.Timeout, true}, {"--warn-before", req.WarnBefore, false},
+		{"--stop-grace", req.StopGrace, false}, {"--idle-timeout", req.IdleTimeout, true},
+	} {
+		if d.v == "" {
+			continue
+		}
+		x, err := config.ParseDuration(d.v)
+		switch {
+		case err != nil:
+			return req, fmt.Errorf("%s: %v", d.flag, err)
+		case x.Duration < 0:
+			return req, fmt.Errorf("%s %q: want a duration of 0 or more", d.flag, d.v)
+		case d.positive && x.Duration == 0:
+			return req, fmt.Errorf("%s %q: want a positive duration such as 30m or 4h", d.flag, d.v)
+		}
+	}
+	for _, s := range []struct{ flag, v string }{{"--warn-signal", req.WarnSignal}, {"--stop-signal", req.StopSignal}} {
+		if _, err := config.ParseSignal(s.v); err != nil {
+			return req, fmt.Errorf("%s: %v", s.flag, err)
+		}
+	}
+	switch req.Restart {
+	case "", config.RestartNo, config.RestartOnFailure, config.RestartAlways:
+	default:
+		return req, fmt.Errorf("--restart %q: want no, on-failure or always", req.Restart)
+	}
+	if strings.ContainsRune(req.OnWarning, 0) {
+		return req, fmt.Errorf("--on-warning: the command contains a NUL byte")
+	}
+	return req, nil
+}
