@@ -2,7 +2,6 @@ package notify
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,7 +53,10 @@ func checkSecret(rule config.NotifyRule) error {
 	}
 	c := &compiled{rule: rule, origin: FromDaemon}
 	if _, err := readSecret(context.Background(), c, &Event{}); err != nil {
-		return &config.NotifyError{Key: key, Msg: fmt.Sprint(err)}
+		// "webhook secret: secret_file /x: ..." under the key secret_file
+		// reads as "secret_file: /x: ...".
+		msg := strings.TrimPrefix(err.Error(), errSecret.Error()+": ")
+		return &config.NotifyError{Key: key, Msg: strings.TrimPrefix(msg, key+" ")}
 	}
 	return nil
 }

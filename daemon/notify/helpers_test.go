@@ -98,7 +98,7 @@ type hookServer struct {
 	release  chan struct{}
 }
 
-func newHookServer(t *testing.T, statuses ...int) *hookServer {
+func newHookServer(t testing.TB, statuses ...int) *hookServer {
 	t.Helper()
 	if len(statuses) == 0 {
 		statuses = []int{http.StatusOK}

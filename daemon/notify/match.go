@@ -105,26 +105,27 @@ func MatchProject(pattern, dir, home string) bool {
 	return matchElems(strings.Split(strings.TrimSuffix(pattern, "/"), "/"), strings.Split(dir, "/"))
 }
 
+// matchElems reports whether the pattern's elements match the path's, in
+// time proportional to their product however many "**" the pattern has:
+// next[j] says whether the rest of the pattern matches name[j:].
 func matchElems(pat, name []string) bool {
-	for len(pat) > 0 {
-		if pat[0] == "**" {
-			for len(pat) > 1 && pat[1] == "**" {
-				pat = pat[1:]
+	next := make([]bool, len(name)+1)
+	cur := make([]bool, len(name)+1)
+	next[len(name)] = true
+	for i := len(pat) - 1; i >= 0; i-- {
+		if pat[i] == "**" {
+			cur[len(name)] = next[len(name)]
+			for j := len(name) - 1; j >= 0; j-- {
+				cur[j] = next[j] || cur[j+1]
 			}
-			for i := 0; i <= len(name); i++ {
-				if matchElems(pat[1:], name[i:]) {
-					return true
-				}
+		} else {
+			cur[len(name)] = false
+			for j := len(name) - 1; j >= 0; j-- {
+				ok, err := path.Match(pat[i], name[j])
+				cur[j] = err == nil && ok && next[j+1]
 			}
-			return false
 		}
-		if len(name) == 0 {
-			return false
-		}
-		if ok, err := path.Match(pat[0], name[0]); err != nil || !ok {
-			return false
-		}
-		pat, name = pat[1:], name[1:]
+		next, cur = cur, next
 	}
-	return len(name) == 0
+	return next[0]
 }

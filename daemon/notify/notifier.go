@@ -244,8 +244,7 @@ func (n *Notifier) Publish(ev Event, project []config.NotifyRule) {
 			n.suppressed.Add(1)
 			continue
 		}
-		d := &delivery{rule: c, ev: ev, payload: NewPayload(ev, c.rule.Name, n.opt.Host)}
-		if !n.enqueue(c, d) {
+		if !n.enqueue(c, &ev) {
 			n.dropped.Add(1)
 			n.logDrop(c, &ev, "queue full")
 			continue
@@ -296,20 +295,26 @@ func (n *Notifier) pruneQuiet(now time.Time) {
 	n.quietPrune = max(1024, 2*len(n.quiet))
 }
 
-// enqueue puts d on its rule's queue, starting the rule's worker when it has
-// none; false means the queue (or the total) is full. n.mu is held.
-func (n *Notifier) enqueue(c *compiled, d *delivery) bool {
+// enqueue queues a notification of ev for c, starting the rule's worker
+// when it has none; false means the rule's queue, or the total, is full.
+// n.mu is held, so only the worker takes from the queue meanwhile.
+func (n *Notifier) enqueue(c *compiled, ev *Event) bool {
+	q := n.queues[c.key]
+	if q != nil && len(q.ch) == cap(q.ch) {
+		// Full: a flood costs no payload.
+		return false
+	}
 	if n.pending.Add(1) > int64(n.opt.MaxPending) {
 		n.pending.Add(-1)
 		return false
 	}
-	q := n.queues[c.key]
 	if q == nil {
 		q = &queue{rule: c, sink: n.sinkFor(c), ch: make(chan *delivery, n.opt.QueueSize)}
 		n.queues[c.key] = q
 		n.wg.Add(1)
 		go n.work(q)
 	}
+	d := &delivery{rule: c, ev: *ev, payload: NewPayload(*ev, c.rule.Name, n.opt.Host)}
 	select {
 	case q.ch <- d:
 		return true

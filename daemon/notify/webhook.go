@@ -114,6 +114,9 @@ func (s *webhookSink) send(ctx context.Context, d *delivery) error {
 		case <-t.C:
 		}
 	}
+	if s.retries == 0 {
+		return fmt.Errorf("%s: %w", where, last)
+	}
 	return fmt.Errorf("%s: gave up after %d attempts: %w", where, s.retries+1, last)
 }
 
