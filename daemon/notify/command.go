@@ -19,6 +19,9 @@ type commandSink struct {
 
 func (s *commandSink) send(ctx context.Context, d *delivery) error {
 	ev := &d.ev
+	if err := checkOwner(d.rule.origin, ev.Owner); err != nil {
+		return err
+	}
 	cred := credential(ev.Owner)
 	env := append(baseEnv(ev, cred), eventEnv(&d.payload)...)
 	stdin, err := encodeJSON(d.payload)

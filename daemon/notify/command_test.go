@@ -65,7 +65,7 @@ func TestCommandEnvAndStdin(t *testing.T) {
 	code := 3
 	ev := Event{
 		Type: config.NotifyEnded, SessionID: "s1", Name: "refactor", ProjectDir: project, ProjectID: "abc123",
-		EndReason: "error", ExitCode: &code, Message: "ended: error (exit 3)",
+		EndReason: "error", ExitCode: &code, Message: "ended: error (exit 3)", Owner: selfOwner(t),
 		// The session's environment, with a stale handoff of its previous
 		// session and the service manager's socket.
 		Env: []string{"PATH=" + os.Getenv("PATH"), "RECORD_DIR=" + record, "FROM_SESSION=yes",
@@ -182,7 +182,7 @@ wait
 	rule := config.NotifyRule{On: []string{"ended"}, Command: []string{"./hang.sh"}, Timeout: config.Duration{Duration: 300 * time.Millisecond}}
 	n, _ := newNotifier(t, nil, Options{})
 	ev := SampleEvent()
-	ev.ProjectDir = dir
+	ev.ProjectDir, ev.Owner = dir, selfOwner(t)
 	start := time.Now()
 	err := n.Test(context.Background(), rule, FromProject, ev)
 	if err == nil || !strings.Contains(err.Error(), "timed out after 300ms") || !strings.Contains(err.Error(), "process group was killed") {
@@ -203,7 +203,7 @@ func TestCommandLeftoversKilled(t *testing.T) {
 	rule := config.NotifyRule{On: []string{"ended"}, Command: []string{"./fork.sh"}}
 	n, _ := newNotifier(t, nil, Options{})
 	ev := SampleEvent()
-	ev.ProjectDir = dir
+	ev.ProjectDir, ev.Owner = dir, selfOwner(t)
 	if err := n.Test(context.Background(), rule, FromProject, ev); err != nil {
 		t.Fatalf("Test: %v", err)
 	}
@@ -216,7 +216,7 @@ func TestCommandFailure(t *testing.T) {
 	writeScript(t, dir, "fail.sh", "echo working\necho 'no such channel' >&2\nexit 3\n")
 	n, _ := newNotifier(t, nil, Options{})
 	ev := SampleEvent()
-	ev.ProjectDir = dir
+	ev.ProjectDir, ev.Owner = dir, selfOwner(t)
 	err := n.Test(context.Background(), config.NotifyRule{Name: "f", On: []string{"ended"}, Command: []string{"./fail.sh"}}, FromProject, ev)
 	if err == nil || !strings.Contains(err.Error(), "exit status 3") || !strings.Contains(err.Error(), "no such channel") {
 		t.Fatalf("Test = %v, want exit status 3 with the output", err)
@@ -268,5 +268,31 @@ func TestCommandOutputToLog(t *testing.T) {
 	b, _ := os.ReadFile(log)
 	if got, want := string(b), "agent output\nhook saw test\n"; got != want {
 		t.Errorf("log = %q, want %q", got, want)
+	}
+}
+
+// TestProjectRuleNeedsOwner: a root daemon never runs a project's command
+// as root because an event came without its owner.
+func TestProjectRuleNeedsOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the refusal applies to a root daemon only")
+	}
+	dir := t.TempDir()
+	n, _ := newNotifier(t, nil, Options{})
+	ev := SampleEvent()
+	ev.ProjectDir = dir
+	rule := config.NotifyRule{On: []string{"ended"}, Command: []string{"sh", "-c", "touch ran"}}
+	if err := n.Test(context.Background(), rule, FromProject, ev); !errors.Is(err, errNoOwner) {
+		t.Fatalf("Test = %v, want errNoOwner", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
+		t.Fatal("the command ran")
+	}
+	ev.Owner = &Owner{UID: 0, GID: 0, Home: "/root"}
+	if err := n.Test(context.Background(), rule, FromProject, ev); err != nil {
+		t.Fatalf("Test of root's own session: %v", err)
+	}
+	if err := n.Test(context.Background(), rule, FromDaemon, SampleEvent()); err != nil {
+		t.Fatalf("Test of a daemon rule: %v", err)
 	}
 }

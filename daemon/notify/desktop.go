@@ -28,6 +28,9 @@ func (s *desktopSink) send(ctx context.Context, d *delivery) error {
 	if err != nil {
 		return err
 	}
+	if err := checkOwner(d.rule.origin, d.ev.Owner); err != nil {
+		return fmt.Errorf("desktop: %w", err)
+	}
 	cred := credential(d.ev.Owner)
 	env := baseEnv(&d.ev, cred)
 	if cred != nil {

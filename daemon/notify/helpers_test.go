@@ -244,3 +244,13 @@ func helper(argv ...string) ([]byte, error) {
 	err := proc.Run(cmd)
 	return out.Bytes(), err
 }
+
+// selfOwner is the test process's own user as a session owner.
+func selfOwner(t *testing.T) *Owner {
+	t.Helper()
+	o, err := LookupOwner(os.Getuid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}

@@ -126,6 +126,20 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 
 func (t *tailBuffer) bytes() []byte { return t.buf }
 
+// errNoOwner is the refusal to run a project's command, or read its
+// secret, with root's rights because the event did not say whose session
+// it is.
+var errNoOwner = errors.New("a project's rule under a root daemon needs the session's owner to run as; refusing to use root's rights")
+
+// checkOwner refuses what a project's rule would do as root for want of
+// an owner. A session of root's own has an Owner with UID 0.
+func checkOwner(origin Origin, o *Owner) error {
+	if origin == FromProject && o == nil && os.Geteuid() == 0 {
+		return errNoOwner
+	}
+	return nil
+}
+
 // credential returns the credential to run a process as o, when the daemon
 // is root and o is another user; else nil (the daemon's own rights).
 func credential(o *Owner) *syscall.Credential {

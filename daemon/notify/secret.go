@@ -55,6 +55,9 @@ func readSecret(ctx context.Context, c *compiled, ev *Event) (string, error) {
 			path = strings.TrimSuffix(home, "/") + "/" + rest
 		}
 		src = "secret_file " + path
+		if err := checkOwner(c.origin, ev.Owner); err != nil {
+			return "", fmt.Errorf("%w: %s: %v", errSecret, src, err)
+		}
 		var err error
 		if cred := credential(ev.Owner); c.origin == FromProject && cred != nil {
 			raw, err = readFileAs(ctx, path, cred)
