@@ -1,0 +1,134 @@
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// maxSecret bounds a secret: it is one header value.
+const maxSecret = 4 << 10
+
+// secretReadTimeout bounds reading a secret file as another user.
+const secretReadTimeout = 5 * time.Second
+
+// errSecret marks every failure to get a webhook's secret. Its messages name
+// the file or variable, never the content.
+var errSecret = errors.New("webhook secret")
+
+// readSecret returns the secret of c's webhook for ev, read now from its
+// file or variable, or "" when the rule has none. The daemon's own rules
+// are read with the daemon's rights; a project's rules, under a root
+// daemon, with the session owner's: its file is read by a helper process
+// running as that user, and its variable only from the session's
+// environment, so a project cannot name a file or variable of root's and
+// have it sent away.
+func readSecret(ctx context.Context, c *compiled, ev *Event) (string, error) {
+	r := &c.rule
+	var (
+		raw string
+		src string
+	)
+	switch {
+	case r.SecretEnv != "":
+		src = "secret_env " + r.SecretEnv
+		v, ok := lookupEnv(ev.Env, r.SecretEnv)
+		if !ok && (c.origin == FromDaemon || os.Geteuid() != 0) {
+			v, ok = os.LookupEnv(r.SecretEnv)
+		}
+		if !ok {
+			return "", fmt.Errorf("%w: %s is not set", errSecret, src)
+		}
+		raw = v
+	case r.SecretFile != "":
+		path := r.SecretFile
+		if rest, ok := strings.CutPrefix(path, "~/"); ok {
+			home := ownerHome(ev.Owner)
+			if home == "" {
+				return "", fmt.Errorf("%w: secret_file %s: no home directory to expand ~ in", errSecret, path)
+			}
+			path = strings.TrimSuffix(home, "/") + "/" + rest
+		}
+		src = "secret_file " + path
+		if err := checkOwner(c.origin, ev.Owner); err != nil {
+			return "", fmt.Errorf("%w: %s: %v", errSecret, src, err)
+		}
+		var err error
+		if cred := credential(ev.Owner); c.origin == FromProject && cred != nil {
+			raw, err = readFileAs(ctx, path, cred)
+		} else {
+			raw, err = readSecretFile(path)
+		}
+		if err != nil {
+			return "", fmt.Errorf("%w: %s: %v", errSecret, src, err)
+		}
+	default:
+		return "", nil
+	}
+	s := strings.TrimSpace(raw)
+	if s == "" {
+		return "", fmt.Errorf("%w: %s is empty", errSecret, src)
+	}
+	if strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return "", fmt.Errorf("%w: %s holds more than one line or a control character; it must be one header value", errSecret, src)
+	}
+	return s, nil
+}
+
+// readSecretFile reads a secret file with the daemon's rights: a regular
+// file, opened without blocking (a FIFO cannot hold the sender), at most
+// maxSecret bytes.
+func readSecretFile(path string) (string, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", errors.New("not a regular file")
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxSecret+1))
+	if err != nil {
+		return "", errors.New("read failed")
+	}
+	if len(b) > maxSecret {
+		return "", fmt.Errorf("larger than %d bytes", maxSecret)
+	}
+	return string(b), nil
+}
+
+// readFileAs reads a secret file as another user, through a shell running
+// with that user's uid, gid and groups. Its errors never quote the output.
+func readFileAs(ctx context.Context, path string, cred *syscall.Credential) (string, error) {
+	p := process{
+		argv: []string{"/bin/sh", "-c",
+			`[ -f "$1" ] && [ -r "$1" ] || exit 3; exec head -c "$2" -- "$1" 2>/dev/null`,
+			"sh", path, fmt.Sprint(maxSecret + 1)},
+		dir: "/", env: []string{"PATH=/usr/bin:/bin"}, cred: cred,
+		timeout: secretReadTimeout, keep: maxSecret + 1,
+	}
+	out, err := p.run(ctx)
+	if err != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return "", ctx.Err()
+		}
+		return "", fmt.Errorf("cannot be read as user %d (not a regular file, not readable by that user, or no answer within %s)", cred.Uid, secretReadTimeout)
+	}
+	if len(out) > maxSecret {
+		return "", fmt.Errorf("larger than %d bytes", maxSecret)
+	}
+	return string(out), nil
+}
