@@ -1,7 +1,6 @@
 package ipc
 
 import (
-	"fmt"
 	"strings"
 	"unicode/utf8"
 )
@@ -39,7 +38,7 @@ func escapeTerminal(s string, keepLines bool) string {
 			case c == '\r':
 				b.WriteString(`\r`)
 			case c < 0x20 || c == 0x7f:
-				fmt.Fprintf(&b, `\x%02x`, c)
+				writeHex(&b, `\x`, uint32(c), 2)
 			default:
 				b.WriteByte(c)
 			}
@@ -49,9 +48,9 @@ func escapeTerminal(s string, keepLines bool) string {
 		r, n := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, c)
+			writeHex(&b, `\x`, uint32(c), 2)
 		case escapedTerminalRune(r):
-			fmt.Fprintf(&b, `\u%04x`, r)
+			writeHex(&b, `\u`, uint32(r), 4)
 		default:
 			b.WriteString(s[i : i+n])
 		}
@@ -84,4 +83,13 @@ func needsTerminalEscape(s string, keepLines bool) bool {
 // controls and the bidirectional controls.
 func escapedTerminalRune(r rune) bool {
 	return r >= 0x80 && r <= 0x9f || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069
+}
+
+// writeHex writes prefix, then v as that many lower-case hex digits.
+func writeHex(b *strings.Builder, prefix string, v uint32, digits int) {
+	const hex = "0123456789abcdef"
+	b.WriteString(prefix)
+	for i := digits - 1; i >= 0; i-- {
+		b.WriteByte(hex[v>>(4*i)&0xf])
+	}
 }

@@ -102,7 +102,7 @@ func escapeControls(s string, keepLines, bidi bool) string {
 			case c == '\r':
 				b.WriteString(`\r`)
 			case c < 0x20 || c == 0x7f:
-				fmt.Fprintf(&b, `\x%02x`, c)
+				writeHex(&b, `\x`, uint32(c), 2)
 			default:
 				b.WriteByte(c)
 			}
@@ -112,9 +112,9 @@ func escapeControls(s string, keepLines, bidi bool) string {
 		r, n := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, c)
+			writeHex(&b, `\x`, uint32(c), 2)
 		case r >= 0x80 && r <= 0x9f, bidi && escapedRune(r):
-			fmt.Fprintf(&b, `\u%04x`, r)
+			writeHex(&b, `\u`, uint32(r), 4)
 		default:
 			b.WriteString(s[i : i+n])
 		}
@@ -159,4 +159,13 @@ func codeSpan(s string) string {
 		s = " " + s + " "
 	}
 	return fence + s + fence
+}
+
+// writeHex writes prefix, then v as that many lower-case hex digits.
+func writeHex(b *strings.Builder, prefix string, v uint32, digits int) {
+	const hex = "0123456789abcdef"
+	b.WriteString(prefix)
+	for i := digits - 1; i >= 0; i-- {
+		b.WriteByte(hex[v>>(4*i)&0xf])
+	}
 }

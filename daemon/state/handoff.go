@@ -113,14 +113,14 @@ func (h *Handoff) boundFiles(name string, files []string) []string {
 func encodeHandoff(h *Handoff) ([]byte, error) {
 	h.Bound()
 	data, err := marshalJSON(h)
-	for trimmed := false; err == nil && len(data) > MaxHandoffSize; {
+	for trimmed := false; err == nil && len(data) > handoffCap; {
 		if !trimmed {
 			trimmed = true
 			h.Warnings = append(h.Warnings[:min(len(h.Warnings), MaxHandoffWarnings-1)],
-				fmt.Sprintf("handoff trimmed to fit %s: lists shortened", byteSize(MaxHandoffSize)))
+				fmt.Sprintf("handoff trimmed to fit %s: lists shortened", byteSize(int64(handoffCap))))
 		}
 		if len(h.FilesChanged)+len(h.UncommittedFiles)+len(h.LogTail)+len(h.Command) == 0 {
-			return nil, fmt.Errorf("handoff is %d bytes even without its lists, over the %s limit", len(data), byteSize(MaxHandoffSize))
+			return nil, fmt.Errorf("handoff is %d bytes even without its lists, over the %s limit", len(data), byteSize(int64(handoffCap)))
 		}
 		h.FilesChanged = h.FilesChanged[:len(h.FilesChanged)/2]
 		h.UncommittedFiles = h.UncommittedFiles[:len(h.UncommittedFiles)/2]
@@ -130,6 +130,9 @@ func encodeHandoff(h *Handoff) ([]byte, error) {
 	}
 	return data, err
 }
+
+// handoffCap is MaxHandoffSize; tests lower it.
+var handoffCap = MaxHandoffSize
 
 // SaveHandoff bounds h (see Bound) and writes it atomically, mode 0600, to
 // the project's .sessiond/handoff.json, creating .sessiond if needed.

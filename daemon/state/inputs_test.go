@@ -46,7 +46,10 @@ func inputOps(p *Project) []struct {
 		{sd(LockFile), func() error { _, err := p.ReadLock(); return err }},
 		{sd(WarningFile), func() error { _, err := p.ReadWarning(); return err }},
 		{sd(ProgressFile), func() error { _, err := p.AppendProgress("", ProgressEntry{Time: testNow}); return err }},
-		{"notes/progress.txt", func() error { _, err := p.AppendProgress("notes/progress.txt", ProgressEntry{Time: testNow}); return err }},
+		{"notes/progress.txt", func() error {
+			_, err := p.AppendProgress("notes/progress.txt", ProgressEntry{Time: testNow})
+			return err
+		}},
 		{".git/info/exclude", p.EnsureStateDir},
 		{".git", p.EnsureStateDir},
 	}

@@ -30,7 +30,7 @@ func (o *Owner) validate() error {
 	if o == nil {
 		return nil
 	}
-	ok := func(id int) bool { return id >= 0 && id < 1<<32-1 }
+	ok := func(id int) bool { return id >= 0 && int64(id) < 1<<32-1 }
 	if !ok(o.UID) || !ok(o.GID) {
 		return fmt.Errorf("owner uid %d, gid %d: ids must be between 0 and 4294967294", o.UID, o.GID)
 	}

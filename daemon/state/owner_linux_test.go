@@ -180,7 +180,7 @@ func TestRunAsSelfSpawnsNoThread(t *testing.T) {
 
 // TestRunAsInvalidOwner checks the ids the kernel would misread.
 func TestRunAsInvalidOwner(t *testing.T) {
-	for _, o := range []*Owner{{UID: -1, GID: 1}, {UID: 1 << 32, GID: 1}, {UID: 1000, GID: 1000, Groups: []int{-5}}} {
+	for _, o := range []*Owner{{UID: -1, GID: 1}, {UID: 1000, GID: -2}, {UID: 1000, GID: 1000, Groups: []int{-5}}} {
 		if err := runAs(o, func() error { return nil }); err == nil {
 			t.Errorf("owner %+v: got nil error, want one", o)
 		}

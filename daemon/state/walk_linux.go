@@ -19,7 +19,8 @@ const beneathResolve = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS
 var (
 	openat2Once sync.Once
 	openat2OK   bool
-	// forceWalk makes openBeneath use walkBeneath, for tests of the fallback.
+	// forceWalk makes openBeneath walk even where openat2 works, so that
+	// tests cover the fallback.
 	forceWalk bool
 )
 
