@@ -258,12 +258,13 @@ func TestAttackReadRootFiles(t *testing.T) {
 	}
 }
 
-// TestAttackDevices puts a device node and a FIFO in the project in place
-// of each input: the user's read fails at once, naming what the path is.
+// TestAttackDevices puts a device node, a FIFO and a symlink to /dev/zero in
+// the project in place of each input: the user's read fails at once, naming
+// what the path is, and reads nothing.
 func TestAttackDevices(t *testing.T) {
 	a := newAttack(t)
 	for _, in := range inputOps(a.p) {
-		for _, kind := range []string{"a FIFO", "a character device"} {
+		for _, kind := range []string{"a FIFO", "a character device", "a link to /dev/zero"} {
 			t.Run(in.rel+" "+kind, func(t *testing.T) {
 				path := filepath.Join(a.project, in.rel)
 				dirs := []string{filepath.Join(a.project, DirName), filepath.Join(a.project, ".git", "info"), filepath.Dir(path)}
@@ -280,6 +281,12 @@ func TestAttackDevices(t *testing.T) {
 						_ = os.Lchown(d, a.u.UID, a.u.GID)
 					}
 				}
+				defer os.RemoveAll(filepath.Join(a.project, strings.Split(in.rel, "/")[0]))
+				if kind == "a link to /dev/zero" {
+					a.symlink(t, "/dev/zero", in.rel)
+					checkDeviceLink(t, in.rel, path, withinBound(t, in.rel, in.op))
+					return
+				}
 				mode := uint32(syscall.S_IFIFO | 0o666)
 				dev := 0
 				if kind == "a character device" {
@@ -288,7 +295,6 @@ func TestAttackDevices(t *testing.T) {
 				if err := syscall.Mknod(path, mode, dev); err != nil {
 					t.Fatal(err)
 				}
-				defer os.RemoveAll(filepath.Join(a.project, strings.Split(in.rel, "/")[0]))
 				start := time.Now()
 				err := withinBound(t, in.rel, in.op)
 				if !errors.Is(err, ErrFileType) || !strings.Contains(err.Error(), path+" is "+kind) {

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
+	"strconv"
 	"sync/atomic"
+	"syscall"
 )
 
 // Owner is the filesystem identity that operations in a project run with:
@@ -14,6 +17,43 @@ type Owner struct {
 	// Groups are the supplementary groups. They replace the daemon's, so an
 	// empty list means none (root's own groups never carry over).
 	Groups []int
+}
+
+// LookupOwner returns the Owner of the account uid as a login would set it
+// up: its primary group, and every group it is a member of as its
+// supplementary groups. An unknown uid is an error: guessing a gid would
+// hand files to a group nobody chose.
+func LookupOwner(uid int) (*Owner, error) {
+	u, err := user.LookupId(strconv.Itoa(uid))
+	if err != nil {
+		return nil, fmt.Errorf("look up uid %d: %w", uid, err)
+	}
+	gid, err := strconv.Atoi(u.Gid)
+	if err != nil {
+		return nil, fmt.Errorf("look up uid %d: primary group %q is not a number", uid, u.Gid)
+	}
+	o := &Owner{UID: uid, GID: gid}
+	ids, err := u.GroupIds()
+	if err != nil {
+		return nil, fmt.Errorf("look up the groups of uid %d: %w", uid, err)
+	}
+	for _, id := range ids {
+		if g, err := strconv.Atoi(id); err == nil {
+			o.Groups = append(o.Groups, g)
+		}
+	}
+	return o, o.validate()
+}
+
+// Credential returns o as the credential that starts a process with the
+// owner's identity (git, hooks, preflight, the session's command), so that
+// processes and file operations use the same ids.
+func (o *Owner) Credential() *syscall.Credential {
+	c := &syscall.Credential{Uid: uint32(o.UID), Gid: uint32(o.GID)}
+	for _, g := range o.Groups {
+		c.Groups = append(c.Groups, uint32(g))
+	}
+	return c
 }
 
 // ErrNoSeparation is matched by errors.Is when an operation cannot take the

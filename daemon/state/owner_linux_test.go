@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -218,5 +219,22 @@ func TestRunAsWithoutPrivilege(t *testing.T) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.UID), Gid: uint32(u.GID)}}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("as uid %d: %v\n%s", u.UID, err, out)
+	}
+}
+
+func TestLookupOwner(t *testing.T) {
+	u := newTestUser(t)
+	o, err := LookupOwner(u.UID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.UID != u.UID || o.GID != u.GID || !slices.Contains(o.Groups, u.ExtraGID) {
+		t.Errorf("got %+v, want uid %d, gid %d and group %d", o, u.UID, u.GID, u.ExtraGID)
+	}
+	if c := o.Credential(); c.Uid != uint32(u.UID) || c.Gid != uint32(u.GID) || len(c.Groups) != len(o.Groups) {
+		t.Errorf("Credential: got %+v for %+v", c, o)
+	}
+	if _, err := LookupOwner(1<<31 - 7); err == nil {
+		t.Error("an unknown uid: got nil error, want one")
 	}
 }

@@ -20,6 +20,9 @@ const maxSymlinks = 40
 // O_NOFOLLOW (then ELOOP); the last open itself has O_NOFOLLOW, so a
 // symlink swapped in after the check is never followed.
 func walkBeneath(dirfd int, rel string, flags int, mode uint32) (int, error) {
+	if strings.IndexByte(rel, 0) >= 0 {
+		return -1, unix.EINVAL
+	}
 	if filepath.IsAbs(rel) {
 		return -1, unix.EXDEV
 	}
