@@ -6,23 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
-	"time"
-)
 
-// maxFileSize bounds what ReadJSON reads: every file of this package is a few
-// kilobytes, and a runaway file must not take the daemon's memory with it.
-const maxFileSize = 32 << 20
+	"golang.org/x/sys/unix"
+)
 
 // ErrCorrupt is matched by errors.Is for every *CorruptError.
 var ErrCorrupt = errors.New("corrupt file")
 
 // CorruptError reports a file that could not be decoded (empty, truncated,
-// not JSON, or the wrong shape) and that was moved aside so that the next
-// write starts clean while the bad content is kept for inspection.
+// not JSON, the wrong shape, or over its size cap) and that was moved aside
+// so that the next write starts clean while the bad content is kept for
+// inspection.
 type CorruptError struct {
 	// Path is the file that was read.
 	Path string
@@ -49,7 +45,8 @@ func (e *CorruptError) Unwrap() error { return e.Err }
 func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
 
 // EnsureDir creates path and its parents with mode 0700 and sets path itself
-// to 0700, whatever the umask or its earlier mode.
+// to 0700, whatever the umask or its earlier mode. It is for the daemon's
+// own directories; a project's .sessiond is made by Project.EnsureStateDir.
 func EnsureDir(path string) error {
 	if err := os.MkdirAll(path, 0o700); err != nil {
 		return fmt.Errorf("create directory %s: %w", path, err)
@@ -68,63 +65,21 @@ func EnsureDir(path string) error {
 	return nil
 }
 
-// fsyncFile is File.Sync; tests replace it to simulate a full disk.
-var fsyncFile = (*os.File).Sync
-
-// WriteFile replaces path with data atomically: it writes a temporary file in
-// the same directory, sets perm on it (independent of the umask), fsyncs it,
-// renames it over path and fsyncs the directory. On any failure before the
-// rename the previous file is intact and no temporary file is left; a failure
-// of the final directory fsync is reported although the new content is in
-// place. The directory must exist.
-func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+// WriteFile replaces path with data atomically: it writes a temporary file
+// ".NAME.tmp-N" in the same directory, sets perm on it (independent of the
+// umask), fsyncs it, renames it over path and fsyncs the directory, all
+// through a descriptor of the directory. On any failure before the rename
+// (a full disk included) the previous file is intact and no temporary file
+// is left; a failure of the final directory fsync is reported although the
+// new content is in place. The directory must exist. A symlink at path is
+// replaced, not followed.
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	dfd, err := openDir(filepath.Dir(path))
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	tmp := f.Name()
-	renamed := false
-	defer func() {
-		if err != nil && !renamed {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = f.Chmod(perm); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = fsyncFile(f); err != nil {
-		return fmt.Errorf("write %s: fsync: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	renamed = true
-	if err = syncDir(dir); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
-// syncDir makes a rename or removal in dir durable. Filesystems that cannot
-// fsync a directory say EINVAL; there is nothing more to do on them.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("fsync directory: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
-	}
-	return nil
+	defer unix.Close(dfd)
+	return writeAt(dfd, filepath.Base(path), path, data, perm)
 }
 
 // marshalJSON is the one encoding of every JSON file: two-space indent and a
@@ -147,37 +102,26 @@ func WriteJSON(path string, v any) error {
 	return WriteFile(path, data, 0o600)
 }
 
-// ReadJSON decodes the JSON file at path into v. A missing file gives an
-// error that wraps fs.ErrNotExist. Content that is empty, truncated, not JSON,
-// null, or of the wrong shape for v makes the file move aside as
-// NAME.corrupt-<UTC time> and gives a *CorruptError; v may then be partly
-// filled and should be discarded. Unknown fields are ignored, so that files
-// written by a newer version still load.
+// ReadJSON decodes the JSON file at path into v. The file is read as every
+// input is: opened non-blocking, required to be a regular file (a FIFO or a
+// device gives an error matching ErrFileType), and at most MaxRecordSize
+// bytes. A missing file gives an error that wraps fs.ErrNotExist. Content
+// that is empty, truncated, not JSON, null, of the wrong shape for v, or
+// over the cap makes the file move aside as NAME.corrupt-<UTC time> and
+// gives a *CorruptError; v may then be partly filled and should be
+// discarded. Unknown fields are ignored, so that files written by a newer
+// version still load.
 func ReadJSON(path string, v any) error {
-	data, err := readFile(path)
+	return readJSONPath(path, MaxRecordSize, v)
+}
+
+func readJSONPath(path string, limit int64, v any) error {
+	dfd, err := openDir(filepath.Dir(path))
 	if err != nil {
 		return err
 	}
-	if err := decodeJSON(data, v); err != nil {
-		return moveAside(path, err)
-	}
-	return nil
-}
-
-func readFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err // *PathError: says "open PATH: why"
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if len(data) > maxFileSize {
-		return nil, fmt.Errorf("read %s: larger than %d bytes", path, maxFileSize)
-	}
-	return data, nil
+	defer unix.Close(dfd)
+	return readJSONAt(dfd, filepath.Base(path), path, limit, false, v)
 }
 
 // decodeJSON is json.Unmarshal with the cases it accepts silently (empty
@@ -224,52 +168,4 @@ func lineCol(data []byte, off int64) (line, col int) {
 	line = bytes.Count(before, []byte("\n")) + 1
 	col = int(off) - (bytes.LastIndexByte(before, '\n') + 1) + 1
 	return line, col
-}
-
-// moveAside renames a corrupt file to NAME.corrupt-<UTC time>, never
-// replacing an earlier corrupt copy, and returns the *CorruptError for it.
-func moveAside(path string, why error) error {
-	ce := &CorruptError{Path: path, Err: why}
-	base := path + ".corrupt-" + time.Now().UTC().Format("20060102T150405Z")
-	for i := 0; i < 100; i++ {
-		dst := base
-		if i > 0 {
-			dst = fmt.Sprintf("%s-%d", base, i)
-		}
-		// link+remove never clobbers an earlier copy; rename would.
-		err := os.Link(path, dst)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		if err != nil {
-			if _, serr := os.Lstat(dst); serr == nil {
-				continue
-			}
-			err = os.Rename(path, dst)
-		} else {
-			err = os.Remove(path)
-		}
-		if err != nil {
-			ce.MoveErr = err
-			return ce
-		}
-		ce.KeptAs = dst
-		if err := syncDir(filepath.Dir(path)); err != nil {
-			ce.MoveErr = err
-		}
-		return ce
-	}
-	ce.MoveErr = errors.New("too many corrupt copies already kept")
-	return ce
-}
-
-// removeFile removes path durably; a missing file is not an error.
-func removeFile(path string) error {
-	if err := os.Remove(path); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		return err // *PathError: says "remove PATH: why"
-	}
-	return syncDir(filepath.Dir(path))
 }

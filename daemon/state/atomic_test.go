@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestWriteFile(t *testing.T) {
@@ -48,8 +50,8 @@ func TestWriteFileFailureKeepsPrevious(t *testing.T) {
 			return path
 		}},
 		{"fsync fails (full disk)", func(t *testing.T, dir string) string {
-			fsyncFile = func(*os.File) error { return syscall.ENOSPC }
-			t.Cleanup(func() { fsyncFile = (*os.File).Sync })
+			fsyncFD = func(int) error { return syscall.ENOSPC }
+			t.Cleanup(func() { fsyncFD = unix.Fsync })
 			path := filepath.Join(dir, "f.json")
 			writeTestFile(t, path, "previous")
 			return path

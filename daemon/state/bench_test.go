@@ -48,3 +48,36 @@ func BenchmarkWriteFile(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkProjectSaveSessionState measures a save through a handle with
+// the daemon's own rights: what a user daemon does at each session end.
+func BenchmarkProjectSaveSessionState(b *testing.B) {
+	p, err := OpenProject(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := fullState()
+	for b.Loop() {
+		if err := p.SaveSessionState(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkProjectLoadSessionState measures a load through a handle with
+// the daemon's own rights.
+func BenchmarkProjectLoadSessionState(b *testing.B) {
+	p, err := OpenProject(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := p.SaveSessionState(fullState()); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.LoadSessionState(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -27,6 +27,10 @@ func truncate(s string, max int) string {
 	return s
 }
 
+// bound escapes s for storing (see storeEscape) and truncates it to max
+// runes: what every Bound method does to the text it keeps.
+func bound(s string, max int) string { return truncate(storeEscape(s), max) }
+
 // oneLine folds line breaks and tabs into spaces, for text shown as one line
 // of a list.
 func oneLine(s string) string {
@@ -36,14 +40,14 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-// boundList truncates each item, drops empty ones and keeps at most max.
+// boundList escapes and truncates each item (see bound), drops empty ones and keeps at most max.
 func boundList(items []string, max, maxLen int) []string {
 	out := make([]string, 0, min(len(items), max))
 	for _, it := range items {
 		if len(out) == max {
 			break
 		}
-		it = truncate(strings.TrimSpace(it), maxLen)
+		it = bound(strings.TrimSpace(it), maxLen)
 		if it != "" {
 			out = append(out, it)
 		}

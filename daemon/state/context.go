@@ -40,7 +40,7 @@ type ContextInput struct {
 func BuildContext(in ContextInput) []byte {
 	var b bytes.Buffer
 	b.WriteString("# Session context\n\n")
-	fmt.Fprintf(&b, "Session `%s` in `%s`, started %s.\n", oneLine(in.SessionID), oneLine(in.ProjectDir), in.Now.Format(time.RFC3339))
+	fmt.Fprintf(&b, "Session %s in %s, started %s.\n", codeSpan(in.SessionID), codeSpan(in.ProjectDir), in.Now.Format(time.RFC3339))
 	if !in.Deadline.IsZero() {
 		fmt.Fprintf(&b, "Deadline: %s (%s from the start).\n", in.Deadline.Format(time.RFC3339), humanDuration(in.Deadline.Sub(in.Now)))
 	}
@@ -55,7 +55,7 @@ func BuildContext(in ContextInput) []byte {
 	if h := in.Previous; h != nil && len(h.Warnings) > 0 {
 		b.WriteString("\n## Look at first\n\n")
 		for _, w := range h.Warnings {
-			fmt.Fprintf(&b, "- %s\n", oneLine(w))
+			fmt.Fprintf(&b, "- %s\n", inline(w))
 		}
 	}
 	if h := in.Previous; h != nil {
@@ -67,18 +67,18 @@ func BuildContext(in ContextInput) []byte {
 	if f := in.NextTask; f != nil {
 		b.WriteString("\n## Next task\n\n")
 		if !f.ID.IsZero() {
-			fmt.Fprintf(&b, "#%s: ", oneLine(f.ID.String()))
+			fmt.Fprintf(&b, "#%s: ", inline(f.ID.String()))
 		}
-		b.WriteString(oneLine(f.Description))
+		b.WriteString(inline(f.Description))
 		if !f.Priority.IsZero() {
-			fmt.Fprintf(&b, " (priority %s)", oneLine(f.Priority.String()))
+			fmt.Fprintf(&b, " (priority %s)", inline(f.Priority.String()))
 		}
 		b.WriteString("\n")
 		for i, s := range f.Steps {
 			if i == 0 {
 				b.WriteString("\nSteps:\n")
 			}
-			fmt.Fprintf(&b, "%d. %s\n", i+1, oneLine(s))
+			fmt.Fprintf(&b, "%d. %s\n", i+1, inline(s))
 		}
 	}
 	if p := in.Features; p != nil {
@@ -89,7 +89,7 @@ func BuildContext(in ContextInput) []byte {
 		b.WriteString("\n## Recent commits\n\n")
 		var log []string
 		for _, l := range in.GitLog[:min(len(in.GitLog), contextCommits)] {
-			log = append(log, oneLine(l))
+			log = append(log, inline(l))
 		}
 		writeFenced(&b, "", log)
 	}
@@ -101,30 +101,38 @@ func BuildContext(in ContextInput) []byte {
 }
 
 // WriteContext builds the context for in and writes it to the project's
-// context.md (ContextPath) atomically, mode 0600.
-func WriteContext(project string, in ContextInput) error {
-	if _, err := ProjectDir(project); err != nil {
-		return fmt.Errorf("write context: %w", err)
-	}
-	if err := WriteFile(ContextPath(project), BuildContext(in), 0o600); err != nil {
+// .sessiond/context.md atomically, mode 0600, creating .sessiond if needed.
+func (p *Project) WriteContext(in ContextInput) error {
+	if err := p.writeState(ContextFile, BuildContext(in)); err != nil {
 		return fmt.Errorf("write context: %w", err)
 	}
 	return nil
+}
+
+// WriteContext builds the context for in and writes it to project's
+// context.md (ContextPath) with the caller's own rights; see
+// Project.WriteContext.
+func WriteContext(project string, in ContextInput) error {
+	p, err := ensureProject(project)
+	if err != nil {
+		return fmt.Errorf("write context: %w", err)
+	}
+	return p.WriteContext(in)
 }
 
 func writePrevious(b *bytes.Buffer, h *Handoff, now time.Time) {
 	b.WriteString("\n## Previous session\n\n")
 	ended := "ended"
 	if h.EndReason != "" {
-		ended = "ended: " + oneLine(h.EndReason)
+		ended = "ended: " + inline(h.EndReason)
 	}
-	fmt.Fprintf(b, "- Session `%s`, %s", oneLine(h.SessionID), ended)
+	fmt.Fprintf(b, "- Session %s, %s", codeSpan(h.SessionID), ended)
 	if !h.EndedAt.IsZero() {
 		fmt.Fprintf(b, " at %s (%s)", h.EndedAt.Format(time.RFC3339), RelativeTime(h.EndedAt, now))
 	}
 	switch {
 	case h.Signal != "":
-		fmt.Fprintf(b, ", killed by %s", oneLine(h.Signal))
+		fmt.Fprintf(b, ", killed by %s", inline(h.Signal))
 	case h.ExitCode != nil:
 		fmt.Fprintf(b, ", exit code %d", *h.ExitCode)
 	default:
@@ -132,10 +140,10 @@ func writePrevious(b *bytes.Buffer, h *Handoff, now time.Time) {
 	}
 	b.WriteString("\n")
 	if h.TaskAttempted != "" {
-		fmt.Fprintf(b, "- Task: %s", oneLine(h.TaskAttempted))
+		fmt.Fprintf(b, "- Task: %s", inline(h.TaskAttempted))
 		var detail []string
 		if h.TaskStatus != "" {
-			detail = append(detail, oneLine(h.TaskStatus))
+			detail = append(detail, inline(h.TaskStatus))
 		}
 		if h.TotalSteps > 0 {
 			detail = append(detail, fmt.Sprintf("step %d of %d", h.CurrentStep, h.TotalSteps))
@@ -146,10 +154,10 @@ func writePrevious(b *bytes.Buffer, h *Handoff, now time.Time) {
 		b.WriteString("\n")
 	}
 	if h.LastActionTaken != "" {
-		fmt.Fprintf(b, "- Last action: %s\n", oneLine(h.LastActionTaken))
+		fmt.Fprintf(b, "- Last action: %s\n", inline(h.LastActionTaken))
 	}
 	if h.BlockedReason != "" {
-		fmt.Fprintf(b, "- Blocked: %s", oneLine(h.BlockedReason))
+		fmt.Fprintf(b, "- Blocked: %s", inline(h.BlockedReason))
 		if h.BlockedNeedsHuman {
 			b.WriteString(" (needs a human)")
 		}
@@ -158,20 +166,20 @@ func writePrevious(b *bytes.Buffer, h *Handoff, now time.Time) {
 	if h.GitBranch != "" || h.GitCommitHash != "" {
 		b.WriteString("- Git:")
 		if h.GitBranch != "" {
-			fmt.Fprintf(b, " branch `%s`", oneLine(h.GitBranch))
+			fmt.Fprintf(b, " branch %s", codeSpan(h.GitBranch))
 		}
 		if h.GitCommitHash != "" {
-			fmt.Fprintf(b, " at %s", oneLine(shortHash(h.GitCommitHash)))
+			fmt.Fprintf(b, " at %s", inline(shortHash(h.GitCommitHash)))
 		}
 		b.WriteString("\n")
 	}
 	if h.Checkpoint != "" {
-		fmt.Fprintf(b, "- Last checkpoint: `%s` (`sessionctl restore . %s` brings the tree back to it)\n", oneLine(shortHash(h.Checkpoint)), oneLine(h.Checkpoint))
+		fmt.Fprintf(b, "- Last checkpoint: %s (%s brings the tree back to it)\n", codeSpan(shortHash(h.Checkpoint)), codeSpan("sessionctl restore . "+h.Checkpoint))
 	}
 	writeFiles(b, "Uncommitted files", h.UncommittedFiles)
 	writeFiles(b, "Files changed", h.FilesChanged)
 	if h.LastFileEdited != "" {
-		fmt.Fprintf(b, "- Last file edited: `%s`\n", oneLine(h.LastFileEdited))
+		fmt.Fprintf(b, "- Last file edited: %s\n", codeSpan(h.LastFileEdited))
 	}
 	if h.DevServerWasRunning {
 		b.WriteString("- A dev server was running; start it again if you need it.\n")
@@ -182,7 +190,7 @@ func writePrevious(b *bytes.Buffer, h *Handoff, now time.Time) {
 	if len(h.RecommendedNextSteps) > 0 {
 		b.WriteString("\n### Recommended next steps\n\n")
 		for i, s := range h.RecommendedNextSteps {
-			fmt.Fprintf(b, "%d. %s\n", i+1, oneLine(s))
+			fmt.Fprintf(b, "%d. %s\n", i+1, inline(s))
 		}
 	}
 	if len(h.LogTail) > 0 && h.EndReason != "complete" {
@@ -194,7 +202,7 @@ func writePrevious(b *bytes.Buffer, h *Handoff, now time.Time) {
 func writeState(b *bytes.Buffer, s *SessionState) {
 	b.WriteString("\n## Session state\n\n")
 	if l := s.LastSession; l != nil && l.Summary != "" {
-		fmt.Fprintf(b, "Last summary: %s\n", oneLine(l.Summary))
+		fmt.Fprintf(b, "Last summary: %s\n", inline(l.Summary))
 	}
 	pct := s.ProgressPct
 	if math.IsNaN(pct) || math.IsInf(pct, 0) {
@@ -206,13 +214,15 @@ func writeState(b *bytes.Buffer, s *SessionState) {
 	}
 	b.WriteString("\n")
 	if s.CurrentPlan != "" {
+		// Fenced, so that a plan's lines cannot pass for this file's own
+		// headings or rules.
 		b.WriteString("\n### Plan\n\n")
-		b.WriteString(strings.TrimSpace(s.CurrentPlan) + "\n")
+		writeFenced(b, "text", strings.Split(strings.TrimSpace(s.CurrentPlan), "\n"))
 	}
 	if len(s.NextActions) > 0 {
 		b.WriteString("\n### Next actions\n\n")
 		for i, a := range s.NextActions {
-			fmt.Fprintf(b, "%d. %s\n", i+1, oneLine(a))
+			fmt.Fprintf(b, "%d. %s\n", i+1, inline(a))
 		}
 	}
 	if len(s.ActiveBlockers) > 0 {
@@ -220,9 +230,9 @@ func writeState(b *bytes.Buffer, s *SessionState) {
 		for _, bl := range s.ActiveBlockers {
 			b.WriteString("- ")
 			if bl.Priority != "" {
-				fmt.Fprintf(b, "[%s] ", oneLine(bl.Priority))
+				fmt.Fprintf(b, "[%s] ", inline(bl.Priority))
 			}
-			b.WriteString(oneLine(bl.Question))
+			b.WriteString(inline(bl.Question))
 			if bl.ID != 0 {
 				fmt.Fprintf(b, " (#%d)", bl.ID)
 			}
@@ -238,7 +248,7 @@ func writeFiles(b *bytes.Buffer, title string, files []string) {
 	shown := files[:min(len(files), contextFiles)]
 	quoted := make([]string, len(shown))
 	for i, f := range shown {
-		quoted[i] = "`" + oneLine(f) + "`"
+		quoted[i] = codeSpan(f)
 	}
 	fmt.Fprintf(b, "- %s (%d): %s", title, len(files), strings.Join(quoted, ", "))
 	if len(files) > len(shown) {
@@ -248,10 +258,18 @@ func writeFiles(b *bytes.Buffer, title string, files []string) {
 }
 
 // writeFenced writes lines in a code block whose fence is longer than any
-// run of backticks in them, so that output cannot close it early.
+// run of backticks in them, so that output cannot close it early; a line
+// holding line breaks becomes several, and control characters are escaped
+// (see TerminalText).
 func writeFenced(b *bytes.Buffer, lang string, lines []string) {
-	longest := 0
+	var out []string
 	for _, l := range lines {
+		for _, part := range strings.Split(strings.TrimRight(l, "\r\n"), "\n") {
+			out = append(out, TerminalText(strings.TrimSuffix(part, "\r")))
+		}
+	}
+	longest := 0
+	for _, l := range out {
 		run := 0
 		for _, c := range l {
 			if c == '`' {
@@ -264,8 +282,8 @@ func writeFenced(b *bytes.Buffer, lang string, lines []string) {
 	}
 	fence := strings.Repeat("`", max(3, longest+1))
 	b.WriteString(fence + lang + "\n")
-	for _, l := range lines {
-		b.WriteString(strings.TrimRight(l, "\r\n") + "\n")
+	for _, l := range out {
+		b.WriteString(l + "\n")
 	}
 	b.WriteString(fence + "\n")
 }

@@ -148,17 +148,38 @@ func (e *FeatureListError) Error() string {
 // Unwrap returns the underlying error.
 func (e *FeatureListError) Unwrap() error { return e.Err }
 
-// LoadFeatures reads a feature list: a JSON array of features, or an object
-// whose "features" member is one. Fields other than id, description,
-// category, priority, passes and steps are ignored, as are category and
-// steps of an unexpected type. A missing file gives an error wrapping
-// fs.ErrNotExist. A malformed list gives a *FeatureListError naming the line
-// and column; the file belongs to the user and is never moved or changed.
-func LoadFeatures(path string) ([]Feature, error) {
-	data, err := readFile(path)
+// LoadFeatures reads the project's feature list rel (relative to the
+// project and confined to it; "" means DefaultFeatureList) with the
+// owner's rights: a JSON array of features, or an object whose "features"
+// member is one, of at most MaxFeatureListSize bytes. Fields other than id,
+// description, category, priority, passes and steps are ignored, as are
+// category and steps of an unexpected type. A missing file gives an error
+// wrapping fs.ErrNotExist; a path leaving the project, ErrOutsideProject; a
+// FIFO or device, ErrFileType. A malformed list gives a *FeatureListError
+// naming the line and column; the file belongs to the user and is never
+// moved or changed.
+func (p *Project) LoadFeatures(rel string) ([]Feature, error) {
+	if rel == "" {
+		rel = DefaultFeatureList
+	}
+	data, err := p.ReadFile(rel, MaxFeatureListSize)
 	if err != nil {
 		return nil, fmt.Errorf("load feature list: %w", err)
 	}
+	return parseFeatureFile(data, p.display(rel))
+}
+
+// LoadFeatures reads the feature list at path with the caller's own rights,
+// following symlinks; otherwise as Project.LoadFeatures.
+func LoadFeatures(path string) ([]Feature, error) {
+	data, _, err := readInput(path, MaxFeatureListSize)
+	if err != nil {
+		return nil, fmt.Errorf("load feature list: %w", err)
+	}
+	return parseFeatureFile(data, path)
+}
+
+func parseFeatureFile(data []byte, path string) ([]Feature, error) {
 	fs, err := ParseFeatures(data)
 	if err != nil {
 		var fe *FeatureListError

@@ -22,6 +22,8 @@ const (
 	MaxLogTailLines    = 200
 	MaxLogLineLen      = 1000
 	maxHandoffText     = 2000
+	// maxFileNameLen is PATH_MAX: longer is not a path.
+	maxFileNameLen = 4096
 )
 
 // Handoff is handoff.json: how a session ended and what the next one should
@@ -60,11 +62,17 @@ type Handoff struct {
 // Bound keeps a handoff readable: at most MaxHandoffSteps next steps,
 // MaxHandoffWarnings warnings, MaxLogTailLines log lines (the last ones) of
 // MaxLogLineLen characters, and MaxHandoffFiles file names per list, a
-// warning saying how many were left out. Nil lists become empty ones.
+// warning saying how many were left out. Every text is escaped as
+// StoreText does, so that no control character is stored. Nil lists become
+// empty ones.
 func (h *Handoff) Bound() {
-	h.TaskAttempted = truncate(h.TaskAttempted, maxHandoffText)
-	h.LastActionTaken = truncate(h.LastActionTaken, maxHandoffText)
-	h.BlockedReason = truncate(h.BlockedReason, maxHandoffText)
+	for _, f := range []*string{&h.SessionID, &h.ProjectDir, &h.EndReason, &h.Signal, &h.TaskStatus,
+		&h.GitCommitHash, &h.GitBranch, &h.Checkpoint, &h.LastFileEdited} {
+		*f = bound(*f, maxHandoffText)
+	}
+	h.TaskAttempted = bound(h.TaskAttempted, maxHandoffText)
+	h.LastActionTaken = bound(h.LastActionTaken, maxHandoffText)
+	h.BlockedReason = bound(h.BlockedReason, maxHandoffText)
 	h.RecommendedNextSteps = boundList(h.RecommendedNextSteps, MaxHandoffSteps, maxHandoffText)
 	h.Warnings = boundList(h.Warnings, MaxHandoffWarnings, maxHandoffText)
 	h.UncommittedFiles = h.boundFiles("uncommitted_files", h.UncommittedFiles)
@@ -74,30 +82,91 @@ func (h *Handoff) Bound() {
 	}
 	tail := make([]string, len(h.LogTail))
 	for i, l := range h.LogTail {
-		tail[i] = truncate(l, MaxLogLineLen)
+		tail[i] = bound(l, MaxLogLineLen)
 	}
 	h.LogTail = tail
-	if h.Command == nil {
-		h.Command = []string{}
+	cmd := make([]string, len(h.Command))
+	for i, a := range h.Command {
+		cmd[i] = storeEscape(a)
 	}
+	h.Command = cmd
 }
 
 func (h *Handoff) boundFiles(name string, files []string) []string {
-	if files == nil {
-		return []string{}
+	if len(files) > MaxHandoffFiles {
+		if len(h.Warnings) < MaxHandoffWarnings {
+			h.Warnings = append(h.Warnings, fmt.Sprintf("%s: %d more not listed", name, len(files)-MaxHandoffFiles))
+		}
+		files = files[:MaxHandoffFiles]
 	}
-	if len(files) <= MaxHandoffFiles {
-		return files
+	out := make([]string, len(files))
+	for i, f := range files {
+		out[i] = bound(f, maxFileNameLen)
 	}
-	if len(h.Warnings) < MaxHandoffWarnings {
-		h.Warnings = append(h.Warnings, fmt.Sprintf("%s: %d more not listed", name, len(files)-MaxHandoffFiles))
+	return out
+}
+
+// encodeHandoff bounds h and encodes it, halving the lists that grow with a
+// session (file names, the log tail, the command's arguments) until the
+// result fits MaxHandoffSize, with a warning that it was trimmed: a handoff
+// sessiond writes is always one it can read back.
+func encodeHandoff(h *Handoff) ([]byte, error) {
+	h.Bound()
+	data, err := marshalJSON(h)
+	for trimmed := false; err == nil && len(data) > handoffCap; {
+		if !trimmed {
+			trimmed = true
+			h.Warnings = append(h.Warnings[:min(len(h.Warnings), MaxHandoffWarnings-1)],
+				fmt.Sprintf("handoff trimmed to fit %s: lists shortened", byteSize(int64(handoffCap))))
+		}
+		if len(h.FilesChanged)+len(h.UncommittedFiles)+len(h.LogTail)+len(h.Command) == 0 {
+			return nil, fmt.Errorf("handoff is %d bytes even without its lists, over the %s limit", len(data), byteSize(int64(handoffCap)))
+		}
+		h.FilesChanged = h.FilesChanged[:len(h.FilesChanged)/2]
+		h.UncommittedFiles = h.UncommittedFiles[:len(h.UncommittedFiles)/2]
+		h.LogTail = h.LogTail[len(h.LogTail)-len(h.LogTail)/2:] // the last half
+		h.Command = h.Command[:len(h.Command)/2]
+		data, err = marshalJSON(h)
 	}
-	return files[:MaxHandoffFiles]
+	return data, err
+}
+
+// handoffCap is MaxHandoffSize; tests lower it.
+var handoffCap = MaxHandoffSize
+
+// SaveHandoff bounds h (see Bound) and writes it atomically, mode 0600, to
+// the project's .sessiond/handoff.json, creating .sessiond if needed.
+func (p *Project) SaveHandoff(h *Handoff) error {
+	if h == nil {
+		return errors.New("save handoff: nil handoff")
+	}
+	data, err := encodeHandoff(h)
+	if err != nil {
+		return fmt.Errorf("save handoff: %w", err)
+	}
+	if err := p.writeState(HandoffFile, data); err != nil {
+		return fmt.Errorf("save handoff: %w", err)
+	}
+	return nil
+}
+
+// LoadHandoff reads the project's .sessiond/handoff.json. A missing file
+// gives an error wrapping fs.ErrNotExist; a corrupt or oversized one (over
+// MaxHandoffSize) is moved aside and gives a *CorruptError; a symlink, FIFO
+// or device is refused (ErrFileType).
+func (p *Project) LoadHandoff() (*Handoff, error) {
+	var h Handoff
+	if err := p.readStateJSON(HandoffFile, MaxHandoffSize, &h); err != nil {
+		return nil, fmt.Errorf("load handoff: %w", err)
+	}
+	return &h, nil
 }
 
 // SaveHandoff bounds h (see Bound) and writes it atomically, mode 0600, to
-// path, creating missing parent directories with mode 0700; a path in a
-// project's .sessiond (HandoffPath) gets it through ProjectDir.
+// path with the caller's own rights, creating missing parent directories
+// with mode 0700; a path in a project's .sessiond (HandoffPath) gets it
+// through ProjectDir. The daemon uses it for the archive copy in its state
+// directory, and Project.SaveHandoff for the project's.
 func SaveHandoff(path string, h *Handoff) error {
 	if h == nil {
 		return errors.New("save handoff: nil handoff")
@@ -105,18 +174,22 @@ func SaveHandoff(path string, h *Handoff) error {
 	if err := ensureParent(path); err != nil {
 		return fmt.Errorf("save handoff: %w", err)
 	}
-	h.Bound()
-	if err := WriteJSON(path, h); err != nil {
+	data, err := encodeHandoff(h)
+	if err == nil {
+		err = WriteFile(path, data, 0o600)
+	}
+	if err != nil {
 		return fmt.Errorf("save handoff: %w", err)
 	}
 	return nil
 }
 
-// LoadHandoff reads a handoff. A missing file gives an error wrapping
-// fs.ErrNotExist; a corrupt one is moved aside and gives a *CorruptError.
+// LoadHandoff reads the handoff at path with the caller's own rights. A
+// missing file gives an error wrapping fs.ErrNotExist; a corrupt or
+// oversized one is moved aside and gives a *CorruptError.
 func LoadHandoff(path string) (*Handoff, error) {
 	var h Handoff
-	if err := ReadJSON(path, &h); err != nil {
+	if err := readJSONPath(path, MaxHandoffSize, &h); err != nil {
 		return nil, fmt.Errorf("load handoff: %w", err)
 	}
 	return &h, nil

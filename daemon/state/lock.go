@@ -3,9 +3,10 @@ package state
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io/fs"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Lock is the project's session.lock: present only while a session runs, so
@@ -22,16 +23,18 @@ type Lock struct {
 	CreatedAt      time.Time `json:"created_at"`
 }
 
-// WriteLock writes the project's lock file atomically (mode 0600), replacing
-// any earlier one: use it to update the lock of a session that holds it.
-func WriteLock(project string, l *Lock) error {
+// WriteLock writes the project's lock file atomically (mode 0600),
+// replacing any earlier one: use it to update the lock of a session that
+// holds it.
+func (p *Project) WriteLock(l *Lock) error {
 	if l == nil {
 		return errors.New("write lock: nil lock")
 	}
-	if _, err := ProjectDir(project); err != nil {
-		return fmt.Errorf("write lock: %w", err)
+	data, err := marshalJSON(l)
+	if err == nil {
+		err = p.writeState(LockFile, data)
 	}
-	if err := WriteJSON(LockPath(project), l); err != nil {
+	if err != nil {
 		return fmt.Errorf("write lock: %w", err)
 	}
 	return nil
@@ -41,44 +44,18 @@ func WriteLock(project string, l *Lock) error {
 // atomic step (the complete file is linked into place). If a lock exists the
 // error wraps fs.ErrExist; the caller reads it with ReadLock to decide
 // whether its session is still alive.
-func CreateLock(project string, l *Lock) error {
+func (p *Project) CreateLock(l *Lock) error {
 	if l == nil {
 		return errors.New("create lock: nil lock")
 	}
-	if _, err := ProjectDir(project); err != nil {
-		return fmt.Errorf("create lock: %w", err)
-	}
 	data, err := marshalJSON(l)
+	if err == nil {
+		err = p.stateFile(LockFile, true, func(sfd int, display string) error {
+			return createAt(sfd, LockFile, display, data, 0o600)
+		})
+	}
 	if err != nil {
 		return fmt.Errorf("create lock: %w", err)
-	}
-	path := LockPath(project)
-	// Write the whole file under a temporary name, then link it: link fails
-	// if the lock exists, and readers never see a partial lock.
-	f, err := os.CreateTemp(filepath.Dir(path), "."+LockFile+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("create lock %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if _, err = f.Write(data); err == nil {
-		err = fsyncFile(f)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("create lock %s: %w", path, err)
-	}
-	if err := os.Link(tmp, path); err != nil {
-		var le *os.LinkError
-		if errors.As(err, &le) {
-			err = le.Err
-		}
-		return fmt.Errorf("create lock %s: %w", path, err)
-	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
-		return fmt.Errorf("create lock %s: %w", path, err)
 	}
 	return nil
 }
@@ -86,20 +63,48 @@ func CreateLock(project string, l *Lock) error {
 // ReadLock reads the project's lock file. A missing lock gives an error
 // wrapping fs.ErrNotExist; a corrupt one is moved aside and gives a
 // *CorruptError, which still means a session ended uncleanly.
-func ReadLock(project string) (*Lock, error) {
+func (p *Project) ReadLock() (*Lock, error) {
 	var l Lock
-	if err := ReadJSON(LockPath(project), &l); err != nil {
+	if err := p.readStateJSON(LockFile, MaxSmallFileSize, &l); err != nil {
 		return nil, fmt.Errorf("read lock: %w", err)
 	}
 	return &l, nil
 }
 
 // RemoveLock removes the project's lock file; a missing one is not an error.
-func RemoveLock(project string) error {
-	if err := removeFile(LockPath(project)); err != nil {
+func (p *Project) RemoveLock() error {
+	if err := p.removeState(LockFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove lock: %w", err)
 	}
 	return nil
+}
+
+// createAt writes data to a temporary file in dirfd and links it to name
+// only if name does not exist: the link fails with EEXIST if it does, and
+// readers never see a partial file. The error then wraps fs.ErrExist.
+func createAt(dirfd int, name, display string, data []byte, perm uint32) error {
+	tmp, fd, err := createTemp(dirfd, name)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", display, err)
+	}
+	defer unix.Unlinkat(dirfd, tmp, 0)
+	err = writeAll(fd, data)
+	if err == nil {
+		err = unix.Fchmod(fd, perm)
+	}
+	if err == nil {
+		err = fsyncFD(fd)
+	}
+	if cerr := unix.Close(fd); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.Linkat(dirfd, tmp, dirfd, name, 0)
+	}
+	if err != nil {
+		return fmt.Errorf("create %s: %w", display, err)
+	}
+	return syncDirFD(dirfd)
 }
 
 // Warning is warning.json, written at the session's warning time so that an
@@ -115,25 +120,108 @@ type Warning struct {
 
 // WriteWarning writes the project's warning.json atomically (mode 0600),
 // filling TimeLeftSeconds from the two times.
-func WriteWarning(project string, w *Warning) error {
+func (p *Project) WriteWarning(w *Warning) error {
 	if w == nil {
 		return errors.New("write warning: nil warning")
 	}
-	if _, err := ProjectDir(project); err != nil {
-		return fmt.Errorf("write warning: %w", err)
-	}
 	w.TimeLeftSeconds = max(0, int64(w.Deadline.Sub(w.WarnedAt).Round(time.Second)/time.Second))
-	if err := WriteJSON(WarningPath(project), w); err != nil {
+	w.Message = storeEscape(w.Message)
+	data, err := marshalJSON(w)
+	if err == nil {
+		err = p.writeState(WarningFile, data)
+	}
+	if err != nil {
 		return fmt.Errorf("write warning: %w", err)
 	}
 	return nil
 }
 
+// ReadWarning reads the project's warning.json. A missing file gives an
+// error wrapping fs.ErrNotExist; a corrupt one is moved aside and gives a
+// *CorruptError.
+func (p *Project) ReadWarning() (*Warning, error) {
+	var w Warning
+	if err := p.readStateJSON(WarningFile, MaxSmallFileSize, &w); err != nil {
+		return nil, fmt.Errorf("read warning: %w", err)
+	}
+	return &w, nil
+}
+
 // RemoveWarning removes the project's warning.json, for when a session ends
 // or its deadline moves; a missing one is not an error.
-func RemoveWarning(project string) error {
-	if err := removeFile(WarningPath(project)); err != nil {
+func (p *Project) RemoveWarning() error {
+	if err := p.removeState(WarningFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove warning: %w", err)
 	}
 	return nil
+}
+
+// ensureProject opens project with the caller's own rights and makes its
+// .sessiond ready (see ProjectDir), for the path-based functions.
+func ensureProject(project string) (*Project, error) {
+	p, err := OpenProject(project, nil)
+	if err == nil {
+		err = p.EnsureStateDir()
+	}
+	return p, err
+}
+
+// WriteLock writes project's lock file with the caller's own rights; see
+// Project.WriteLock.
+func WriteLock(project string, l *Lock) error {
+	p, err := ensureProject(project)
+	if err != nil {
+		return fmt.Errorf("write lock: %w", err)
+	}
+	return p.WriteLock(l)
+}
+
+// CreateLock creates project's lock file with the caller's own rights if
+// there is none; see Project.CreateLock.
+func CreateLock(project string, l *Lock) error {
+	p, err := ensureProject(project)
+	if err != nil {
+		return fmt.Errorf("create lock: %w", err)
+	}
+	return p.CreateLock(l)
+}
+
+// ReadLock reads project's lock file with the caller's own rights; see
+// Project.ReadLock.
+func ReadLock(project string) (*Lock, error) {
+	p, err := OpenProject(project, nil)
+	if err != nil {
+		return nil, fmt.Errorf("read lock: %w", err)
+	}
+	return p.ReadLock()
+}
+
+// RemoveLock removes project's lock file with the caller's own rights; a
+// missing one is not an error.
+func RemoveLock(project string) error {
+	p, err := OpenProject(project, nil)
+	if err != nil {
+		return fmt.Errorf("remove lock: %w", err)
+	}
+	return p.RemoveLock()
+}
+
+// WriteWarning writes project's warning.json with the caller's own rights;
+// see Project.WriteWarning.
+func WriteWarning(project string, w *Warning) error {
+	p, err := ensureProject(project)
+	if err != nil {
+		return fmt.Errorf("write warning: %w", err)
+	}
+	return p.WriteWarning(w)
+}
+
+// RemoveWarning removes project's warning.json with the caller's own
+// rights; a missing one is not an error.
+func RemoveWarning(project string) error {
+	p, err := OpenProject(project, nil)
+	if err != nil {
+		return fmt.Errorf("remove warning: %w", err)
+	}
+	return p.RemoveWarning()
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Limits of one progress log entry.
@@ -35,44 +37,94 @@ type ProgressEntry struct {
 // progressHeader starts a progress log that sessiond creates.
 const progressHeader = "# Progress\n\nOne entry per session, appended by sessiond when the session ends.\n\n---\n"
 
-// AppendProgress appends e to the markdown progress log at path in the
-// seed's shape ("## Session N - 2006-01-02 15:04", then ### Completed,
-// ### In Progress, ### Blocked, ### Notes and ### Next Session Should, each
-// only when it has items, and a closing "---"), and returns N: one more than
-// the number of "## Session " headings already in the file, or than the
-// highest session number among them if a hand-kept log numbers higher.
+// AppendProgress appends e to the project's markdown progress log rel
+// ("" means .sessiond/progress.md; otherwise a path relative to the
+// project, confined to it) with the owner's rights, and returns the
+// session number N of the new entry. The entry has the seed's shape
+// ("## Session N - 2006-01-02 15:04", then ### Completed, ### In Progress,
+// ### Blocked, ### Notes and ### Next Session Should, each only when it has
+// items, and a closing "---"); N is one more than the number of
+// "## Session " headings already in the file, or than the highest session
+// number among them if a hand-kept log numbers higher. Every text from e is
+// escaped and kept on one line (see inline), so that no field can forge the
+// log's structure or reach a terminal raw.
+//
 // A new file starts with a short header and gets mode 0600; an existing
 // one, sessiond's or written by hand, keeps its mode and every byte of its
-// content. A symlinked log is written through the link. A log in a
-// project's .sessiond (ProgressPath) gets that directory through ProjectDir;
-// any other log's directory must exist.
+// content. A log that is a symlink is written through to its target as
+// long as that stays inside the project; one that leaves it is refused
+// (ErrOutsideProject). A log in .sessiond gets that directory created;
+// any other log's directory must exist. The log is read as an input (a
+// regular file of at most MaxProgressSize bytes).
 //
-// The whole file is rewritten atomically (WriteFile) rather than opened with
-// O_APPEND: the log is small, and a crash can then never leave half an entry
-// behind, only the old log or the new one.
+// The whole file is rewritten atomically rather than opened with O_APPEND:
+// the log is small, and a crash can then never leave half an entry behind,
+// only the old log or the new one.
+func (p *Project) AppendProgress(rel string, e ProgressEntry) (n int, err error) {
+	if rel == "" {
+		rel = DirName + "/" + ProgressFile
+	}
+	err = p.do(func(root int) error {
+		if first, _, _ := strings.Cut(filepath.ToSlash(filepath.Clean(rel)), "/"); first == DirName {
+			sfd, err := p.stateDir(root, true)
+			if err != nil {
+				return err
+			}
+			unix.Close(sfd)
+		}
+		dfd, name, display, err := p.resolveForWrite(root, rel)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(dfd)
+		n, err = appendProgressAt(dfd, name, display, e)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("append progress: %w", err)
+	}
+	return n, nil
+}
+
+// AppendProgress appends e to the progress log at path with the caller's
+// own rights, as Project.AppendProgress does, except that path is any path:
+// a symlinked log is written through the link wherever it points. A log in
+// a project's .sessiond (ProgressPath) gets that directory through
+// ProjectDir; any other log's directory must exist.
 func AppendProgress(path string, e ProgressEntry) (n int, err error) {
 	if p, err := filepath.EvalSymlinks(path); err == nil {
 		path = p
+	} else if filepath.Base(filepath.Dir(path)) == DirName {
+		if err := ensureParent(path); err != nil {
+			return 0, fmt.Errorf("append progress: %w", err)
+		}
 	}
-	perm := os.FileMode(0o600)
-	old, err := os.ReadFile(path)
-	switch {
-	case err == nil:
-		if fi, err := os.Stat(path); err == nil {
-			perm = fi.Mode().Perm()
-		}
-	case errors.Is(err, fs.ErrNotExist):
-		old = []byte(progressHeader)
-		if filepath.Base(filepath.Dir(path)) == DirName {
-			if err := ensureParent(path); err != nil {
-				return 0, fmt.Errorf("append progress: %w", err)
-			}
-		}
-	default:
+	dfd, err := openDir(filepath.Dir(path))
+	if err != nil {
 		return 0, fmt.Errorf("append progress: %w", err)
 	}
-	n = countSessions(old) + 1
+	defer unix.Close(dfd)
+	n, err = appendProgressAt(dfd, filepath.Base(path), path, e)
+	if err != nil {
+		return 0, fmt.Errorf("append progress: %w", err)
+	}
+	return n, nil
+}
 
+// appendProgressAt appends e to the log name in dirfd (not following a
+// symlink there: the caller resolved it).
+func appendProgressAt(dirfd int, name, display string, e ProgressEntry) (int, error) {
+	perm := os.FileMode(0o600)
+	old, mode, err := readAt(dirfd, name, display, MaxProgressSize, true)
+	switch {
+	case err == nil:
+		perm = os.FileMode(mode & 0o777)
+	case errors.Is(err, fs.ErrNotExist):
+		old = []byte(progressHeader)
+	default:
+		return 0, err
+	}
+	n := countSessions(old) + 1
 	var b bytes.Buffer
 	b.Grow(len(old) + 1024)
 	b.Write(old)
@@ -84,8 +136,8 @@ func AppendProgress(path string, e ProgressEntry) (n int, err error) {
 	}
 	b.WriteByte('\n')
 	writeEntry(&b, n, e)
-	if err := WriteFile(path, b.Bytes(), perm); err != nil {
-		return 0, fmt.Errorf("append progress: %w", err)
+	if err := writeAt(dirfd, name, display, b.Bytes(), perm); err != nil {
+		return 0, err
 	}
 	return n, nil
 }
@@ -129,10 +181,10 @@ func writeEntry(b *bytes.Buffer, n int, e ProgressEntry) {
 		b.WriteByte('\n')
 		var parts []string
 		if e.SessionID != "" {
-			parts = append(parts, "Session "+oneLine(truncate(e.SessionID, maxIDLen)))
+			parts = append(parts, "Session "+inline(truncate(e.SessionID, maxIDLen)))
 		}
 		if e.EndReason != "" {
-			parts = append(parts, "ended: "+oneLine(truncate(e.EndReason, maxIDLen)))
+			parts = append(parts, "ended: "+inline(truncate(e.EndReason, maxIDLen)))
 		}
 		b.WriteString(strings.Join(parts, ", ") + "\n")
 	}
@@ -143,7 +195,7 @@ func writeEntry(b *bytes.Buffer, n int, e ProgressEntry) {
 		}
 		fmt.Fprintf(b, "\n### %s\n", title)
 		for i, it := range items {
-			b.WriteString(bullet(i) + oneLine(it) + "\n")
+			b.WriteString(bullet(i) + inline(it) + "\n")
 		}
 	}
 	dash := func(int) string { return "- " }

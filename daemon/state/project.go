@@ -1,202 +1,349 @@
 package state
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-// DirName is the directory inside a project that holds sessiond's files.
-const DirName = ".sessiond"
+// ErrProjectUnreachable is matched by errors.Is when a project directory
+// does not exist or its owner cannot reach it. Which of the two is not
+// said: telling them apart would tell a user about paths they cannot list.
+var ErrProjectUnreachable = errors.New("project directory does not exist or is not accessible")
 
-// File names inside a project's .sessiond directory.
-const (
-	SessionStateFile = "session_state.json"
-	HandoffFile      = "handoff.json"
-	ProgressFile     = "progress.md"
-	ContextFile      = "context.md"
-	LockFile         = "session.lock"
-	WarningFile      = "warning.json"
-)
-
-// ProjectID returns the project id of an absolute, symlink-resolved project
-// path: the first 12 hex digits of the SHA-256 of the path.
-func ProjectID(absResolvedPath string) string {
-	sum := sha256.Sum256([]byte(absResolvedPath))
-	return hex.EncodeToString(sum[:6])
+// Project is a handle on one project directory for the daemon: every method
+// does its work in or about the project with the filesystem identity of the
+// project's owner (see the package documentation), and every project path
+// it takes resolves inside the project. A Project holds no open file; each
+// method opens what it needs and closes it. It is safe for concurrent use,
+// though the daemon serialises the operations of one session anyway.
+type Project struct {
+	dir   string
+	owner *Owner // nil: the daemon's own rights
 }
 
-// SessionStatePath returns the path of the project's session_state.json.
-func SessionStatePath(project string) string {
-	return filepath.Join(project, DirName, SessionStateFile)
-}
-
-// HandoffPath returns the path of the project's latest handoff.json.
-func HandoffPath(project string) string { return filepath.Join(project, DirName, HandoffFile) }
-
-// ProgressPath returns the default path of the project's progress log, used
-// when the spec names no progress_file.
-func ProgressPath(project string) string { return filepath.Join(project, DirName, ProgressFile) }
-
-// ContextPath returns the path of the context.md handed to the next session.
-func ContextPath(project string) string { return filepath.Join(project, DirName, ContextFile) }
-
-// LockPath returns the path of the project's session.lock.
-func LockPath(project string) string { return filepath.Join(project, DirName, LockFile) }
-
-// WarningPath returns the path of the warning.json written before a deadline.
-func WarningPath(project string) string { return filepath.Join(project, DirName, WarningFile) }
-
-// ProjectDir creates the project's .sessiond directory (mode 0700) and makes
-// sure git ignores it, by adding "/.sessiond/" to the repository's
-// info/exclude once. The repository is found by looking for .git in the
-// project and its parents; a .git file (worktree or submodule) is followed to
-// its git dir, and a worktree's commondir to the shared one, without running
-// git. A project that is not in a git repository just gets the directory.
-// A .sessiond that is a symlink is refused: a cloned repository must not be
-// able to point sessiond's writes elsewhere.
-func ProjectDir(project string) (string, error) {
-	dir := filepath.Join(project, DirName)
-	if fi, err := os.Lstat(dir); err == nil && !fi.IsDir() {
-		return "", fmt.Errorf("project state directory %s exists and is not a directory (mode %v)", dir, fi.Mode().Type())
+// OpenProject returns the handle for the project directory dir, resolved
+// (symlinks followed) with owner's rights. A nil owner, or one whose uid is
+// the daemon's effective uid, means the daemon's own rights, with no thread
+// switch. dir must exist and be a directory the owner can open; otherwise
+// the error, the same for every reason, says that it "does not exist or is
+// not accessible to uid N" and matches ErrProjectUnreachable. Nothing is
+// created: EnsureStateDir does that.
+func OpenProject(dir string, owner *Owner) (*Project, error) {
+	if err := owner.validate(); err != nil {
+		return nil, err
 	}
-	if err := EnsureDir(dir); err != nil {
-		return "", err
+	if !owner.switches() {
+		owner = nil
 	}
-	if err := excludeFromGit(project); err != nil {
-		return "", fmt.Errorf("keep %s out of git: %w", dir, err)
-	}
-	return dir, nil
-}
-
-// excludeFromGit adds the pattern for project's .sessiond to the info/exclude
-// of the repository that contains project, if there is one.
-func excludeFromGit(project string) error {
-	abs, err := filepath.Abs(project)
-	if err != nil {
-		return err
-	}
-	if resolved, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = resolved
-	}
-	top, dotgit, ok := findDotGit(abs)
-	if !ok {
-		return nil
-	}
-	common, err := commonGitDir(top, dotgit)
-	if err != nil {
-		return err
-	}
-	rel, err := filepath.Rel(top, abs)
-	if err != nil {
-		return err
-	}
-	pattern := "/" + DirName + "/"
-	if rel != "." {
-		pattern = "/" + filepath.ToSlash(rel) + pattern
-	}
-	return addExclude(filepath.Join(common, "info", "exclude"), pattern)
-}
-
-// findDotGit walks up from dir to the first directory holding .git.
-func findDotGit(dir string) (top, dotgit string, ok bool) {
-	for {
-		p := filepath.Join(dir, ".git")
-		if _, err := os.Lstat(p); err == nil {
-			return dir, p, true
+	if !filepath.IsAbs(dir) {
+		if owner != nil {
+			return nil, fmt.Errorf("project directory %q is not an absolute path", dir)
 		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", "", false
-		}
-		dir = parent
-	}
-}
-
-// commonGitDir resolves a .git directory or "gitdir:" file to the git
-// directory whose info/exclude git reads for that work tree.
-func commonGitDir(top, dotgit string) (string, error) {
-	gitDir := dotgit
-	fi, err := os.Stat(dotgit)
-	if err != nil {
-		return "", err
-	}
-	if !fi.IsDir() {
-		data, err := os.ReadFile(dotgit)
+		abs, err := filepath.Abs(dir)
 		if err != nil {
-			return "", err
+			return nil, fmt.Errorf("project directory %q: %w", dir, err)
 		}
-		line, _, _ := strings.Cut(string(data), "\n")
-		target, found := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
-		target = strings.TrimSpace(target)
-		if !found || target == "" {
-			return "", fmt.Errorf("%s: want a line \"gitdir: PATH\", got %q", dotgit, line)
+		dir = abs
+	}
+	p := &Project{owner: owner}
+	err := runAs(owner, func() error {
+		resolved, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			return p.unreachable(dir, err)
 		}
-		if !filepath.IsAbs(target) {
-			target = filepath.Join(top, target)
+		fd, err := openat(unix.AT_FDCWD, resolved, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			return p.unreachable(dir, err)
 		}
-		gitDir = target
-	}
-	if fi, err := os.Stat(gitDir); err != nil {
-		return "", fmt.Errorf("git directory of %s: %w", top, err)
-	} else if !fi.IsDir() {
-		return "", fmt.Errorf("git directory %s of %s is not a directory", gitDir, top)
-	}
-	data, err := os.ReadFile(filepath.Join(gitDir, "commondir"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return gitDir, nil
-	}
+		unix.Close(fd)
+		p.dir = resolved
+		return nil
+	})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	common := strings.TrimSpace(string(data))
-	if common == "" {
-		return gitDir, nil
-	}
-	if !filepath.IsAbs(common) {
-		common = filepath.Join(gitDir, common)
-	}
-	return filepath.Clean(common), nil
+	return p, nil
 }
 
-// addExclude appends pattern to the exclude file unless a line already
-// ignores the .sessiond directory there. The file belongs to git: its mode is
-// kept, and a new one gets git's 0644.
-func addExclude(path, pattern string) error {
-	data, err := os.ReadFile(path)
-	perm := os.FileMode(0o644)
-	switch {
-	case err == nil:
-		if fi, err := os.Stat(path); err == nil {
-			perm = fi.Mode().Perm()
+// Dir returns the project's absolute path with symlinks resolved.
+func (p *Project) Dir() string { return p.dir }
+
+// StateDir returns the path of the project's .sessiond directory.
+func (p *Project) StateDir() string { return filepath.Join(p.dir, DirName) }
+
+// unreachable is the one error for a project directory that is missing, not
+// a directory, or not reachable with the owner's rights.
+func (p *Project) unreachable(dir string, err error) error {
+	for _, e := range []error{unix.ENOENT, unix.ENOTDIR, unix.EACCES, unix.EPERM, unix.ELOOP, unix.ENAMETOOLONG} {
+		if errors.Is(err, e) {
+			return fmt.Errorf("project directory %s does not exist or is not accessible to uid %d: %w", dir, p.owner.uid(), ErrProjectUnreachable)
 		}
-	case errors.Is(err, fs.ErrNotExist):
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	}
+	return fmt.Errorf("open project directory %s: %w", dir, err)
+}
+
+// do runs fn with the owner's identity and a directory fd of the project.
+func (p *Project) do(fn func(root int) error) error {
+	return runAs(p.owner, func() error {
+		root, err := openat(unix.AT_FDCWD, p.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			return p.unreachable(p.dir, err)
+		}
+		defer unix.Close(root)
+		return fn(root)
+	})
+}
+
+// display is the path of rel in the project, for messages.
+func (p *Project) display(rel string) string {
+	if filepath.IsLocal(rel) {
+		return filepath.Join(p.dir, rel)
+	}
+	return p.dir + "/" + rel
+}
+
+// stateDir opens the project's .sessiond below root, creating it (mode
+// 0700) if create is set. A .sessiond that is a symlink or not a directory
+// is refused; the mode is set to 0700 through the opened descriptor, so it
+// can only ever change the directory that was checked. Without create, a
+// missing .sessiond gives an error wrapping fs.ErrNotExist.
+func (p *Project) stateDir(root int, create bool) (int, error) {
+	sd := p.StateDir()
+	if create {
+		if err := unix.Mkdirat(root, DirName, 0o700); err != nil && err != unix.EEXIST {
+			if err == unix.EACCES || err == unix.EPERM || err == unix.EROFS {
+				return -1, fmt.Errorf("create %s: %w (uid %d cannot write the project directory)", sd, err, p.owner.uid())
+			}
+			return -1, &fs.PathError{Op: "create", Path: sd, Err: err}
+		}
+	}
+	fd, err := openat(root, DirName, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		var st unix.Stat_t
+		if (err == unix.ELOOP || err == unix.ENOTDIR) && fstatat(root, DirName, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+			if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				return -1, fmt.Errorf("refused: %s is a symlink, not a directory: %w", sd, ErrFileType)
+			}
+			return -1, fmt.Errorf("project state directory %s exists and is %s, not a directory: %w", sd, fileKind(uint32(st.Mode)), ErrFileType)
+		}
+		return -1, &fs.PathError{Op: "open", Path: sd, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, &fs.PathError{Op: "stat", Path: sd, Err: err}
+	}
+	// Chmod only when needed: a needless one still dirties the inode, and
+	// the next directory fsync then has to write it.
+	if st.Mode&0o7777 != 0o700 {
+		if err := unix.Fchmod(fd, 0o700); err != nil {
+			unix.Close(fd)
+			return -1, &fs.PathError{Op: "set mode of", Path: sd, Err: err}
+		}
+	}
+	return fd, nil
+}
+
+// EnsureStateDir makes the project ready for a session: it creates
+// .sessiond (mode 0700; a symlink or a non-directory there is refused),
+// removes the temporary files that interrupted writes left in it (see
+// RemoveStaleTemps), and adds .sessiond to the repository's
+// .git/info/exclude (see excludeFromGit), all with the owner's rights. The
+// daemon calls it when a session starts. If only the exclude could not be
+// updated the error matches ErrGitExclude and the directory is usable. The
+// other methods create .sessiond when they need it but leave the exclude
+// file alone.
+func (p *Project) EnsureStateDir() error {
+	return p.do(func(root int) error {
+		sfd, err := p.stateDir(root, true)
+		if err != nil {
 			return err
 		}
-	default:
+		// Temporary files that cannot be removed are harmless, and the
+		// next start tries again: nothing to report.
+		if dup, err := unix.Dup(sfd); err == nil {
+			_, _ = removeStaleTempsAt(dup, p.StateDir(), 0, time.Now().Add(-StaleTempAge))
+		}
+		unix.Close(sfd)
+		if err := excludeFromGit(p.dir); err != nil {
+			return &excludeError{dir: p.StateDir(), err: err}
+		}
+		return nil
+	})
+}
+
+// excludeError says that .sessiond could not be kept out of git.
+type excludeError struct {
+	dir string
+	err error
+}
+
+func (e *excludeError) Error() string        { return fmt.Sprintf("keep %s out of git: %v", e.dir, e.err) }
+func (e *excludeError) Unwrap() error        { return e.err }
+func (e *excludeError) Is(target error) bool { return target == ErrGitExclude }
+
+// stateFile runs fn with the opened .sessiond (created if create is set),
+// and the path of name in it for messages.
+func (p *Project) stateFile(name string, create bool, fn func(sfd int, display string) error) error {
+	return p.do(func(root int) error {
+		sfd, err := p.stateDir(root, create)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(sfd)
+		return fn(sfd, filepath.Join(p.StateDir(), name))
+	})
+}
+
+// writeState writes data to the file name in .sessiond atomically, mode 0600.
+func (p *Project) writeState(name string, data []byte) error {
+	return p.stateFile(name, true, func(sfd int, display string) error {
+		return writeAt(sfd, name, display, data, 0o600)
+	})
+}
+
+// removeState removes the file name from .sessiond; missing is no error.
+func (p *Project) removeState(name string) error {
+	return p.stateFile(name, false, func(sfd int, display string) error {
+		return removeAt(sfd, name, display)
+	})
+}
+
+// readStateJSON decodes the JSON file name of .sessiond into v. A missing
+// file (or .sessiond) gives an error wrapping fs.ErrNotExist; a symlink, a
+// FIFO or a device is refused; a corrupt or oversized file is moved aside
+// and gives a *CorruptError.
+func (p *Project) readStateJSON(name string, limit int64, v any) error {
+	return p.stateFile(name, false, func(sfd int, display string) error {
+		return readJSONAt(sfd, name, display, limit, true, v)
+	})
+}
+
+// readJSONAt reads and decodes name in dirfd, moving a corrupt or oversized
+// file aside (see moveAsideAt).
+func readJSONAt(dirfd int, name, display string, limit int64, nofollow bool, v any) error {
+	data, _, err := readAt(dirfd, name, display, limit, nofollow)
+	if errors.Is(err, ErrTooLarge) {
+		return moveAsideAt(dirfd, name, display, err)
+	}
+	if err != nil {
 		return err
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		switch strings.TrimSpace(line) {
-		// An unanchored .sessiond ignores the directory at any depth.
-		case pattern, strings.TrimSuffix(pattern, "/"), DirName, DirName + "/":
-			return nil
+	if err := decodeJSON(data, v); err != nil {
+		return moveAsideAt(dirfd, name, display, err)
+	}
+	return nil
+}
+
+// openInProject opens rel below root, confined to the project: rel must be
+// relative and stay inside, and a symlink on the way that leaves the
+// project is refused (EXDEV from openat2, or from the walk).
+func (p *Project) openInProject(root int, rel string, flags int, mode uint32) (int, error) {
+	if !filepath.IsLocal(rel) {
+		return -1, refused(rel, p.dir)
+	}
+	fd, err := openBeneath(root, rel, flags, mode)
+	if err == unix.EXDEV {
+		return -1, refused(rel, p.dir)
+	}
+	if err != nil {
+		return -1, &fs.PathError{Op: "open", Path: p.display(rel), Err: err}
+	}
+	return fd, nil
+}
+
+// ReadFile reads the project file rel (relative to the project, confined to
+// it) as an input: opened non-blocking, required to be a regular file, and
+// at most limit bytes. A missing file gives an error wrapping
+// fs.ErrNotExist; a path that leaves the project, ErrOutsideProject; a
+// FIFO, device, socket or directory, ErrFileType; a larger file,
+// ErrTooLarge. Errors never hold the file's content.
+func (p *Project) ReadFile(rel string, limit int64) ([]byte, error) {
+	var data []byte
+	err := p.do(func(root int) error {
+		fd, err := p.openInProject(root, rel, inputFlags, 0)
+		if err != nil {
+			return err
 		}
+		data, _, err = readOpened(fd, p.display(rel), limit)
+		return err
+	})
+	return data, err
+}
+
+// ReadConfig returns the bytes of the project's sessiond.toml (at most
+// MaxConfigSize), for the config package to parse; a missing file gives an
+// error wrapping fs.ErrNotExist. See ReadFile.
+func (p *Project) ReadConfig() ([]byte, error) {
+	return p.ReadFile(ProjectConfigFile, MaxConfigSize)
+}
+
+// resolveForWrite finds where a write to the project file rel lands: the
+// directory holding it, opened confined to the project, and its name
+// there. A symlink as the last component is followed (as long as it stays
+// inside the project) so that the file it points to is replaced, not the
+// link; every directory on the way is resolved inside the project.
+func (p *Project) resolveForWrite(root int, rel string) (dirfd int, name, display string, err error) {
+	if !filepath.IsLocal(rel) {
+		return -1, "", "", refused(rel, p.dir)
 	}
-	var b bytes.Buffer
-	b.Write(data)
-	if len(data) > 0 && data[len(data)-1] != '\n' {
-		b.WriteByte('\n')
+	cur := filepath.ToSlash(rel)
+	for range maxSymlinks {
+		dir, name := path.Split(cur)
+		if name == "" || name == "." || name == ".." {
+			return -1, "", "", fmt.Errorf("%s is not a file name", p.display(rel))
+		}
+		dirRel := strings.TrimSuffix(dir, "/")
+		if dirRel == "" {
+			dirRel = "."
+		}
+		dfd, err := openBeneath(root, dirRel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		switch {
+		case err == unix.EXDEV:
+			return -1, "", "", refused(rel, p.dir)
+		case err == unix.ENOENT:
+			return -1, "", "", fmt.Errorf("directory of %s does not exist: %w", p.display(rel), fs.ErrNotExist)
+		case err != nil:
+			return -1, "", "", &fs.PathError{Op: "open directory of", Path: p.display(rel), Err: err}
+		}
+		var st unix.Stat_t
+		if fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFLNK {
+			return dfd, name, p.display(cur), nil
+		}
+		target, err := readlinkat(dfd, name)
+		unix.Close(dfd)
+		if err != nil {
+			return -1, "", "", &fs.PathError{Op: "read symlink", Path: p.display(cur), Err: err}
+		}
+		if path.IsAbs(target) {
+			return -1, "", "", refused(rel, p.dir)
+		}
+		cur = dir + target
 	}
-	b.WriteString(pattern + "\n")
-	return WriteFile(path, b.Bytes(), perm)
+	return -1, "", "", &fs.PathError{Op: "resolve", Path: p.display(rel), Err: unix.ELOOP}
+}
+
+// ProjectDir is EnsureStateDir for a program acting as itself: it creates
+// project's .sessiond (mode 0700), refusing a symlink or a non-directory
+// there, and keeps it out of git, failing if that fails. It returns the
+// .sessiond path.
+func ProjectDir(project string) (string, error) {
+	p, err := OpenProject(project, nil)
+	if err != nil {
+		return "", err
+	}
+	if err := p.EnsureStateDir(); err != nil {
+		return "", err
+	}
+	return filepath.Join(project, DirName), nil
 }
 
 // ensureParent makes the directory of path ready for writing: a project's

@@ -13,7 +13,8 @@ const StartingNew = "🚀 Starting new session..."
 
 // RestoreSummary renders the "Restoring session..." text that sessionctl
 // start and sessionctl state print, as DESIGN §5.5 shows it, with times
-// relative to now. It ends with a newline. A nil state gives StartingNew.
+// relative to now. Every text from the state is one line with its control
+// characters escaped (see TerminalLine): it goes to a terminal. It ends with a newline. A nil state gives StartingNew.
 func RestoreSummary(s *SessionState, now time.Time) string {
 	if s == nil {
 		return StartingNew + "\n"
@@ -23,13 +24,13 @@ func RestoreSummary(s *SessionState, now time.Time) string {
 	if l := s.LastSession; l != nil {
 		b.WriteString("Last Session:\n")
 		if l.Summary != "" {
-			fmt.Fprintf(&b, "  Summary: %s\n", oneLine(l.Summary))
+			fmt.Fprintf(&b, "  Summary: %s\n", termLine(l.Summary))
 		}
 		if !l.Timestamp.IsZero() {
 			fmt.Fprintf(&b, "  Time: %s\n", RelativeTime(l.Timestamp, now))
 		}
 		if l.EndReason != "" && l.EndReason != "complete" {
-			fmt.Fprintf(&b, "  Ended: %s\n", oneLine(l.EndReason))
+			fmt.Fprintf(&b, "  Ended: %s\n", termLine(l.EndReason))
 		}
 		b.WriteString("\n")
 	}
@@ -38,7 +39,7 @@ func RestoreSummary(s *SessionState, now time.Time) string {
 	} else {
 		b.WriteString("Next Actions:\n")
 		for i, a := range s.NextActions {
-			fmt.Fprintf(&b, "  %d. %s\n", i+1, oneLine(a))
+			fmt.Fprintf(&b, "  %d. %s\n", i+1, termLine(a))
 		}
 		b.WriteString("\n")
 	}
@@ -58,9 +59,9 @@ func RestoreSummary(s *SessionState, now time.Time) string {
 		b.WriteString("Blockers:\n")
 		for _, bl := range s.ActiveBlockers {
 			if bl.Priority != "" {
-				fmt.Fprintf(&b, "  - [%s] %s\n", oneLine(bl.Priority), oneLine(bl.Question))
+				fmt.Fprintf(&b, "  - [%s] %s\n", termLine(bl.Priority), termLine(bl.Question))
 			} else {
-				fmt.Fprintf(&b, "  - %s\n", oneLine(bl.Question))
+				fmt.Fprintf(&b, "  - %s\n", termLine(bl.Question))
 			}
 		}
 	}

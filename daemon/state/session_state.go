@@ -109,11 +109,12 @@ func (l *LastSession) UnmarshalJSON(data []byte) error {
 // with questions ≤ MaxQuestionLen, at most MaxCompletedTasks completed tasks
 // (the latest), progress clamped to 0–100 (NaN and infinities become 0) and
 // task counts not negative. Text is cut on character boundaries with a
-// trailing "…", and invalid UTF-8 is replaced. Nil lists become empty ones,
-// so that they are written as [] rather than null.
+// trailing "…", invalid UTF-8 is replaced, and control characters are
+// escaped as StoreText does (a NUL too). Nil lists become empty ones, so
+// that they are written as [] rather than null.
 func (s *SessionState) Bound() {
 	if l := s.LastSession; l != nil {
-		l.Summary = truncate(l.Summary, MaxSummaryLen)
+		l.Summary = bound(l.Summary, MaxSummaryLen)
 		if len(l.CompletedTasks) > MaxCompletedTasks {
 			l.CompletedTasks = l.CompletedTasks[len(l.CompletedTasks)-MaxCompletedTasks:]
 		}
@@ -122,21 +123,21 @@ func (s *SessionState) Bound() {
 		}
 		for i, id := range l.CompletedTasks {
 			if !id.number {
-				l.CompletedTasks[i].text = truncate(id.text, maxIDLen)
+				l.CompletedTasks[i].text = bound(id.text, maxIDLen)
 			}
 		}
-		l.SessionID = truncate(l.SessionID, maxIDLen)
-		l.EndReason = truncate(l.EndReason, maxIDLen)
+		l.SessionID = bound(l.SessionID, maxIDLen)
+		l.EndReason = bound(l.EndReason, maxIDLen)
 	}
 	s.NextActions = boundList(s.NextActions, MaxNextActions, MaxActionLen)
-	s.CurrentPlan = truncate(s.CurrentPlan, MaxPlanLen)
+	s.CurrentPlan = bound(s.CurrentPlan, MaxPlanLen)
 	blockers := make([]Blocker, 0, min(len(s.ActiveBlockers), MaxBlockers))
 	for _, b := range s.ActiveBlockers {
 		if len(blockers) == MaxBlockers {
 			break
 		}
-		b.Question = truncate(strings.TrimSpace(b.Question), MaxQuestionLen)
-		b.Priority = truncate(strings.TrimSpace(b.Priority), MaxPriorityLen)
+		b.Question = bound(strings.TrimSpace(b.Question), MaxQuestionLen)
+		b.Priority = bound(strings.TrimSpace(b.Priority), MaxPriorityLen)
 		if b.Question != "" {
 			blockers = append(blockers, b)
 		}
@@ -157,13 +158,15 @@ func (s *SessionState) Bound() {
 	}
 }
 
-// LoadSessionState reads the project's session state. It returns nil and no
-// error when there is none. A corrupt file gives nil and a *CorruptError
-// (errors.Is(err, ErrCorrupt)), the file having been moved aside: the caller
-// warns and starts a new session. The state returned is bounded.
-func LoadSessionState(project string) (*SessionState, error) {
+// LoadSessionState reads the project's session state. It returns nil and
+// no error when there is none. A corrupt or oversized file (over
+// MaxStateSize) gives nil and a *CorruptError (errors.Is(err, ErrCorrupt)),
+// the file having been moved aside: the caller warns and starts a new
+// session. A symlink, FIFO or device in its place is refused (ErrFileType)
+// and left alone. The state returned is bounded.
+func (p *Project) LoadSessionState() (*SessionState, error) {
 	var s SessionState
-	if err := ReadJSON(SessionStatePath(project), &s); err != nil {
+	if err := p.readStateJSON(SessionStateFile, MaxStateSize, &s); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
@@ -173,17 +176,18 @@ func LoadSessionState(project string) (*SessionState, error) {
 	return &s, nil
 }
 
-// SaveSessionState bounds s (see Bound) and writes it atomically, mode 0600,
-// to the project's .sessiond directory, creating that directory if needed.
-func SaveSessionState(project string, s *SessionState) error {
+// SaveSessionState bounds s (see Bound) and writes it atomically, mode
+// 0600, to the project's .sessiond, creating that directory if needed.
+func (p *Project) SaveSessionState(s *SessionState) error {
 	if s == nil {
 		return errors.New("save session state: nil state")
 	}
-	if _, err := ProjectDir(project); err != nil {
+	s.Bound()
+	data, err := marshalJSON(s)
+	if err != nil {
 		return fmt.Errorf("save session state: %w", err)
 	}
-	s.Bound()
-	if err := WriteJSON(SessionStatePath(project), s); err != nil {
+	if err := p.writeState(SessionStateFile, data); err != nil {
 		return fmt.Errorf("save session state: %w", err)
 	}
 	return nil
@@ -191,9 +195,43 @@ func SaveSessionState(project string, s *SessionState) error {
 
 // ClearSessionState removes the project's session state. A project without
 // one is not an error.
-func ClearSessionState(project string) error {
-	if err := removeFile(SessionStatePath(project)); err != nil {
+func (p *Project) ClearSessionState() error {
+	if err := p.removeState(SessionStateFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("clear session state: %w", err)
 	}
 	return nil
+}
+
+// LoadSessionState reads the session state of project with the caller's own
+// rights; see Project.LoadSessionState.
+func LoadSessionState(project string) (*SessionState, error) {
+	p, err := OpenProject(project, nil)
+	if err != nil {
+		return nil, fmt.Errorf("load session state: %w", err)
+	}
+	return p.LoadSessionState()
+}
+
+// SaveSessionState bounds s and writes it to project's .sessiond with the
+// caller's own rights, creating the directory and keeping it out of git
+// (see ProjectDir); see Project.SaveSessionState.
+func SaveSessionState(project string, s *SessionState) error {
+	if s == nil {
+		return errors.New("save session state: nil state")
+	}
+	p, err := ensureProject(project)
+	if err != nil {
+		return fmt.Errorf("save session state: %w", err)
+	}
+	return p.SaveSessionState(s)
+}
+
+// ClearSessionState removes project's session state with the caller's own
+// rights. A project without one is not an error.
+func ClearSessionState(project string) error {
+	p, err := OpenProject(project, nil)
+	if err != nil {
+		return fmt.Errorf("clear session state: %w", err)
+	}
+	return p.ClearSessionState()
 }
