@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -55,6 +56,15 @@ func (d *Daemon) launch(p launchParams) (*session.Session, session.StartInfo, er
 		d.startMu.Unlock()
 		return nil, session.StartInfo{}, ipc.Conflict("max_sessions (%d) live sessions already run", max)
 	}
+	switch {
+	case p.Name == "":
+		p.Name = d.reg.freeName(p.UID, ipc.NameFrom(filepath.Base(p.Dir)))
+	case p.RestartOf == "":
+		if s := d.reg.nameHolder(p.UID, p.Name); s != nil {
+			d.startMu.Unlock()
+			return nil, session.StartInfo{}, ipc.Conflict("the name %q is in use by live session %s: choose another with --name, or stop that one", p.Name, s.ID())
+		}
+	}
 	s := session.New(session.Params{
 		ID: d.reg.newID(), Name: p.Name, UID: p.UID, ProjectDir: p.Dir, Spec: p.Spec, EnvKeys: p.EnvKeys,
 		RestartOf: p.RestartOf, Restarts: p.Restarts, RestartHistory: p.RestartHistory,
@@ -67,11 +77,21 @@ func (d *Daemon) launch(p launchParams) (*session.Session, session.StartInfo, er
 	return s, info, info.Err
 }
 
-// ListSessions implements ipc.Sessions.
+// ListSessions implements ipc.Sessions. A restart chain is one row, its
+// latest session, unless opt.Chains asks for all.
 func (d *Daemon) ListSessions(ctx context.Context, c ipc.Caller, opt ipc.ListOptions) ([]ipc.Session, error) {
+	all := d.reg.all()
+	restarted := map[string]bool{}
+	if !opt.Chains {
+		for _, s := range all {
+			if of := s.RestartOf(); of != "" {
+				restarted[of] = true
+			}
+		}
+	}
 	var out []ipc.Session
-	for _, s := range d.reg.all() {
-		if !visible(c, s) || (opt.Project != "" && s.ProjectDir() != opt.Project) {
+	for _, s := range all {
+		if !visible(c, s) || (opt.Project != "" && s.ProjectDir() != opt.Project) || restarted[s.ID()] {
 			continue
 		}
 		rec := s.Snapshot()
@@ -80,6 +100,15 @@ func (d *Daemon) ListSessions(ctx context.Context, c ipc.Caller, opt ipc.ListOpt
 		}
 		rec.Spec = nil
 		out = append(out, rec)
+	}
+	if opt.Stats {
+		byID := map[string]*session.Session{}
+		for _, s := range all {
+			if ipc.Live(s.Snapshot().State) {
+				byID[s.ID()] = s
+			}
+		}
+		d.usage.fill(byID, out)
 	}
 	return out, nil
 }
@@ -95,6 +124,11 @@ func (d *Daemon) StartSession(ctx context.Context, c ipc.Caller, req ipc.StartRe
 	}
 	if err := d.canUseDir(c, dir); err != nil {
 		return nil, err
+	}
+	if req.Name != "" {
+		if err := ipc.CheckName(req.Name); err != nil {
+			return nil, ipc.BadRequest("%w", err)
+		}
 	}
 	spec, err := d.resolveSpec(dir, req)
 	if err != nil {
@@ -152,6 +186,78 @@ func (d *Daemon) StopSession(ctx context.Context, c ipc.Caller, id string, req i
 	}
 	rec := s.Snapshot()
 	return &rec, nil
+}
+
+// RestartSession implements ipc.Sessions.
+func (d *Daemon) RestartSession(ctx context.Context, c ipc.Caller, id string, req ipc.RestartRequest) (*ipc.StartResponse, error) {
+	s, err := d.reg.lookup(c, id)
+	if err != nil {
+		return nil, err
+	}
+	if ipc.Live(s.Snapshot().State) {
+		if _, err := d.StopSession(ctx, c, s.ID(), ipc.StopRequest{Grace: req.Grace}); err != nil {
+			return nil, err
+		}
+	}
+	rec := s.Snapshot()
+	if rec.State == ipc.StateStarting || ipc.Live(rec.State) {
+		return nil, ipc.Conflict("session %s did not stop; try again", s.ID())
+	}
+	if next := d.restarts.successorOf(s.ID()); next != "" {
+		return nil, ipc.Conflict("session %s was restarted already, as %s: restart that one", s.ID(), next)
+	}
+	ns, info, err := d.launch(launchParams{
+		UID: s.UID(), Dir: s.ProjectDir(), Spec: s.Spec(), Name: s.Name(), EnvKeys: rec.EnvKeys,
+		RestartOf: s.ID(), Restarts: rec.Restarts + 1, RestartHistory: s.RestartHistory(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.restarts.settle(s.ID(), ns.ID())
+	return &ipc.StartResponse{Session: ns.Snapshot(), Summary: info.Summary, Notices: info.Notices}, nil
+}
+
+// RemoveSession implements ipc.Sessions.
+func (d *Daemon) RemoveSession(ctx context.Context, c ipc.Caller, id string) error {
+	s, err := d.reg.lookup(c, id)
+	if err != nil {
+		return err
+	}
+	if ipc.Live(s.Snapshot().State) {
+		return ipc.Conflict("session %s is live: stop it first (sessionctl stop %s)", s.ID(), s.ID())
+	}
+	return d.remove(s)
+}
+
+// PruneSessions implements ipc.Sessions.
+func (d *Daemon) PruneSessions(ctx context.Context, c ipc.Caller, req ipc.PruneRequest) (*ipc.PruneResponse, error) {
+	older, err := config.ParseDuration(req.OlderThan)
+	if err != nil || older.Duration < 0 {
+		return nil, ipc.BadRequest("older_than %q: want a duration of 0 or more, such as 24h", req.OlderThan)
+	}
+	cutoff := d.deps.Clock.Now().Add(-older.Duration)
+	out := &ipc.PruneResponse{Removed: []string{}}
+	for _, s := range d.reg.all() {
+		rec := s.Snapshot()
+		if !visible(c, s) || ipc.Live(rec.State) || rec.EndedAt == nil || rec.EndedAt.After(cutoff) {
+			continue
+		}
+		if err := d.remove(s); err != nil {
+			return out, err
+		}
+		out.Removed = append(out.Removed, s.ID())
+	}
+	return out, nil
+}
+
+// remove drops an ended session from the registry and its directory from
+// the state dir.
+func (d *Daemon) remove(s *session.Session) error {
+	d.reg.remove(s.ID())
+	if err := os.RemoveAll(s.Dir()); err != nil {
+		return fmt.Errorf("remove session %s: %w", s.ID(), err)
+	}
+	return nil
 }
 
 // running returns the live session id for a request that needs one that

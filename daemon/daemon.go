@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -52,6 +51,7 @@ type Daemon struct {
 	cron     *scheduler
 	deps     session.Deps
 	restarts *restarter
+	usage    *usageMeter
 
 	// startMu serialises the checks of a start (one live session per
 	// project, max_sessions) with its registration.
@@ -74,7 +74,7 @@ func New(opt Options) (*Daemon, error) {
 	d := &Daemon{
 		cfg: cfg, log: opt.Log, version: opt.Version, ready: opt.Ready,
 		since: time.Now(), bootID: proc.BootID(),
-		reg: newRegistry(), bus: newBus(),
+		reg: newRegistry(), bus: newBus(), usage: newUsageMeter(),
 		ckpt: checkpoint.New(checkpoint.Options{
 			StateDir: cfg.StateDir, MaxFileSize: int64(cfg.Defaults.CheckpointMaxFile), Log: opt.Log.Named("checkpoint"),
 		}),
@@ -248,10 +248,8 @@ func (d *Daemon) trimHistory() {
 		}
 	}
 	for i := 0; i < len(ended)-limit; i++ {
-		s := ended[i]
-		d.reg.remove(s.ID())
-		if err := os.RemoveAll(s.Dir()); err != nil {
-			d.log.Warn("remove old session", zap.String("session", s.ID()), zap.Error(err))
+		if err := d.remove(ended[i]); err != nil {
+			d.log.Warn("remove old session", zap.Error(err))
 		}
 	}
 }

@@ -433,7 +433,7 @@ func TestRestartOnFailure(t *testing.T) {
 	deadline := time.Now().Add(15 * time.Second)
 	var list []ipc.Session
 	for time.Now().Before(deadline) {
-		list, _ = h.client.Sessions(context.Background(), ipc.ListOptions{All: true, Project: dir})
+		list, _ = h.client.Sessions(context.Background(), ipc.ListOptions{All: true, Chains: true, Project: dir})
 		if len(list) == 3 && !ipc.Live(list[2].State) {
 			break
 		}
@@ -453,8 +453,12 @@ func TestRestartOnFailure(t *testing.T) {
 	}
 	// No fourth: max_restarts reached.
 	time.Sleep(4500 * time.Millisecond)
-	if list, _ = h.client.Sessions(context.Background(), ipc.ListOptions{All: true, Project: dir}); len(list) != 3 {
+	if list, _ = h.client.Sessions(context.Background(), ipc.ListOptions{All: true, Chains: true, Project: dir}); len(list) != 3 {
 		t.Errorf("got %d sessions after the limit, want 3", len(list))
+	}
+	// Without chains, the chain is one row: its latest, with the count.
+	if rows, _ := h.client.Sessions(context.Background(), ipc.ListOptions{All: true, Project: dir}); len(rows) != 1 || rows[0].ID != list[2].ID || rows[0].Restarts != 2 {
+		t.Errorf("listing without chains = %+v, want one row, the latest with 2 restarts", rows)
 	}
 }
 

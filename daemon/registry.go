@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"crypto/rand"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -75,8 +76,9 @@ func (r *registry) all() []*session.Session {
 	return out
 }
 
-// lookup finds the session with id, or the only one whose id starts with
-// it, among those visible to c.
+// lookup finds a session visible to c by its exact id, else by its name
+// (the live session of that name, else the newest one), else as the only
+// one whose id starts with id.
 func (r *registry) lookup(c ipc.Caller, id string) (*session.Session, error) {
 	if id == "" {
 		return nil, ipc.BadRequest("empty session id")
@@ -85,6 +87,22 @@ func (r *registry) lookup(c ipc.Caller, id string) (*session.Session, error) {
 	defer r.mu.Unlock()
 	if s, ok := r.sessions[id]; ok && visible(c, s) {
 		return s, nil
+	}
+	var named *session.Session
+	for _, s := range r.sessions {
+		if s.Name() != id || !visible(c, s) {
+			continue
+		}
+		if ipc.Live(s.Snapshot().State) {
+			named = s
+			break
+		}
+		if named == nil || s.StartedAt().After(named.StartedAt()) {
+			named = s
+		}
+	}
+	if named != nil {
+		return named, nil
 	}
 	var found []*session.Session
 	for sid, s := range r.sessions {
@@ -117,6 +135,28 @@ func (r *registry) live(dir string) []*session.Session {
 		}
 	}
 	return out
+}
+
+// nameHolder returns the live session of user uid named name, if any.
+func (r *registry) nameHolder(uid int, name string) *session.Session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.sessions {
+		if s.UID() == uid && s.Name() == name && ipc.Live(s.Snapshot().State) {
+			return s
+		}
+	}
+	return nil
+}
+
+// freeName returns base, or base-2, base-3, ... : the first name no live
+// session of user uid holds.
+func (r *registry) freeName(uid int, base string) string {
+	name := base
+	for i := 2; r.nameHolder(uid, name) != nil; i++ {
+		name = fmt.Sprintf("%s-%d", base, i)
+	}
+	return name
 }
 
 // isLive reports whether the session id is registered and live.

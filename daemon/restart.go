@@ -43,6 +43,13 @@ func (r *restarter) settle(old, next string) {
 	r.mu.Unlock()
 }
 
+// successorOf returns the session that restarted id, if any.
+func (r *restarter) successorOf(id string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.successor[id]
+}
+
 // next says what follows the ended session id: a restart to come (wait on
 // changed), the session that restarted it, or nothing.
 func (r *restarter) next(id string) (pending bool, successor string, changed <-chan struct{}) {

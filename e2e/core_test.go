@@ -46,7 +46,7 @@ sleep 1000
 	table := d.mustCtl("ps")
 	lines := strings.Split(strings.TrimRight(table, "\n"), "\n")
 	header := regexp.MustCompile(`\s{2,}`).Split(strings.TrimSpace(lines[0]), -1)
-	wantHeader := []string{"ID", "PROJECT", "COMMAND", "STATE", "PID", "UPTIME", "REMAINING", "RESTARTS", "LAST ACTIVITY", "CHECKPOINTS"}
+	wantHeader := []string{"ID", "NAME", "PROJECT", "COMMAND", "STATE", "PID", "CPU %", "MEM", "UPTIME", "REMAINING", "RESTARTS", "LAST ACTIVITY", "CHECKPOINTS"}
 	if !slices.Equal(header, wantHeader) {
 		t.Errorf("ps header: got %q, want %q", header, wantHeader)
 	}

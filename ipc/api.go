@@ -23,6 +23,11 @@ type ListOptions struct {
 	All bool
 	// Project keeps only the sessions of this directory (absolute path).
 	Project string
+	// Chains lists every session of a restart chain; by default only the
+	// latest of each chain is listed, with its restarts count.
+	Chains bool
+	// Stats adds the CPU and memory use of each live session's tree.
+	Stats bool
 }
 
 // LogOptions says which part of a session's log to send.
@@ -58,6 +63,14 @@ type Sessions interface {
 	// ReportSession records what the agent reports from inside the session
 	// and returns the merged report.
 	ReportSession(ctx context.Context, c Caller, id string, rep Report) (*Report, error)
+	// RestartSession stops the session if it runs, then starts the same
+	// spec in the same project as its successor (restart_of).
+	RestartSession(ctx context.Context, c Caller, id string, req RestartRequest) (*StartResponse, error)
+	// RemoveSession removes an ended session's record, logs and handoff
+	// archive (never the project's files).
+	RemoveSession(ctx context.Context, c Caller, id string) error
+	// PruneSessions removes the caller's ended sessions older than asked.
+	PruneSessions(ctx context.Context, c Caller, req PruneRequest) (*PruneResponse, error)
 	CheckpointSession(ctx context.Context, c Caller, id string) (*CheckpointResult, error)
 	SessionHandoff(ctx context.Context, c Caller, id string) (*Handoff, error)
 	// SessionLogs writes the session's output to w, flushing as it goes.

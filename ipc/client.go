@@ -112,29 +112,50 @@ func sessionPath(id string, rest string) string {
 	return "/sessions/" + url.PathEscape(id) + rest
 }
 
-// Sessions lists sessions.
-func (c *Client) Sessions(ctx context.Context, opt ListOptions) ([]Session, error) {
+func listQuery(opt ListOptions) url.Values {
 	q := url.Values{}
 	if opt.All {
 		q.Set("all", "1")
 	}
+	if opt.Chains {
+		q.Set("chains", "1")
+	}
+	if opt.Stats {
+		q.Set("stats", "1")
+	}
 	if opt.Project != "" {
 		q.Set("project", opt.Project)
 	}
-	return do[[]Session](ctx, c, http.MethodGet, "/sessions", q, nil)
+	return q
+}
+
+// Sessions lists sessions.
+func (c *Client) Sessions(ctx context.Context, opt ListOptions) ([]Session, error) {
+	return do[[]Session](ctx, c, http.MethodGet, "/sessions", listQuery(opt), nil)
 }
 
 // SessionRows lists sessions as table rows, for a listing that shows only
 // those fields.
 func (c *Client) SessionRows(ctx context.Context, opt ListOptions) ([]SessionRow, error) {
-	q := url.Values{"view": {"row"}}
-	if opt.All {
-		q.Set("all", "1")
-	}
-	if opt.Project != "" {
-		q.Set("project", opt.Project)
-	}
+	q := listQuery(opt)
+	q.Set("view", "row")
 	return do[[]SessionRow](ctx, c, http.MethodGet, "/sessions", q, nil)
+}
+
+// Restart stops a session if it runs and starts its spec again.
+func (c *Client) Restart(ctx context.Context, id string, req RestartRequest) (*StartResponse, error) {
+	return do[*StartResponse](ctx, c, http.MethodPost, sessionPath(id, "/restart"), nil, req)
+}
+
+// Remove removes an ended session's record, logs and handoff archive.
+func (c *Client) Remove(ctx context.Context, id string) error {
+	_, err := do[struct{}](ctx, c, http.MethodDelete, sessionPath(id, ""), nil, nil)
+	return err
+}
+
+// Prune removes ended sessions older than req.OlderThan.
+func (c *Client) Prune(ctx context.Context, req PruneRequest) (*PruneResponse, error) {
+	return do[*PruneResponse](ctx, c, http.MethodPost, "/sessions/prune", nil, req)
 }
 
 // Start starts a session.

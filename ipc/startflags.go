@@ -41,6 +41,11 @@ func (f *StartFlags) Bind(fs *pflag.FlagSet) {
 func (f *StartFlags) Request(dir string, command []string) (StartRequest, error) {
 	req := f.req
 	req.Dir, req.Command = dir, command
+	if req.Name != "" {
+		if err := CheckName(req.Name); err != nil {
+			return req, fmt.Errorf("--%w", err)
+		}
+	}
 	req.Env = map[string]string{}
 	for _, kv := range f.env {
 		k, v, ok := strings.Cut(kv, "=")

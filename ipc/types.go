@@ -96,6 +96,9 @@ type Session struct {
 	Report *Report `json:"report,omitempty"`
 	// HandoffPath is where the session's handoff was written.
 	HandoffPath string `json:"handoff_path,omitempty"`
+	// Usage is what the session's process tree uses now, when asked for
+	// (GET /v1/sessions?stats=1); never stored.
+	Usage *Usage `json:"usage,omitempty"`
 	// DevServerWasRunning records, at the end, whether a sidecar was still
 	// running when the session stopped.
 	DevServerWasRunning bool `json:"dev_server_was_running,omitempty"`
@@ -117,13 +120,26 @@ type SessionRow struct {
 	Restarts     int        `json:"restarts"`
 	LastActivity *time.Time `json:"last_activity"`
 	Checkpoints  int        `json:"checkpoints"`
+	ProjectDir   string     `json:"project_dir"`
+	Usage        *Usage     `json:"usage,omitempty"`
+}
+
+// Usage is what a live session's whole process tree uses.
+type Usage struct {
+	// CPUPercent is the tree's CPU use since the previous sample (or, the
+	// first time, since it started), in percent of one core.
+	CPUPercent float64 `json:"cpu_percent"`
+	// RSSBytes is the tree's resident memory.
+	RSSBytes int64 `json:"rss_bytes"`
+	// Procs is the number of processes in the tree.
+	Procs int `json:"procs"`
 }
 
 // Row returns the table row of a record.
 func (s *Session) Row() SessionRow {
 	return SessionRow{ID: s.ID, Name: s.Name, Command: s.Command, State: s.State, EndReason: s.EndReason,
 		PID: s.PID, StartedAt: s.StartedAt, EndedAt: s.EndedAt, Deadline: s.Deadline, Restarts: s.Restarts,
-		LastActivity: s.LastActivity, Checkpoints: s.Checkpoints}
+		LastActivity: s.LastActivity, Checkpoints: s.Checkpoints, ProjectDir: s.ProjectDir, Usage: s.Usage}
 }
 
 // Warning records a session's warning: when it was given and who was signalled.
@@ -173,6 +189,22 @@ type StartResponse struct {
 // StopRequest asks for a graceful stop; Grace overrides the spec's stop_grace.
 type StopRequest struct {
 	Grace string `json:"grace,omitempty"`
+}
+
+// RestartRequest asks to restart a session; Grace overrides the stop's.
+type RestartRequest struct {
+	Grace string `json:"grace,omitempty"`
+}
+
+// PruneRequest asks to remove ended sessions; OlderThan ("7d" is not a Go
+// duration: use "168h") keeps those that ended more recently.
+type PruneRequest struct {
+	OlderThan string `json:"older_than,omitempty"`
+}
+
+// PruneResponse lists the sessions removed.
+type PruneResponse struct {
+	Removed []string `json:"removed"`
 }
 
 // SignalRequest asks for a signal to the session's process group.

@@ -154,12 +154,12 @@ func (a *app) stateCmd() *cobra.Command {
 				return err
 			}
 			for _, n := range ps.Notices {
-				fmt.Fprintln(a.errOut, "sessionctl: notice:", n)
+				fmt.Fprintln(a.errOut, "sessionctl: notice:", ipc.TerminalLine(n))
 			}
 			if a.json {
 				return a.printJSON(ps.State)
 			}
-			_, err = fmt.Fprint(a.out, ps.Summary)
+			_, err = fmt.Fprint(a.out, ipc.TerminalText(ps.Summary))
 			if !strings.HasSuffix(ps.Summary, "\n") {
 				fmt.Fprintln(a.out)
 			}

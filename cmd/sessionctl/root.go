@@ -79,7 +79,7 @@ func (a *app) report(err error) int {
 	}
 	var ae *ipc.Error
 	if errors.As(err, &ae) {
-		fmt.Fprintf(a.errOut, "sessionctl: %s\n", ae.Message)
+		fmt.Fprintf(a.errOut, "sessionctl: %s\n", ipc.TerminalLine(ae.Message))
 		for _, c := range ae.Candidates {
 			fmt.Fprintf(a.errOut, "  %s\n", c)
 		}
@@ -131,7 +131,7 @@ latest) session of that project.`,
 		a.startCmd(), a.psCmd(), a.stopCmd(), a.killCmd(), a.logsCmd(), a.inspectCmd(),
 		a.extendCmd(), a.remainingCmd(), a.hookCmd(), a.eventsCmd(), a.versionCmd(),
 		a.checkpointCmd(), a.checkpointsCmd(), a.restoreCmd(), a.handoffCmd(),
-		a.stateCmd(), a.clearSessionCmd(), a.reportCmd(),
+		a.stateCmd(), a.clearSessionCmd(), a.reportCmd(), a.restartCmd(), a.rmCmd(), a.pruneCmd(),
 	)
 	return root
 }

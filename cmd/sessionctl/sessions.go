@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -68,14 +66,14 @@ func (a *app) startCmd() *cobra.Command {
 				fmt.Fprintln(a.out, resp.Session.ID)
 			default:
 				if resp.Summary != "" {
-					fmt.Fprintln(a.out, resp.Summary)
+					fmt.Fprintln(a.out, ipc.TerminalText(resp.Summary))
 				} else {
 					fmt.Fprintln(a.out, "🚀 Starting new session...")
 				}
 				fmt.Fprintln(a.out, resp.Session.ID)
 			}
 			for _, n := range resp.Notices {
-				fmt.Fprintln(a.errOut, "sessionctl: warning:", n)
+				fmt.Fprintln(a.errOut, "sessionctl: warning:", ipc.TerminalLine(n))
 			}
 			if !wait {
 				return nil
@@ -132,72 +130,6 @@ func (a *app) waitEnd(ctx context.Context, events *ipc.EventWatcher, id string) 
 		}
 		return &exitError{ipc.ExitStatus(rec), fmt.Errorf("session %s ended: %s", id, rec.EndReason)}
 	}
-}
-
-func (a *app) psCmd() *cobra.Command {
-	var all, quiet bool
-	cmd := &cobra.Command{
-		Use:   "ps [-a] [-q]",
-		Short: "List sessions",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if a.json {
-				list, err := a.client.Sessions(cmd.Context(), ipc.ListOptions{All: all})
-				if err != nil {
-					return err
-				}
-				if list == nil {
-					list = []ipc.Session{}
-				}
-				return a.printJSON(list)
-			}
-			rows, err := a.client.SessionRows(cmd.Context(), ipc.ListOptions{All: all})
-			if err != nil {
-				return err
-			}
-			if quiet {
-				for _, s := range rows {
-					fmt.Fprintln(a.out, s.ID)
-				}
-				return nil
-			}
-			a.printTable(rows, time.Now())
-			return nil
-		},
-	}
-	cmd.Flags().BoolVarP(&all, "all", "a", false, "include ended sessions")
-	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only ids")
-	return cmd
-}
-
-func (a *app) printTable(list []ipc.SessionRow, now time.Time) {
-	tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tPROJECT\tCOMMAND\tSTATE\tPID\tUPTIME\tREMAINING\tRESTARTS\tLAST ACTIVITY\tCHECKPOINTS")
-	for _, s := range list {
-		end := now
-		if s.EndedAt != nil {
-			end = *s.EndedAt
-		}
-		remaining, pid := "-", "-"
-		if ipc.Live(s.State) {
-			remaining = shortDuration(s.Deadline.Sub(now))
-			if s.PID > 0 {
-				pid = fmt.Sprint(s.PID)
-			}
-		}
-		state := s.State
-		if s.EndReason != "" && !ipc.Live(s.State) {
-			state += " (" + s.EndReason + ")"
-		}
-		activity := "-"
-		if s.LastActivity != nil {
-			activity = shortDuration(now.Sub(*s.LastActivity)) + " ago"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\n", s.ID, clipText(s.Name, 20),
-			clipText(strings.Join(s.Command, " "), 30), state, pid, shortDuration(end.Sub(s.StartedAt)),
-			remaining, s.Restarts, activity, s.Checkpoints)
-	}
-	tw.Flush()
 }
 
 func clipText(s string, n int) string {
@@ -292,7 +224,7 @@ func (a *app) stopAll(ctx context.Context, ids []string, grace string) error {
 		}
 		recs = append(recs, r.rec)
 		if !a.json {
-			fmt.Fprintf(a.out, "%s %s: %s\n", r.rec.ID, r.rec.State, describe(r.rec))
+			fmt.Fprintf(a.out, "%s %s: %s\n", r.rec.ID, r.rec.State, ipc.TerminalLine(describe(r.rec)))
 			if r.rec.HandoffPath != "" {
 				fmt.Fprintf(a.out, "  handoff: %s\n", r.rec.HandoffPath)
 			}
@@ -413,7 +345,7 @@ func (a *app) eventsCmd() *cobra.Command {
 					fmt.Fprintf(a.out, "%s\n", b)
 					continue
 				}
-				fmt.Fprintf(a.out, "%s  %-10s %s  %s\n", ev.Time.Local().Format("15:04:05.000"), ev.Type, ev.SessionID, ev.Message)
+				fmt.Fprintf(a.out, "%s  %-10s %s  %s\n", ev.Time.Local().Format("15:04:05.000"), ev.Type, ev.SessionID, ipc.TerminalLine(ev.Message))
 			}
 		},
 	}

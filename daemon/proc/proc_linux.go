@@ -23,6 +23,9 @@ type stat struct {
 	pid, ppid, pgrp int
 	state           byte
 	start           uint64
+	// cpu is utime+stime in clock ticks; rss is in pages.
+	cpu uint64
+	rss int64
 }
 
 func readStat(pid int) (stat, error) {
@@ -49,6 +52,12 @@ func parseStat(pid int, b []byte) (stat, error) {
 	s.ppid, _ = strconv.Atoi(f[1])
 	s.pgrp, _ = strconv.Atoi(f[2])
 	s.start, _ = strconv.ParseUint(f[19], 10, 64)
+	utime, _ := strconv.ParseUint(f[11], 10, 64)
+	stime, _ := strconv.ParseUint(f[12], 10, 64)
+	s.cpu = utime + stime
+	if len(f) > 21 {
+		s.rss, _ = strconv.ParseInt(f[21], 10, 64)
+	}
 	return s, nil
 }
 

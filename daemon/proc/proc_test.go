@@ -218,3 +218,24 @@ func TestParseStat(t *testing.T) {
 		t.Error("parseStat(garbage) succeeded")
 	}
 }
+
+func TestSessionUsage(t *testing.T) {
+	// A child that burns CPU for a moment, then sleeps, and one grandchild.
+	c, _ := spawn(t, nil, "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; sleep 100 & sleep 100")
+	defer func() { _ = SignalGroup(c.PID, unix.SIGKILL); wait(t, c) }()
+	var u Usage
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		u = SessionUsage("", c.PID, true)
+		if u.Procs >= 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if u.Procs < 3 {
+		t.Fatalf("usage counted %d processes, want the shell and its two sleeps", u.Procs)
+	}
+	if u.CPU <= 0 || u.RSS < 100<<10 {
+		t.Errorf("usage = %+v, want some CPU time and at least 100 KiB resident", u)
+	}
+}

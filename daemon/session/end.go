@@ -101,12 +101,9 @@ func (s *Session) writeAccount(reason Reason) {
 	if err := state.SaveSessionState(s.projectDir, buildSessionState(in, h)); err != nil {
 		s.log.Error("write session state", zap.Error(err))
 	}
-	if has, err := state.HasProgressEntry(s.progressPath(), s.id); err != nil {
-		s.log.Error("read progress log", zap.Error(err))
-	} else if !has {
-		if _, err := state.AppendProgress(s.progressPath(), buildProgressEntry(in, h)); err != nil {
-			s.log.Error("append progress log", zap.Error(err))
-		}
+	// Appended once per session, however many times this runs.
+	if _, err := state.AppendProgress(s.progressPath(), buildProgressEntry(in, h)); err != nil {
+		s.log.Error("append progress log", zap.Error(err))
 	}
 	s.own(state.HandoffPath(s.projectDir), state.SessionStatePath(s.projectDir), s.progressPath())
 	// The archive last: its presence says the account was written.

@@ -29,6 +29,7 @@ type Session struct {
 	uid        int
 	projectDir string
 	projectID  string
+	name       string
 	dir        string // the session's directory in the state dir
 	startedAt  time.Time
 	spec       config.Spec
@@ -121,6 +122,7 @@ func New(p Params, deps Deps) *Session {
 	if name == "" {
 		name = filepath.Base(p.ProjectDir)
 	}
+	s.name = name
 	s.rec = ipc.Session{
 		ID: p.ID, Name: name, ProjectDir: p.ProjectDir, ProjectID: state.ProjectID(p.ProjectDir),
 		Command: p.Spec.Command, State: ipc.StateStarting, StartedAt: now,
@@ -139,6 +141,7 @@ func New(p Params, deps Deps) *Session {
 func Load(rec ipc.Session, spec config.Spec, deps Deps) *Session {
 	s := newSession(rec.ID, rec.UID, rec.ProjectDir, rec.StartedAt, spec, deps)
 	rec.Spec = &s.spec
+	s.name = rec.Name
 	s.rec = rec
 	s.publish()
 	if !ipc.Live(rec.State) {
@@ -163,6 +166,12 @@ func newSession(id string, uid int, projectDir string, startedAt time.Time, spec
 // ID returns the session's id.
 func (s *Session) ID() string { return s.id }
 
+// Name returns the session's name, a handle as good as its id.
+func (s *Session) Name() string { return s.name }
+
+// RestartOf returns the session this one restarted, if any.
+func (s *Session) RestartOf() string { return s.pub.Load().RestartOf }
+
 // UID returns the user the session runs as and belongs to.
 func (s *Session) UID() int { return s.uid }
 
@@ -177,6 +186,15 @@ func (s *Session) Spec() config.Spec { return s.spec }
 
 // Dir returns the session's directory in the daemon's state dir.
 func (s *Session) Dir() string { return s.dir }
+
+// Usage measures the session's process tree now; zero when it is not live.
+func (s *Session) Usage() proc.Usage {
+	rec := s.pub.Load()
+	if !ipc.Live(rec.State) || rec.PID <= 0 {
+		return proc.Usage{}
+	}
+	return proc.SessionUsage(s.id, rec.PID, !s.adopted)
+}
 
 // LogPath returns the path of the session's output log.
 func (s *Session) LogPath() string { return s.logPath() }

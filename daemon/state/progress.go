@@ -124,6 +124,11 @@ func appendProgressAt(dirfd int, name, display string, e ProgressEntry) (int, er
 	default:
 		return 0, err
 	}
+	if n, ok := entryOf(old, e.SessionID); ok {
+		// Written already, by an end that ran twice (a daemon that died in
+		// the middle of it, then the next one): one entry per session.
+		return n, nil
+	}
 	n := countSessions(old) + 1
 	var b bytes.Buffer
 	b.Grow(len(old) + 1024)
@@ -140,6 +145,26 @@ func appendProgressAt(dirfd int, name, display string, e ProgressEntry) (int, er
 		return 0, err
 	}
 	return n, nil
+}
+
+// entryOf finds the entry of session id (its "Session ID, ended: ..."
+// line) and returns its number, counting the entries up to it.
+func entryOf(data []byte, id string) (int, bool) {
+	if id == "" {
+		return 0, false
+	}
+	marker := []byte("Session " + oneLine(truncate(id, maxIDLen)))
+	n := 0
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		if bytes.HasPrefix(line, []byte("## Session ")) {
+			n++
+			continue
+		}
+		if rest, ok := bytes.CutPrefix(line, marker); ok && (len(rest) == 0 || rest[0] == ',') {
+			return n, true
+		}
+	}
+	return 0, false
 }
 
 // countSessions counts the lines that start with "## Session ", or returns

@@ -110,20 +110,19 @@ func TestAppendProgressSymlink(t *testing.T) {
 	}
 }
 
-func TestHasProgressEntry(t *testing.T) {
+func TestAppendProgressOncePerSession(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "progress.md")
-	if ok, err := HasProgressEntry(p, "abc"); ok || err != nil {
-		t.Fatalf("missing log: %v, %v; want false, nil", ok, err)
-	}
-	if _, err := AppendProgress(p, ProgressEntry{Time: time.Now(), SessionID: "abc", EndReason: "complete"}); err != nil {
-		t.Fatal(err)
-	}
-	for _, tt := range []struct {
-		id   string
-		want bool
-	}{{"abc", true}, {"ab", false}, {"abcd", false}, {"x", false}} {
-		if ok, err := HasProgressEntry(p, tt.id); ok != tt.want || err != nil {
-			t.Errorf("HasProgressEntry(%q) = %v, %v; want %v", tt.id, ok, err, tt.want)
+	e := ProgressEntry{Time: time.Now(), SessionID: "abc", EndReason: "complete", Notes: []string{"first"}}
+	for range 2 {
+		if n, err := AppendProgress(p, e); err != nil || n != 1 {
+			t.Fatalf("append = %d, %v; want entry 1 both times", n, err)
 		}
+	}
+	if n, err := AppendProgress(p, ProgressEntry{Time: time.Now(), SessionID: "abcd"}); err != nil || n != 2 {
+		t.Fatalf("another session's entry = %d, %v; want 2", n, err)
+	}
+	data, _ := os.ReadFile(p)
+	if got := strings.Count(string(data), "Session abc,"); got != 1 {
+		t.Errorf("%d entries of session abc, want 1:\n%s", got, data)
 	}
 }

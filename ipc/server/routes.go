@@ -21,6 +21,9 @@ func (s *Server) register() {
 	s.handle("GET "+v+"/sessions/{id}", bySession(b.GetSession))
 	s.handle("POST "+v+"/sessions/{id}/stop", withSessionBody(b.StopSession))
 	s.handle("POST "+v+"/sessions/{id}/signal", s.signalSession)
+	s.handle("DELETE "+v+"/sessions/{id}", s.removeSession)
+	s.handle("POST "+v+"/sessions/prune", withBody(http.StatusOK, b.PruneSessions))
+	s.handle("POST "+v+"/sessions/{id}/restart", withSessionBodyStatus(http.StatusCreated, b.RestartSession))
 	s.handle("POST "+v+"/sessions/{id}/extend", withSessionBody(b.ExtendSession))
 	s.handle("POST "+v+"/sessions/{id}/report", withSessionBody(b.ReportSession))
 	s.handle("POST "+v+"/sessions/{id}/checkpoint", bySession(b.CheckpointSession))
@@ -73,6 +76,11 @@ func bySession[Resp any](call func(ctx context.Context, c ipc.Caller, id string)
 // withSessionBody calls a backend method on the session named by {id} with
 // the decoded body.
 func withSessionBody[Req, Resp any](call func(ctx context.Context, c ipc.Caller, id string, req Req) (Resp, error)) handler {
+	return withSessionBodyStatus(http.StatusOK, call)
+}
+
+// withSessionBodyStatus is withSessionBody answering with status.
+func withSessionBodyStatus[Req, Resp any](status int, call func(ctx context.Context, c ipc.Caller, id string, req Req) (Resp, error)) handler {
 	return func(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
 		var req Req
 		if err := decodeBody(r, &req); err != nil {
@@ -82,7 +90,7 @@ func withSessionBody[Req, Resp any](call func(ctx context.Context, c ipc.Caller,
 		if err != nil {
 			return err
 		}
-		return writeJSON(w, http.StatusOK, resp)
+		return writeJSON(w, status, resp)
 	}
 }
 
@@ -97,7 +105,15 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, c ipc.Call
 	if err != nil {
 		return err
 	}
-	list, err := s.backend.ListSessions(r.Context(), c, ipc.ListOptions{All: all, Project: q.Get("project")})
+	chains, err := boolParam(q.Get("chains"), "chains")
+	if err != nil {
+		return err
+	}
+	stats, err := boolParam(q.Get("stats"), "stats")
+	if err != nil {
+		return err
+	}
+	list, err := s.backend.ListSessions(r.Context(), c, ipc.ListOptions{All: all, Chains: chains, Stats: stats, Project: q.Get("project")})
 	if err != nil {
 		return err
 	}
@@ -116,6 +132,14 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, c ipc.Call
 		list = []ipc.Session{}
 	}
 	return writeJSON(w, http.StatusOK, list)
+}
+
+func (s *Server) removeSession(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
+	if err := s.backend.RemoveSession(r.Context(), c, r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 func (s *Server) signalSession(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {

@@ -106,6 +106,16 @@ func (b *backend) CheckpointSession(ctx context.Context, c ipc.Caller, id string
 func (b *backend) SessionHandoff(ctx context.Context, c ipc.Caller, id string) (*ipc.Handoff, error) {
 	return &ipc.Handoff{SessionID: id, EndReason: ipc.EndComplete}, nil
 }
+func (b *backend) RestartSession(ctx context.Context, c ipc.Caller, id string, req ipc.RestartRequest) (*ipc.StartResponse, error) {
+	return &ipc.StartResponse{Session: ipc.Session{ID: "next", RestartOf: id}}, nil
+}
+func (b *backend) RemoveSession(ctx context.Context, c ipc.Caller, id string) error {
+	_, err := b.GetSession(ctx, c, id)
+	return err
+}
+func (b *backend) PruneSessions(ctx context.Context, c ipc.Caller, req ipc.PruneRequest) (*ipc.PruneResponse, error) {
+	return &ipc.PruneResponse{Removed: []string{"old:" + req.OlderThan}}, nil
+}
 func (b *backend) ListProjects(ctx context.Context, c ipc.Caller) ([]ipc.Project, error) {
 	return nil, nil
 }
@@ -318,6 +328,18 @@ func TestTypedRoutes(t *testing.T) {
 	}
 	if err := c.ClearSessionState(ctx, "/p"); err != nil {
 		t.Errorf("clear: %v", err)
+	}
+	if r, err := c.Restart(ctx, "s1", ipc.RestartRequest{}); err != nil || r.Session.RestartOf != "s1" {
+		t.Errorf("restart = %+v, %v", r, err)
+	}
+	if err := c.Remove(ctx, "s1"); err != nil {
+		t.Errorf("remove: %v", err)
+	}
+	if err := c.Remove(ctx, "zz"); !errors.Is(err, ipc.ErrNotFound) {
+		t.Errorf("remove of an unknown session: %v, want not found", err)
+	}
+	if r, err := c.Prune(ctx, ipc.PruneRequest{OlderThan: "24h"}); err != nil || len(r.Removed) != 1 || r.Removed[0] != "old:24h" {
+		t.Errorf("prune = %+v, %v", r, err)
 	}
 	if list, err := c.Projects(ctx); err != nil || list == nil {
 		t.Errorf("projects = %v, %v; want an empty list", list, err)

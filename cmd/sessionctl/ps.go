@@ -1,0 +1,309 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sessiond/sessiond/ipc"
+)
+
+func (a *app) psCmd() *cobra.Command {
+	var all, quiet, chains, noTrunc bool
+	var format string
+	var filters []string
+	cmd := &cobra.Command{
+		Use:   "ps [-a] [-q] [--chains] [--no-trunc] [--filter KEY=VALUE]... [--format TEMPLATE]",
+		Short: "List sessions (a restart chain is one row: its latest session)",
+		Long: `List sessions: the live ones, with -a the ended ones too. A session restarted
+by its restart policy (or sessionctl restart) is one row, its latest session,
+with the chain's RESTARTS count; --chains lists every session of a chain.
+
+--filter KEY=VALUE keeps matching sessions (one key given twice: either
+value; different keys: both): state=running|warned|stopping|starting|ended|
+failed|live, name=NAME (a * matches any run), project=DIR (the directory, or
+its base name), reason=END_REASON.
+
+--format takes a Go template over the row's fields: .ID .Name .Project
+.ProjectDir .Command .State .Reason .PID .CPU .Mem .Uptime .Remaining
+.Restarts .LastActivity .Checkpoints, and .StartedAt .EndedAt .Deadline
+(times). "table" before it prints a header and aligns columns, as docker does:
+--format 'table {{.ID}}\t{{.Name}}\t{{.State}}'.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			match, err := parseFilters(filters)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			opt := ipc.ListOptions{All: all, Chains: chains}
+			var tmpl *template.Template
+			table := format == "" || strings.HasPrefix(format, "table")
+			if format != "" {
+				body := strings.TrimSpace(strings.TrimPrefix(format, "table"))
+				if tmpl, err = template.New("ps").Option("missingkey=error").Parse(unescapeTabs(body)); err != nil {
+					return usageErr("--format: %v", err)
+				}
+			}
+			opt.Stats = !quiet && (tmpl == nil || usesUsage(format))
+			if a.json {
+				list, err := a.client.Sessions(cmd.Context(), opt)
+				if err != nil {
+					return err
+				}
+				out := []ipc.Session{}
+				for _, s := range list {
+					if match(s.Row()) {
+						out = append(out, s)
+					}
+				}
+				return a.printJSON(out)
+			}
+			rows, err := a.client.SessionRows(cmd.Context(), opt)
+			if err != nil {
+				return err
+			}
+			var kept []ipc.SessionRow
+			for _, r := range rows {
+				if match(r) {
+					kept = append(kept, r)
+				}
+			}
+			if quiet {
+				for _, s := range kept {
+					fmt.Fprintln(a.out, s.ID)
+				}
+				return nil
+			}
+			now := time.Now()
+			if tmpl == nil {
+				a.printTable(kept, now, noTrunc)
+				return nil
+			}
+			return a.printFormat(tmpl, table, kept, now, noTrunc)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVarP(&all, "all", "a", false, "include ended sessions")
+	f.BoolVarP(&quiet, "quiet", "q", false, "print only ids")
+	f.BoolVar(&chains, "chains", false, "list every session of a restart chain, not only its latest")
+	f.BoolVar(&noTrunc, "no-trunc", false, "do not cut long names and commands")
+	f.StringArrayVarP(&filters, "filter", "f", nil, "keep sessions matching KEY=VALUE (state, name, project, reason); repeatable")
+	f.StringVar(&format, "format", "", "Go template for each row; \"table ...\" adds a header and aligns columns")
+	return cmd
+}
+
+// psRow is a session as ps shows it: every field a column or a template
+// may use, as text, escaped for the terminal.
+type psRow struct {
+	ID, Name, Project, ProjectDir, Command, State, Reason, PID, CPU, Mem string
+	Uptime, Remaining, Restarts, LastActivity, Checkpoints              string
+	StartedAt                                                           time.Time
+	EndedAt                                                             *time.Time
+	Deadline                                                            time.Time
+}
+
+// psHeader names the columns, for the header line of a "table" format.
+var psHeader = psRow{ID: "ID", Name: "NAME", Project: "PROJECT", ProjectDir: "PROJECT DIR", Command: "COMMAND",
+	State: "STATE", Reason: "REASON", PID: "PID", CPU: "CPU %", Mem: "MEM", Uptime: "UPTIME", Remaining: "REMAINING",
+	Restarts: "RESTARTS", LastActivity: "LAST ACTIVITY", Checkpoints: "CHECKPOINTS"}
+
+func makeRow(s ipc.SessionRow, now time.Time, noTrunc bool) psRow {
+	clip := func(v string, n int) string {
+		if noTrunc {
+			return v
+		}
+		return clipText(v, n)
+	}
+	end := now
+	if s.EndedAt != nil {
+		end = *s.EndedAt
+	}
+	r := psRow{
+		ID: s.ID, Name: clip(ipc.TerminalLine(s.Name), 20), ProjectDir: ipc.TerminalLine(s.ProjectDir),
+		Project: clip(ipc.TerminalLine(filepath.Base(s.ProjectDir)), 20),
+		Command: clip(ipc.TerminalLine(strings.Join(s.Command, " ")), 40),
+		State:   s.State, Reason: s.EndReason, PID: "-", CPU: "-", Mem: "-",
+		Uptime: shortDuration(end.Sub(s.StartedAt)), Remaining: "-", Restarts: fmt.Sprint(s.Restarts),
+		LastActivity: "-", Checkpoints: fmt.Sprint(s.Checkpoints),
+		StartedAt: s.StartedAt, EndedAt: s.EndedAt, Deadline: s.Deadline,
+	}
+	if s.ProjectDir == "" {
+		r.Project = "-"
+	}
+	if s.EndReason != "" && !ipc.Live(s.State) {
+		r.State += " (" + s.EndReason + ")"
+	}
+	if ipc.Live(s.State) {
+		r.Remaining = shortDuration(s.Deadline.Sub(now))
+		if s.PID > 0 {
+			r.PID = fmt.Sprint(s.PID)
+		}
+		if u := s.Usage; u != nil {
+			r.CPU = fmt.Sprintf("%.1f", u.CPUPercent)
+			r.Mem = humanBytes(u.RSSBytes)
+		}
+	}
+	if s.LastActivity != nil {
+		r.LastActivity = shortDuration(now.Sub(*s.LastActivity)) + " ago"
+	}
+	return r
+}
+
+// psColumns are the default table's columns.
+var psColumns = []func(psRow) string{
+	func(r psRow) string { return r.ID }, func(r psRow) string { return r.Name },
+	func(r psRow) string { return r.Project }, func(r psRow) string { return r.Command },
+	func(r psRow) string { return r.State }, func(r psRow) string { return r.PID },
+	func(r psRow) string { return r.CPU }, func(r psRow) string { return r.Mem },
+	func(r psRow) string { return r.Uptime }, func(r psRow) string { return r.Remaining },
+	func(r psRow) string { return r.Restarts }, func(r psRow) string { return r.LastActivity },
+	func(r psRow) string { return r.Checkpoints },
+}
+
+// stateColumn is the default table's STATE column, which is coloured.
+const stateColumn = 4
+
+func (a *app) printTable(list []ipc.SessionRow, now time.Time, noTrunc bool) {
+	t := newTable(a.useColor())
+	head := make([]string, len(psColumns))
+	for i, col := range psColumns {
+		head[i] = col(psHeader)
+	}
+	t.header(head...)
+	for _, s := range list {
+		r := makeRow(s, now, noTrunc)
+		cells := make([]cell, len(psColumns))
+		for i, col := range psColumns {
+			cells[i] = cell{text: col(r)}
+		}
+		cells[stateColumn].color = stateColor(s.State, s.EndReason)
+		t.row(cells...)
+	}
+	t.write(a.out)
+}
+
+// printFormat prints rows through a template; with table, a header first
+// and columns aligned at the tabs.
+func (a *app) printFormat(tmpl *template.Template, table bool, list []ipc.SessionRow, now time.Time, noTrunc bool) error {
+	var lines []string
+	render := func(r psRow) error {
+		var b strings.Builder
+		if err := tmpl.Execute(&b, r); err != nil {
+			return usageErr("--format: %v", err)
+		}
+		lines = append(lines, b.String())
+		return nil
+	}
+	if table {
+		if err := render(psHeader); err != nil {
+			return err
+		}
+	}
+	for _, s := range list {
+		if err := render(makeRow(s, now, noTrunc)); err != nil {
+			return err
+		}
+	}
+	if !table {
+		for _, l := range lines {
+			fmt.Fprintln(a.out, l)
+		}
+		return nil
+	}
+	t := newTable(false)
+	for i, l := range lines {
+		parts := strings.Split(l, "\t")
+		if i == 0 {
+			t.header(parts...)
+			continue
+		}
+		cells := make([]cell, len(parts))
+		for j, p := range parts {
+			cells[j] = cell{text: p}
+		}
+		t.row(cells...)
+	}
+	t.write(a.out)
+	return nil
+}
+
+// usesUsage reports whether a format shows the CPU or memory columns,
+// which the daemon measures only when asked.
+func usesUsage(format string) bool {
+	return strings.Contains(format, ".CPU") || strings.Contains(format, ".Mem")
+}
+
+// unescapeTabs turns a literal \t in a shell-quoted format into a tab.
+func unescapeTabs(s string) string { return strings.ReplaceAll(s, `\t`, "\t") }
+
+// parseFilters turns --filter KEY=VALUE flags into a predicate: values of
+// one key are alternatives, different keys must all match.
+func parseFilters(flags []string) (func(ipc.SessionRow) bool, error) {
+	byKey := map[string][]string{}
+	for _, f := range flags {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok || v == "" {
+			return nil, fmt.Errorf("--filter %q: want KEY=VALUE", f)
+		}
+		switch k {
+		case "state":
+			switch v {
+			case ipc.StateStarting, ipc.StateRunning, ipc.StateWarned, ipc.StateStopping, ipc.StateEnded, ipc.StateFailed, "live":
+			default:
+				return nil, fmt.Errorf("--filter state=%s: want starting, running, warned, stopping, ended, failed or live", v)
+			}
+		case "project":
+			if abs, err := filepath.Abs(v); err == nil && strings.ContainsRune(v, '/') {
+				if res, err := filepath.EvalSymlinks(abs); err == nil {
+					abs = res
+				}
+				v = abs
+			}
+		case "name", "reason":
+		default:
+			return nil, fmt.Errorf("--filter %q: unknown key %q (state, name, project, reason)", f, k)
+		}
+		byKey[k] = append(byKey[k], v)
+	}
+	one := func(k, v string, s ipc.SessionRow) bool {
+		switch k {
+		case "state":
+			return s.State == v || (v == "live" && ipc.Live(s.State))
+		case "name":
+			ok, _ := filepath.Match(v, s.Name)
+			return ok
+		case "project":
+			return s.ProjectDir == v || filepath.Base(s.ProjectDir) == v
+		case "reason":
+			return s.EndReason == v
+		}
+		return false
+	}
+	return func(s ipc.SessionRow) bool {
+		for k, vs := range byKey {
+			any := false
+			for _, v := range vs {
+				any = any || one(k, v, s)
+			}
+			if !any {
+				return false
+			}
+		}
+		return true
+	}, nil
+}
+
+// humanBytes prints a size as ps columns want it: 812K, 14.2M, 1.1G.
+func humanBytes(n int64) string {
+	switch {
+	case n < 1<<20:
+		return fmt.Sprintf("%dK", n>>10)
+	case n < 1<<30:
+		return fmt.Sprintf("%.1fM", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.1fG", float64(n)/(1<<30))
+}

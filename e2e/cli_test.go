@@ -1,0 +1,183 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestNamesAreHandles(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	a, b := project(t), project(t)
+	id := d.start("--name", "builder", a, "--", "sleep", "100")
+	if rec := d.inspect("builder"); rec.ID != id || rec.Name != "builder" {
+		t.Errorf("inspect builder = %s %q, want session %s", rec.ID, rec.Name, id)
+	}
+	d.mustCtl("logs", "builder")
+	// A name in use by a live session is refused; the error names it.
+	r := d.ctl("start", "--name", "builder", b, "--", "sleep", "100")
+	if r.code != 1 || !strings.Contains(r.stderr, `"builder" is in use by live session `+id) {
+		t.Errorf("second start with the same name:\n%s", r)
+	}
+	// A name that cannot be a handle is a usage error, before any request.
+	if r := d.ctl("start", "--name", "two words", b, "--", "true"); r.code != 2 || !strings.Contains(r.stderr, "--name") {
+		t.Errorf("start --name 'two words':\n%s", r)
+	}
+	// Default names are the directory's, made unique among live sessions.
+	c := project(t)
+	if err := os.WriteFile(filepath.Join(c, "sessiond.toml"), []byte("[session]\nconcurrent = true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	first := d.start(c, "--", "sleep", "100")
+	second := d.start(c, "--", "sleep", "100")
+	base := filepath.Base(c)
+	if n1, n2 := d.inspect(first).Name, d.inspect(second).Name; n1 != base || n2 != base+"-2" {
+		t.Errorf("default names = %q, %q; want %q, %q", n1, n2, base, base+"-2")
+	}
+	// Once stopped, the name is free again, and still finds the session.
+	d.mustCtl("stop", "builder")
+	if rec := d.inspect("builder"); rec.ID != id || rec.State != "ended" {
+		t.Errorf("inspect builder after its end = %s %s", rec.ID, rec.State)
+	}
+	next := d.start("--name", "builder", b, "--", "sleep", "100")
+	if rec := d.inspect("builder"); rec.ID != next {
+		t.Errorf("builder = %s, want the live one %s", rec.ID, next)
+	}
+}
+
+func TestRestartChainIsOneRow(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	dir := project(t)
+	id := d.start("--name", "chain", dir, "--", "sleep", "100")
+	r := d.mustCtl("restart", "chain")
+	second := strings.Fields(r)[len(strings.Fields(r))-1]
+	if !strings.HasPrefix(r, id+" restarted as ") || !validID(second) {
+		t.Fatalf("restart printed %q", r)
+	}
+	third := strings.Fields(d.mustCtl("restart", second))
+	last := third[len(third)-1]
+	if rec := d.inspect(last); rec.RestartOf != second || rec.Restarts != 2 || rec.Name != "chain" || rec.State != "running" {
+		t.Errorf("after two restarts: %+v", rec)
+	}
+	if old := d.inspect(id); old.State != "ended" || old.EndReason != "interrupted" {
+		t.Errorf("the first session = %s/%s, want ended/interrupted", old.State, old.EndReason)
+	}
+	// One row for the chain, its latest; --chains shows them all.
+	rows := strings.Fields(d.mustCtl("ps", "-a", "-q"))
+	if len(rows) != 1 || rows[0] != last {
+		t.Errorf("ps -a -q = %v, want only %s", rows, last)
+	}
+	if all := strings.Fields(d.mustCtl("ps", "-a", "-q", "--chains")); len(all) != 3 {
+		t.Errorf("ps -a -q --chains = %v, want 3 sessions", all)
+	}
+	// Restarting an old link of the chain is refused: restart the latest.
+	if r := d.ctl("restart", id); r.code != 1 || !strings.Contains(r.stderr, "restarted already") {
+		t.Errorf("restart of the chain's first session:\n%s", r)
+	}
+}
+
+func TestRmAndPrune(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	dir := project(t)
+	live := d.start(project(t), "--", "sleep", "100")
+	var ended []string
+	for range 3 {
+		id := d.start(dir, "--", "true")
+		d.waitEnded(id, 10*time.Second)
+		ended = append(ended, id)
+	}
+	// A live session is not removed.
+	if r := d.ctl("rm", live); r.code != 1 || !strings.Contains(r.stderr, "stop it first") {
+		t.Errorf("rm of a live session:\n%s", r)
+	}
+	d.mustCtl("rm", ended[0])
+	if r := d.ctl("inspect", ended[0]); r.code != 1 {
+		t.Errorf("inspect after rm:\n%s", r)
+	}
+	if fileExists(filepath.Join(d.stateDir, "sessions", ended[0])) {
+		t.Error("rm left the session's directory in the state dir")
+	}
+	// prune --older-than keeps recent ends; prune takes them all. The
+	// project's own files stay.
+	if out := d.mustCtl("prune", "--older-than", "1h"); strings.TrimSpace(out) != "" {
+		t.Errorf("prune --older-than 1h removed %q", out)
+	}
+	out := strings.Fields(d.mustCtl("prune"))
+	if len(out) != 2 {
+		t.Errorf("prune removed %v, want the 2 ended sessions", out)
+	}
+	if got := strings.Fields(d.mustCtl("ps", "-a", "-q")); len(got) != 1 || got[0] != live {
+		t.Errorf("after prune, ps -a = %v, want only the live session", got)
+	}
+	if !fileExists(filepath.Join(dir, ".sessiond", "handoff.json")) || !fileExists(filepath.Join(dir, ".sessiond", "progress.md")) {
+		t.Error("prune removed the project's .sessiond files")
+	}
+	if r := d.ctl("prune", "--older-than", "soon"); r.code != 2 {
+		t.Errorf("prune --older-than soon:\n%s", r)
+	}
+}
+
+func TestPsFormatFilterAndColour(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	long := "a-command-line-that-goes-on-and-on-well-past-forty-characters"
+	d.start("--name", "alpha", project(t), "--", "sh", "-c", "sleep 100 # "+long)
+	d.start("--name", "beta", project(t), "--", "sleep", "100")
+	ended := d.start("--name", "gamma", project(t), "--", "sh", "-c", "exit 3")
+	d.waitEnded(ended, 10*time.Second)
+
+	ids := regexp.MustCompile(`\b[0-9a-z]{8}\b`)
+	normalize := func(s string) string { return ids.ReplaceAllString(s, "ID") }
+	golden(t, "ps-format-table.txt", normalize(d.mustCtl("ps", "-a", "--format", `table {{.Name}}\t{{.State}}\t{{.Restarts}}`)))
+	golden(t, "ps-format-plain.txt", normalize(d.mustCtl("ps", "--filter", "name=al*", "--format", "{{.Name}} {{.State}} pid={{if ne .PID \"-\"}}set{{end}}")))
+	if got := d.mustCtl("ps", "-a", "--filter", "state=ended", "--format", "{{.Name}} {{.Reason}}"); got != "gamma error\n" {
+		t.Errorf("ps --filter state=ended = %q", got)
+	}
+	if r := d.ctl("ps", "--format", "{{.Nope}}"); r.code != 2 || !strings.Contains(r.stderr, "--format") {
+		t.Errorf("ps with an unknown field:\n%s", r)
+	}
+	// Long commands are cut unless --no-trunc.
+	if out := d.mustCtl("ps", "--filter", "name=alpha"); strings.Contains(out, long) || !strings.Contains(out, "…") {
+		t.Errorf("ps did not cut a long command:\n%s", out)
+	}
+	if out := d.mustCtl("ps", "--no-trunc", "--filter", "name=alpha"); !strings.Contains(out, long) {
+		t.Errorf("ps --no-trunc cut the command:\n%s", out)
+	}
+	// The table has CPU and memory of each live tree.
+	if row := d.mustCtl("ps", "--filter", "name=beta"); !regexp.MustCompile(`running +\d+ +\d+\.\d +\d+(\.\d)?[KMG] `).MatchString(row) {
+		t.Errorf("ps:\n%s\nwant CPU %% and MEM after the pid", row)
+	}
+	if got := d.mustCtl("ps", "--filter", "name=beta", "--format", "{{.CPU}} {{.Mem}}"); !regexp.MustCompile(`^\d+\.\d \d+(\.\d)?[KMG]\n$`).MatchString(got) {
+		t.Errorf("ps --format '{{.CPU}} {{.Mem}}' = %q", got)
+	}
+
+	// Colour on a terminal only; --no-color, NO_COLOR and a pipe turn it off.
+	onTTY := func(env []string, args ...string) string {
+		cmd := exec.Command("script", "-qec", strings.Join(append([]string{sessionctlBin, "--socket", d.sock}, args...), " "), "/dev/null")
+		cmd.Env = append(cleanEnv(), env...)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("script: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	if out := onTTY(nil, "ps", "-a"); !strings.Contains(out, "\x1b[32mrunning") || !strings.Contains(out, "\x1b[31mended (error)") {
+		t.Errorf("ps on a terminal has no colour: %q", out)
+	}
+	for name, out := range map[string]string{
+		"--no-color": onTTY(nil, "--no-color", "ps", "-a"),
+		"NO_COLOR":   onTTY([]string{"NO_COLOR=1"}, "ps", "-a"),
+		"a pipe":     d.mustCtl("ps", "-a"),
+	} {
+		if strings.Contains(out, "\x1b[") {
+			t.Errorf("colour with %s: %q", name, out)
+		}
+	}
+}
