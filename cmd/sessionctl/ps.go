@@ -100,10 +100,10 @@ its base name), reason=END_REASON.
 // may use, as text, escaped for the terminal.
 type psRow struct {
 	ID, Name, Project, ProjectDir, Command, State, Reason, PID, CPU, Mem string
-	Uptime, Remaining, Restarts, LastActivity, Checkpoints              string
-	StartedAt                                                           time.Time
-	EndedAt                                                             *time.Time
-	Deadline                                                            time.Time
+	Uptime, Remaining, Restarts, LastActivity, Checkpoints               string
+	StartedAt                                                            time.Time
+	EndedAt                                                              *time.Time
+	Deadline                                                             time.Time
 }
 
 // psHeader names the columns, for the header line of a "table" format.
