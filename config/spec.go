@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -129,6 +130,21 @@ func (s *Spec) Validate() error {
 	if s.RestartWindow.Duration <= 0 {
 		return &FieldError{"restart_window", fmt.Sprintf("must be positive, got %s", s.RestartWindow)}
 	}
+	for _, f := range []struct{ key, v string }{{"feature_list", s.FeatureList}, {"progress_file", s.ProgressFile}} {
+		if err := projectPath(f.key, f.v); err != nil {
+			return err
+		}
+	}
+	for key, v := range map[string]string{"on_warning": s.OnWarning} {
+		if strings.ContainsRune(v, 0) {
+			return &FieldError{key, "contains a NUL byte"}
+		}
+	}
+	for i, c := range s.Preflight {
+		if strings.ContainsRune(c, 0) {
+			return &FieldError{fmt.Sprintf("preflight[%d]", i), "contains a NUL byte"}
+		}
+	}
 	seen := map[string]bool{}
 	for i, sv := range s.Services {
 		key := fmt.Sprintf("service[%d]", i)
@@ -145,6 +161,24 @@ func (s *Spec) Validate() error {
 		if sv.ReadyTimeout.Duration < 0 {
 			return &FieldError{key + ".ready_timeout", "must not be negative"}
 		}
+	}
+	return nil
+}
+
+// projectPath checks a key naming a file of the project without touching
+// the disk: a relative path that stays inside the project ("..", an
+// absolute path or a NUL is refused). Symlinks are checked when the file is
+// opened, inside the project, with its user's rights.
+func projectPath(key, v string) error {
+	switch {
+	case v == "":
+		return nil
+	case strings.ContainsRune(v, 0):
+		return &FieldError{key, "contains a NUL byte"}
+	case filepath.IsAbs(v):
+		return &FieldError{key, fmt.Sprintf("%q: must be a path relative to the project, not an absolute one", v)}
+	case !filepath.IsLocal(v):
+		return &FieldError{key, fmt.Sprintf("%q: must stay inside the project (\"..\" leaves it)", v)}
 	}
 	return nil
 }

@@ -24,7 +24,8 @@ var _ ipc.Backend = (*Daemon)(nil)
 // launchParams say what session to launch.
 type launchParams struct {
 	UID            int
-	Dir            string
+	Project        *state.Project
+	Owner          *state.Owner
 	Spec           config.Spec
 	Name           string
 	EnvKeys        []string
@@ -36,7 +37,8 @@ type launchParams struct {
 // launch registers a session and starts it, and returns once its command
 // runs or its start has failed.
 func (d *Daemon) launch(p launchParams) (*session.Session, session.StartInfo, error) {
-	if _, err := proc.LookPath(p.Spec.Command[0], p.Dir, session.EnvBase(p.Spec)); err != nil {
+	dir := p.Project.Dir()
+	if _, err := proc.LookPath(p.Spec.Command[0], dir, session.EnvBase(p.Spec)); err != nil {
 		return nil, session.StartInfo{}, ipc.BadRequest("%w", err)
 	}
 	// The checks and the registration are one step; the start itself runs
@@ -47,9 +49,9 @@ func (d *Daemon) launch(p launchParams) (*session.Session, session.StartInfo, er
 		return nil, session.StartInfo{}, ipc.Unavailable("sessiond is shutting down")
 	}
 	if !p.Spec.Concurrent {
-		if live := d.reg.live(p.Dir); len(live) > 0 {
+		if live := d.reg.live(dir); len(live) > 0 {
 			d.startMu.Unlock()
-			return nil, session.StartInfo{}, ipc.Conflict("project %s already has a live session (%s); stop it first, or set concurrent = true in its sessiond.toml", p.Dir, live[0].ID())
+			return nil, session.StartInfo{}, ipc.Conflict("project %s already has a live session (%s); stop it first, or set concurrent = true in its sessiond.toml", dir, live[0].ID())
 		}
 	}
 	if max := d.cfg.MaxSessions; max > 0 && len(d.reg.live("")) >= max {
@@ -58,7 +60,7 @@ func (d *Daemon) launch(p launchParams) (*session.Session, session.StartInfo, er
 	}
 	switch {
 	case p.Name == "":
-		p.Name = d.reg.freeName(p.UID, ipc.NameFrom(filepath.Base(p.Dir)))
+		p.Name = d.reg.freeName(p.UID, ipc.NameFrom(filepath.Base(dir)))
 	case p.RestartOf == "":
 		if s := d.reg.nameHolder(p.UID, p.Name); s != nil {
 			d.startMu.Unlock()
@@ -66,7 +68,7 @@ func (d *Daemon) launch(p launchParams) (*session.Session, session.StartInfo, er
 		}
 	}
 	s := session.New(session.Params{
-		ID: d.reg.newID(), Name: p.Name, UID: p.UID, ProjectDir: p.Dir, Spec: p.Spec, EnvKeys: p.EnvKeys,
+		ID: d.reg.newID(), Name: p.Name, UID: p.UID, Project: p.Project, Owner: p.Owner, Spec: p.Spec, EnvKeys: p.EnvKeys,
 		RestartOf: p.RestartOf, Restarts: p.Restarts, RestartHistory: p.RestartHistory,
 	}, d.deps)
 	d.reg.add(s)
@@ -118,11 +120,11 @@ func (d *Daemon) StartSession(ctx context.Context, c ipc.Caller, req ipc.StartRe
 	if d.closing.Load() {
 		return nil, ipc.Unavailable("sessiond is shutting down")
 	}
-	dir, err := projectDir(req.Dir)
+	p, owner, err := d.openProject(req.Dir, c.UID)
 	if err != nil {
 		return nil, err
 	}
-	if err := d.canUseDir(c, dir); err != nil {
+	if err := d.canUseDir(c, p.Dir()); err != nil {
 		return nil, err
 	}
 	if req.Name != "" {
@@ -130,7 +132,7 @@ func (d *Daemon) StartSession(ctx context.Context, c ipc.Caller, req ipc.StartRe
 			return nil, ipc.BadRequest("%w", err)
 		}
 	}
-	spec, err := d.resolveSpec(dir, req)
+	spec, err := d.resolveSpec(p, req)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +141,7 @@ func (d *Daemon) StartSession(ctx context.Context, c ipc.Caller, req ipc.StartRe
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	s, info, err := d.launch(launchParams{UID: c.UID, Dir: dir, Spec: spec, Name: req.Name, EnvKeys: keys})
+	s, info, err := d.launch(launchParams{UID: c.UID, Project: p, Owner: owner, Spec: spec, Name: req.Name, EnvKeys: keys})
 	if err != nil {
 		return nil, err
 	}
@@ -206,8 +208,11 @@ func (d *Daemon) RestartSession(ctx context.Context, c ipc.Caller, id string, re
 	if next := d.restarts.successorOf(s.ID()); next != "" {
 		return nil, ipc.Conflict("session %s was restarted already, as %s: restart that one", s.ID(), next)
 	}
+	if s.Project() == nil {
+		return nil, ipc.Conflict("the project %s of session %s is unreachable", s.ProjectDir(), s.ID())
+	}
 	ns, info, err := d.launch(launchParams{
-		UID: s.UID(), Dir: s.ProjectDir(), Spec: s.Spec(), Name: s.Name(), EnvKeys: rec.EnvKeys,
+		UID: s.UID(), Project: s.Project(), Owner: s.Owner(), Spec: s.Spec(), Name: s.Name(), EnvKeys: rec.EnvKeys,
 		RestartOf: s.ID(), Restarts: rec.Restarts + 1, RestartHistory: s.RestartHistory(),
 	})
 	if err != nil {

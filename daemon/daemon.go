@@ -67,6 +67,12 @@ func New(opt Options) (*Daemon, error) {
 			return nil, fmt.Errorf("state dir %s: %w", cfg.StateDir, err)
 		}
 	}
+	// Temp files of atomic writes a crash interrupted.
+	if removed, err := state.RemoveStaleTemps(cfg.StateDir, 2); err != nil {
+		opt.Log.Warn("remove stale temp files", zap.Error(err))
+	} else if len(removed) > 0 {
+		opt.Log.Info("removed stale temp files of interrupted writes", zap.Strings("files", removed))
+	}
 	clock := opt.Clock
 	if clock == nil {
 		clock = session.RealClock{}

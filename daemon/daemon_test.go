@@ -217,9 +217,11 @@ func TestStartBadInput(t *testing.T) {
 		req  ipc.StartRequest
 		msg  string
 	}{
-		{"missing dir", ipc.StartRequest{Dir: "/nonexistent/x", Command: []string{"true"}}, "does not exist"},
+		{"missing dir", ipc.StartRequest{Dir: "/nonexistent/x", Command: []string{"true"}}, "does not exist or is not accessible"},
 		{"relative dir", ipc.StartRequest{Dir: "x", Command: []string{"true"}}, "not an absolute path"},
-		{"file", ipc.StartRequest{Dir: file, Command: []string{"true"}}, "not a directory"},
+		// One message whatever the reason, so that it tells nobody about
+		// paths they cannot list.
+		{"file", ipc.StartRequest{Dir: file, Command: []string{"true"}}, "does not exist or is not accessible"},
 		{"no command", ipc.StartRequest{Dir: project(t)}, "no command"},
 		{"not found", ipc.StartRequest{Dir: project(t), Command: []string{"no-such-command-x"}}, "not found"},
 		{"bad signal", ipc.StartRequest{Dir: project(t), Command: []string{"true"}, StopSignal: "SIGNOPE"}, "unknown signal"},
@@ -246,7 +248,7 @@ func TestLookupPrefix(t *testing.T) {
 	r := newRegistry()
 	deps := session.Deps{Clock: session.RealClock{}, Log: zap.NewNop()}
 	for _, id := range []string{"abc111", "abc222", "xyz333"} {
-		r.add(session.Load(ipc.Session{ID: id, State: ipc.StateEnded, UID: 0}, config.Spec{}, deps))
+		r.add(session.Load(ipc.Session{ID: id, State: ipc.StateEnded, UID: 0}, config.Spec{}, nil, nil, deps))
 	}
 	c := ipc.Caller{UID: 0}
 	if s, err := r.lookup(c, "xy"); err != nil || s.ID() != "xyz333" {

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/sessiond/sessiond/daemon/checkpoint"
@@ -45,47 +43,44 @@ func (d *Daemon) ListProjects(ctx context.Context, c ipc.Caller) ([]ipc.Project,
 	return out, nil
 }
 
-// projectFor resolves a project to its directory: from the sessions the
-// daemon knows, else from the directory the client sent, which must match
-// the id. The caller must own the directory (or be root).
-func (d *Daemon) projectFor(c ipc.Caller, p ipc.ProjectRef) (string, error) {
+// projectFor opens a project with the caller's rights: the directory of
+// the sessions the daemon knows by that id, else the one the client sent,
+// which must match the id. The caller must own the directory (or be root).
+func (d *Daemon) projectFor(c ipc.Caller, ref ipc.ProjectRef) (*state.Project, error) {
 	dir := ""
 	for _, s := range d.reg.all() {
-		if s.Snapshot().ProjectID == p.ID && visible(c, s) {
+		if s.Snapshot().ProjectID == ref.ID && visible(c, s) {
 			dir = s.ProjectDir()
 			break
 		}
 	}
+	if dir == "" && ref.Dir == "" {
+		return nil, ipc.NotFound("no project %q (sessionctl takes a directory: it sends both)", ref.ID)
+	}
 	if dir == "" {
-		if p.Dir == "" {
-			return "", ipc.NotFound("no project %q (sessionctl takes a directory: it sends both)", p.ID)
-		}
-		abs, err := projectDir(p.Dir)
-		if err != nil {
-			return "", err
-		}
-		if ipc.ProjectID(abs) != p.ID {
-			return "", ipc.BadRequest("project id %s does not match directory %s (its id is %s)", p.ID, abs, ipc.ProjectID(abs))
-		}
-		dir = abs
+		dir = ref.Dir
 	}
-	if !c.Root() && c.UID != os.Geteuid() {
-		if fi, err := os.Stat(dir); err == nil {
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != c.UID {
-				return "", ipc.Forbidden("project %s belongs to another user", dir)
-			}
-		}
+	p, _, err := d.openProject(dir, c.UID)
+	if err != nil {
+		return nil, err
 	}
-	return dir, nil
+	if ipc.ProjectID(p.Dir()) != ref.ID {
+		return nil, ipc.BadRequest("project id %s does not match directory %s (its id is %s)", ref.ID, p.Dir(), ipc.ProjectID(p.Dir()))
+	}
+	if err := d.canUseDir(c, p.Dir()); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // ProjectSession implements ipc.Projects.
 func (d *Daemon) ProjectSession(ctx context.Context, c ipc.Caller, p ipc.ProjectRef) (*ipc.ProjectSession, error) {
-	dir, err := d.projectFor(c, p)
+	proj, err := d.projectFor(c, p)
 	if err != nil {
 		return nil, err
 	}
-	st, err := state.LoadSessionState(dir)
+	dir := proj.Dir()
+	st, err := proj.LoadSessionState()
 	if err != nil {
 		// The corrupt file was kept aside: "no state", and why.
 		return nil, ipc.NotFound("%s has no usable session state: %s", dir, strings.ReplaceAll(err.Error(), "\n", " "))
@@ -102,22 +97,23 @@ func (d *Daemon) ProjectSession(ctx context.Context, c ipc.Caller, p ipc.Project
 
 // ClearProjectSession implements ipc.Projects.
 func (d *Daemon) ClearProjectSession(ctx context.Context, c ipc.Caller, p ipc.ProjectRef) error {
-	dir, err := d.projectFor(c, p)
+	proj, err := d.projectFor(c, p)
 	if err != nil {
 		return err
 	}
-	if err := state.ClearSessionState(dir); err != nil {
-		return fmt.Errorf("clear session state of %s: %w", dir, err)
+	if err := proj.ClearSessionState(); err != nil {
+		return fmt.Errorf("clear session state of %s: %w", proj.Dir(), err)
 	}
 	return nil
 }
 
 // ProjectCheckpoints implements ipc.Projects.
 func (d *Daemon) ProjectCheckpoints(ctx context.Context, c ipc.Caller, p ipc.ProjectRef, opt ipc.CheckpointsOptions) ([]ipc.Checkpoint, error) {
-	dir, err := d.projectFor(c, p)
+	proj, err := d.projectFor(c, p)
 	if err != nil {
 		return nil, err
 	}
+	dir := proj.Dir()
 	ctx, cancel := context.WithTimeout(ctx, checkpoint.DefaultTimeout)
 	defer cancel()
 	if opt.Prune > 0 {
@@ -141,10 +137,11 @@ func (d *Daemon) RestoreProject(ctx context.Context, c ipc.Caller, p ipc.Project
 	if req.Checkpoint == "" {
 		return nil, ipc.BadRequest("checkpoint: which checkpoint to restore (sessionctl checkpoints DIR lists them)")
 	}
-	dir, err := d.projectFor(c, p)
+	proj, err := d.projectFor(c, p)
 	if err != nil {
 		return nil, err
 	}
+	dir := proj.Dir()
 	if live := d.reg.live(dir); len(live) > 0 && !req.Force {
 		return nil, ipc.Conflict("session %s is running in %s: stop it first, or restore with --force", live[0].ID(), dir)
 	}

@@ -11,7 +11,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/sessiond/sessiond/config/configfile"
 	"github.com/sessiond/sessiond/daemon/proc"
 	"github.com/sessiond/sessiond/daemon/session"
 	"github.com/sessiond/sessiond/daemon/state"
@@ -50,12 +49,19 @@ func (d *Daemon) recover() {
 		if rec.Spec != nil {
 			spec = *rec.Spec
 		}
-		// Env values are never on disk: take the project's and the
-		// daemon's again (values given with --env are gone).
-		if p, err := configfile.LoadProject(filepath.Join(rec.ProjectDir, "sessiond.toml"), d.cfg.Defaults.Clone()); err == nil {
+		owner, err := ownerFor(rec.UID)
+		var proj *state.Project
+		if err == nil {
+			proj, err = state.OpenProject(rec.ProjectDir, owner)
+		}
+		if err != nil {
+			d.log.Warn("project of a recorded session unreachable", zap.String("session", rec.ID), zap.Error(err))
+		} else if p, err := projectSpec(proj, d.cfg.Defaults.Clone()); err == nil {
+			// Env values are never on disk: take the project's and the
+			// daemon's again (values given with --env are gone).
 			spec.Env = p.Env
 		}
-		s := session.Load(rec, spec, d.deps)
+		s := session.Load(rec, spec, proj, owner, d.deps)
 		d.reg.add(s)
 		if ipc.Live(rec.State) {
 			live = append(live, s)

@@ -105,8 +105,12 @@ func (r *restarter) restart(old *session.Session, rec ipc.Session, history []tim
 	if r.d.closing.Load() {
 		return ""
 	}
+	if old.Project() == nil {
+		r.d.log.Warn("restart failed: the project is unreachable", zap.String("session", old.ID()))
+		return ""
+	}
 	ns, _, err := r.d.launch(launchParams{
-		UID: old.UID(), Dir: old.ProjectDir(), Spec: old.Spec(), Name: rec.Name, EnvKeys: rec.EnvKeys,
+		UID: old.UID(), Project: old.Project(), Owner: old.Owner(), Spec: old.Spec(), Name: rec.Name, EnvKeys: rec.EnvKeys,
 		RestartOf: old.ID(), Restarts: rec.Restarts + 1, RestartHistory: history,
 	})
 	if err != nil {

@@ -3,19 +3,23 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
 
 	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/config/configfile"
+	"github.com/sessiond/sessiond/daemon/state"
 	"github.com/sessiond/sessiond/ipc"
 )
 
-// resolveSpec merges the daemon defaults, the project's sessiond.toml and
-// the request's overrides, and checks the result.
-func (d *Daemon) resolveSpec(dir string, req ipc.StartRequest) (config.Spec, error) {
-	spec, err := configfile.LoadProject(filepath.Join(dir, config.ProjectFile), d.cfg.Defaults.Clone())
+// resolveSpec merges the daemon defaults, the project's sessiond.toml (read
+// with its user's rights) and the request's overrides, and checks the
+// result.
+func (d *Daemon) resolveSpec(p *state.Project, req ipc.StartRequest) (config.Spec, error) {
+	dir := p.Dir()
+	spec, err := projectSpec(p, d.cfg.Defaults.Clone())
 	if err != nil {
 		return spec, ipc.BadRequest("%w", err)
 	}
@@ -86,29 +90,47 @@ func (d *Daemon) resolveSpec(dir string, req ipc.StartRequest) (config.Spec, err
 	return spec, nil
 }
 
-// projectDir resolves and checks a session's directory.
-func projectDir(dir string) (string, error) {
+// projectSpec is the project's sessiond.toml over base; a project without
+// one has base.
+func projectSpec(p *state.Project, base config.Spec) (config.Spec, error) {
+	data, err := p.ReadConfig()
+	if errors.Is(err, fs.ErrNotExist) {
+		return base, nil
+	}
+	if err != nil {
+		return base, err
+	}
+	return configfile.ParseProject(filepath.Join(p.Dir(), config.ProjectFile), data, base)
+}
+
+// openProject opens a project directory with the rights of the user uid:
+// a directory that user cannot reach is one that "does not exist or is not
+// accessible", whichever it is.
+func (d *Daemon) openProject(dir string, uid int) (*state.Project, *state.Owner, error) {
 	if dir == "" {
-		return "", ipc.BadRequest("no project directory given")
+		return nil, nil, ipc.BadRequest("no project directory given")
 	}
 	if !filepath.IsAbs(dir) {
-		return "", ipc.BadRequest("project directory %q is not an absolute path", dir)
+		return nil, nil, ipc.BadRequest("project directory %q is not an absolute path", dir)
 	}
-	abs, err := filepath.EvalSymlinks(dir)
+	owner, err := ownerFor(uid)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return "", ipc.BadRequest("project directory %s does not exist", dir)
-		}
-		return "", ipc.BadRequest("project directory %s: %w", dir, err)
+		return nil, nil, ipc.Forbidden("%w", err)
 	}
-	fi, err := os.Stat(abs)
+	p, err := state.OpenProject(dir, owner)
 	if err != nil {
-		return "", ipc.BadRequest("project directory %s: %w", dir, err)
+		return nil, nil, ipc.BadRequest("%w", err)
 	}
-	if !fi.IsDir() {
-		return "", ipc.BadRequest("%s is not a directory", dir)
+	return p, owner, nil
+}
+
+// ownerFor is the identity a session of user uid runs with: nil (the
+// daemon's own) unless a root daemon serves another user.
+func ownerFor(uid int) (*state.Owner, error) {
+	if os.Geteuid() != 0 || uid == os.Geteuid() {
+		return nil, nil
 	}
-	return abs, nil
+	return state.LookupOwner(uid)
 }
 
 // canUseDir refuses a directory the caller does not own when the daemon

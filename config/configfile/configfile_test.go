@@ -221,3 +221,22 @@ func FuzzParseProject(f *testing.F) {
 		_, _ = ParseProject("fuzz.toml", data, base)
 	})
 }
+
+func TestProjectPathsStayInTheProject(t *testing.T) {
+	base := Default().Defaults
+	for _, src := range []string{
+		"[session]\nprogress_file = \"/etc/x\"\n",
+		"[session]\nprogress_file = \"../../../../etc/x\"\n",
+		"[session]\nfeature_list = \"/etc/secret.json\"\n",
+		"[session]\nfeature_list = \"a/../../b\"\n",
+	} {
+		_, err := ParseProject("p.toml", []byte(src), base)
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Line != 2 || !strings.Contains(err.Error(), "inside the project") && !strings.Contains(err.Error(), "relative to the project") {
+			t.Errorf("%q: err = %v, want a line-2 error naming the key", src, err)
+		}
+	}
+	if _, err := ParseProject("p.toml", []byte("[session]\nprogress_file = \"notes/progress.txt\"\nfeature_list = \"./features.json\"\n"), base); err != nil {
+		t.Errorf("relative paths inside the project: %v", err)
+	}
+}

@@ -141,13 +141,22 @@ func (r *rig) start(t *testing.T, spec config.Spec) *Session {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(Params{ID: "t" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "")), UID: os.Geteuid(), ProjectDir: dir, Spec: spec}, r.deps)
+	s := New(Params{ID: "t" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "")), UID: os.Geteuid(), Project: openProject(t, dir), Spec: spec}, r.deps)
 	s.Start()
 	<-s.Started()
 	if err := s.StartInfo().Err; err != nil {
 		t.Fatalf("start: %v", err)
 	}
 	return s
+}
+
+func openProject(t *testing.T, dir string) *state.Project {
+	t.Helper()
+	p, err := state.OpenProject(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // waitState waits for the snapshot to reach a state; the session's goroutine
@@ -256,7 +265,7 @@ func TestStopDuringStart(t *testing.T) {
 	spec := testSpec("sleep", "100")
 	spec.Preflight = []string{"sleep 100"}
 	dir, _ := filepath.EvalSymlinks(t.TempDir())
-	s := New(Params{ID: "stopstart", UID: os.Geteuid(), ProjectDir: dir, Spec: spec}, r.deps)
+	s := New(Params{ID: "stopstart", UID: os.Geteuid(), Project: openProject(t, dir), Spec: spec}, r.deps)
 	s.Start()
 	go func() { _ = s.Stop(context.Background(), Interrupted, -1) }()
 	select {
@@ -276,7 +285,7 @@ func TestStopDuringStart(t *testing.T) {
 
 func TestSendToAnEndedSession(t *testing.T) {
 	deps := Deps{Clock: RealClock{}, Log: zaptest.NewLogger(t)}
-	s := Load(ipc.Session{ID: "gone1", State: ipc.StateEnded}, config.Spec{}, deps)
+	s := Load(ipc.Session{ID: "gone1", State: ipc.StateEnded}, config.Spec{}, nil, nil, deps)
 	for range 100 {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		err := s.Stop(ctx, Interrupted, -1)

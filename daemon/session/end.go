@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -54,11 +55,13 @@ func (s *Session) end(reason Reason, exit proc.Exit) {
 // finish: every step may run twice without doubling anything.
 func (s *Session) finishEnd(reason Reason) {
 	s.writeAccount(reason)
-	if l, err := state.ReadLock(s.projectDir); err == nil && l.SessionID == s.id {
-		_ = state.RemoveLock(s.projectDir)
-	}
-	if err := state.RemoveWarning(s.projectDir); err != nil {
-		s.log.Debug("remove warning file", zap.Error(err))
+	if p := s.proj; p != nil {
+		if l, err := p.ReadLock(); err == nil && l.SessionID == s.id {
+			_ = p.RemoveLock()
+		}
+		if err := p.RemoveWarning(); err != nil {
+			s.log.Debug("remove warning file", zap.Error(err))
+		}
 	}
 	s.rec.State = ipc.StateEnded
 	_ = s.commit()
@@ -71,10 +74,11 @@ func (s *Session) finishEnd(reason Reason) {
 	}
 }
 
-// writeAccount writes what the next session needs to know: the handoff
-// (the project's and the state dir's archive), the session state and the
-// progress entry.
+// writeAccount writes what the next session needs to know, with the
+// session's user's rights: the handoff (the project's, and the archive in
+// the state dir), the session state and the progress entry.
 func (s *Session) writeAccount(reason Reason) {
+	p := s.proj
 	in := accountInput{
 		Rec: s.rec, Spec: s.spec, Reason: reason, Now: *s.rec.EndedAt,
 		LogTail: s.tailLines(20), FeaturesAtStart: s.featuresAtStart,
@@ -82,36 +86,47 @@ func (s *Session) writeAccount(reason Reason) {
 	if in.Rec.Report != nil {
 		in.Report = *in.Rec.Report
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
-	defer cancel()
-	if facts, err := checkpoint.Facts(ctx, s.projectDir); err == nil && facts.IsRepo {
-		in.Git = &facts
+	if p == nil {
+		in.FeaturesErr = errProjectGone
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
+		defer cancel()
+		if facts, err := checkpoint.Facts(ctx, s.projectDir); err == nil && facts.IsRepo {
+			in.Git = &facts
+		}
+		in.Features, in.FeaturesErr = p.LoadFeatures(s.spec.FeatureList)
+		prev, err := p.LoadSessionState()
+		if err != nil {
+			s.log.Warn("session state", zap.Error(err))
+		}
+		in.Previous = prev
 	}
-	in.Features, in.FeaturesErr = s.loadFeatures()
-	prev, err := state.LoadSessionState(s.projectDir)
-	if err != nil {
-		s.log.Warn("session state", zap.Error(err))
-	}
-	in.Previous = prev
 
 	h := buildHandoff(in)
-	if err := state.SaveHandoff(state.HandoffPath(s.projectDir), h); err != nil {
-		s.log.Error("write handoff", zap.Error(err))
+	if p == nil {
+		s.log.Error("project unreachable: only the handoff archive is written", zap.String("dir", s.projectDir))
+	} else {
+		if err := p.SaveHandoff(h); err != nil {
+			s.log.Error("write handoff", zap.Error(err))
+		}
+		if err := p.SaveSessionState(buildSessionState(in, h)); err != nil {
+			s.log.Error("write session state", zap.Error(err))
+		}
+		// Appended once per session, however many times this runs.
+		if _, err := p.AppendProgress(s.spec.ProgressFile, buildProgressEntry(in, h)); err != nil {
+			s.log.Error("append progress log", zap.Error(err))
+		}
+		s.rec.HandoffPath = filepath.Join(p.StateDir(), state.HandoffFile)
 	}
-	if err := state.SaveSessionState(s.projectDir, buildSessionState(in, h)); err != nil {
-		s.log.Error("write session state", zap.Error(err))
-	}
-	// Appended once per session, however many times this runs.
-	if _, err := state.AppendProgress(s.progressPath(), buildProgressEntry(in, h)); err != nil {
-		s.log.Error("append progress log", zap.Error(err))
-	}
-	s.own(state.HandoffPath(s.projectDir), state.SessionStatePath(s.projectDir), s.progressPath())
 	// The archive last: its presence says the account was written.
 	if err := state.SaveHandoff(filepath.Join(s.dir, "handoff.json"), h); err != nil {
 		s.log.Error("archive handoff", zap.Error(err))
 	}
-	s.rec.HandoffPath = state.HandoffPath(s.projectDir)
 }
+
+// errProjectGone stands for the feature list of a project that could not
+// be opened.
+var errProjectGone = errors.New("the project directory is unreachable")
 
 // describeEnd says how a session ended: "error (exit 3)", "interrupted
 // (SIGTERM)", or the reason alone when the exit status is unknown.

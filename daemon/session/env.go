@@ -1,7 +1,6 @@
 package session
 
 import (
-	"errors"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -10,8 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"go.uber.org/zap"
 
 	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/daemon/state"
@@ -36,6 +33,9 @@ func (s *Session) env() []string {
 		}
 	}
 	pdir := filepath.Join(s.projectDir, state.DirName)
+	if s.proj != nil {
+		pdir = s.proj.StateDir()
+	}
 	env = append(env,
 		"SESSIOND_SESSION_ID="+s.id,
 		"SESSIOND_PROJECT_DIR="+s.projectDir,
@@ -51,47 +51,14 @@ func (s *Session) env() []string {
 	return dedupeEnv(env)
 }
 
-// credential returns the credential to run the session as its owner when
-// the daemon runs as root for another user, else nil.
+// credential returns the credential every process of the session runs
+// with — its command, preflight, hooks, sidecars — when a root daemon runs
+// it for another user, else nil: the same ids its files are written with.
 func (s *Session) credential() *syscall.Credential {
-	return Credential(s.uid)
-}
-
-// Credential returns the credential (uid, primary gid, groups) to run a
-// process as uid when the daemon is root and uid is another user, else nil.
-func Credential(uid int) *syscall.Credential {
-	if os.Geteuid() != 0 || uid == 0 {
+	if s.owner == nil {
 		return nil
 	}
-	cred := &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}
-	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
-		if gid, err := strconv.Atoi(u.Gid); err == nil {
-			cred.Gid = uint32(gid)
-		}
-		if gids, err := u.GroupIds(); err == nil {
-			for _, g := range gids {
-				if n, err := strconv.Atoi(g); err == nil {
-					cred.Groups = append(cred.Groups, uint32(n))
-				}
-			}
-		}
-	}
-	return cred
-}
-
-// own hands files the daemon writes into a project to the session's user,
-// when a root daemon runs the session for someone else: the agent must be
-// able to read its context and state, and the user to remove them.
-func (s *Session) own(paths ...string) {
-	cred := s.credential()
-	if cred == nil {
-		return
-	}
-	for _, p := range paths {
-		if err := os.Lchown(p, int(cred.Uid), int(cred.Gid)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			s.log.Warn("hand file to the session's user", zap.String("path", p), zap.Error(err))
-		}
-	}
+	return s.owner.Credential()
 }
 
 // dedupeEnv keeps the last value of each variable.

@@ -33,8 +33,13 @@ type Session struct {
 	dir        string // the session's directory in the state dir
 	startedAt  time.Time
 	spec       config.Spec
-	deps       Deps
-	log        *zap.Logger
+	// proj does the session's work in its project with its owner's rights
+	// (nil when the project was unreachable at a recovery); owner is nil
+	// when the session runs with the daemon's own identity.
+	proj  *state.Project
+	owner *state.Owner
+	deps  Deps
+	log   *zap.Logger
 
 	inbox chan message
 	// ticks are the checkpoint schedule's, coalesced.
@@ -89,11 +94,14 @@ type Session struct {
 
 // Params say what session to create.
 type Params struct {
-	ID         string
-	Name       string
-	UID        int
-	ProjectDir string
-	Spec       config.Spec
+	ID   string
+	Name string
+	UID  int
+	// Project is the project, opened with its owner's rights; Owner is the
+	// identity the session runs as (nil: the daemon's own).
+	Project *state.Project
+	Owner   *state.Owner
+	Spec    config.Spec
 	// EnvKeys names the variables given with --env (values never stored).
 	EnvKeys []string
 	// RestartOf is the session this one restarts, Restarts its count, and
@@ -116,15 +124,17 @@ type StartInfo struct {
 // New creates a session in state starting. It does nothing until Start.
 func New(p Params, deps Deps) *Session {
 	now := deps.Clock.Now()
-	s := newSession(p.ID, p.UID, p.ProjectDir, now, p.Spec, deps)
+	dir := p.Project.Dir()
+	s := newSession(p.ID, p.UID, dir, now, p.Spec, deps)
+	s.proj, s.owner = p.Project, p.Owner
 	deadline, warnAt := p.Spec.Deadline(now)
 	name := p.Name
 	if name == "" {
-		name = filepath.Base(p.ProjectDir)
+		name = filepath.Base(dir)
 	}
 	s.name = name
 	s.rec = ipc.Session{
-		ID: p.ID, Name: name, ProjectDir: p.ProjectDir, ProjectID: state.ProjectID(p.ProjectDir),
+		ID: p.ID, Name: name, ProjectDir: dir, ProjectID: state.ProjectID(dir),
 		Command: p.Spec.Command, State: ipc.StateStarting, StartedAt: now,
 		Deadline: deadline, WarnAt: warnAt, Restarts: p.Restarts, RestartOf: p.RestartOf,
 		FilesChanged: []string{}, LogPath: s.logPath(), UID: p.UID, BootID: deps.BootID,
@@ -137,9 +147,11 @@ func New(p Params, deps Deps) *Session {
 
 // Load recreates a session from its record on disk (an earlier daemon's).
 // A live one is then adopted (Adopt) or ended as found dead (Recover); an
-// ended one only answers reads.
-func Load(rec ipc.Session, spec config.Spec, deps Deps) *Session {
+// ended one only answers reads. proj is its project opened with owner's
+// rights, nil if it could not be.
+func Load(rec ipc.Session, spec config.Spec, proj *state.Project, owner *state.Owner, deps Deps) *Session {
 	s := newSession(rec.ID, rec.UID, rec.ProjectDir, rec.StartedAt, spec, deps)
+	s.proj, s.owner = proj, owner
 	rec.Spec = &s.spec
 	s.name = rec.Name
 	s.rec = rec
@@ -180,6 +192,12 @@ func (s *Session) ProjectDir() string { return s.projectDir }
 
 // StartedAt returns when the session started.
 func (s *Session) StartedAt() time.Time { return s.startedAt }
+
+// Project returns the session's project handle (nil if unreachable).
+func (s *Session) Project() *state.Project { return s.proj }
+
+// Owner returns the identity the session runs as (nil: the daemon's).
+func (s *Session) Owner() *state.Owner { return s.owner }
 
 // Spec returns the spec the session runs under.
 func (s *Session) Spec() config.Spec { return s.spec }

@@ -70,6 +70,9 @@ func (s *Session) start() (err error) {
 	s.rec.State = ipc.StateRunning
 	s.rec.PID = child.PID
 	s.rec.StartTime = child.StartTime
+	// The child may ask about its session the moment it runs: it sees
+	// itself running, not starting, even while the record is written.
+	s.publish()
 	_ = s.commit()
 	s.writeLock()
 	s.schedule()
@@ -112,19 +115,23 @@ func (s *Session) fail(err error) {
 // gitTimeout bounds the git facts collected at a session's start and end.
 const gitTimeout = 10 * time.Second
 
-// prepareProject readies the project before the command starts: .sessiond,
-// the restore summary, the previous handoff, the feature list, context.md.
-// Problems with earlier files are notices, never a failed start.
+// prepareProject readies the project before the command starts, with the
+// session's user's rights: .sessiond, the restore summary, the previous
+// handoff, the feature list, context.md. Problems with earlier files are
+// notices, never a failed start.
 func (s *Session) prepareProject() error {
-	if _, err := state.ProjectDir(s.projectDir); err != nil {
-		return ipc.BadRequest("prepare %s: %w", s.projectDir, err)
-	}
-	now := s.deps.Clock.Now()
+	p := s.proj
 	notice := func(err error) {
 		s.startInfo.Notices = append(s.startInfo.Notices, err.Error())
 		s.log.Warn("project file", zap.Error(err))
 	}
-	st, err := state.LoadSessionState(s.projectDir)
+	if err := p.EnsureStateDir(); errors.Is(err, state.ErrGitExclude) {
+		notice(err)
+	} else if err != nil {
+		return ipc.BadRequest("prepare %s: %w", s.projectDir, err)
+	}
+	now := s.deps.Clock.Now()
+	st, err := p.LoadSessionState()
 	if err != nil {
 		notice(err)
 	}
@@ -132,21 +139,21 @@ func (s *Session) prepareProject() error {
 		s.startInfo.Summary = state.RestoreSummary(st, now)
 	}
 	var prev *state.Handoff
-	if h, err := state.LoadHandoff(state.HandoffPath(s.projectDir)); err == nil {
+	if h, err := p.LoadHandoff(); err == nil {
 		prev = h
-		s.prevHandoff = state.HandoffPath(s.projectDir)
+		s.prevHandoff = filepath.Join(p.StateDir(), state.HandoffFile)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		notice(err)
 	}
-	if l, err := state.ReadLock(s.projectDir); err == nil && l.SessionID != s.id && (s.deps.Live == nil || !s.deps.Live(l.SessionID)) {
-		notice(fmt.Errorf("%s: session %s ended uncleanly (its lock was left behind)", state.LockPath(s.projectDir), l.SessionID))
+	if l, err := p.ReadLock(); err == nil && l.SessionID != s.id && (s.deps.Live == nil || !s.deps.Live(l.SessionID)) {
+		notice(fmt.Errorf("%s: session %s ended uncleanly (its lock was left behind)", filepath.Join(p.StateDir(), state.LockFile), l.SessionID))
 	}
 	in := state.ContextInput{SessionID: s.id, ProjectDir: s.projectDir, Previous: prev, State: st, Now: now,
 		Deadline: s.rec.Deadline, WarnAt: s.rec.WarnAt}
-	if feats, err := s.loadFeatures(); err == nil {
+	if feats, err := p.LoadFeatures(s.spec.FeatureList); err == nil {
 		s.featuresAtStart = feats
-		p := state.Progress(feats)
-		in.Features = &p
+		pr := state.Progress(feats)
+		in.Features = &pr
 		if next := state.NextTasks(feats, 1); len(next) > 0 {
 			in.NextTask = &next[0]
 		}
@@ -156,37 +163,10 @@ func (s *Session) prepareProject() error {
 	ctx, cancel := context.WithTimeout(s.startCtx, gitTimeout)
 	defer cancel()
 	in.GitLog = checkpoint.RecentLog(ctx, s.projectDir, 10)
-	if err := state.WriteFile(state.ContextPath(s.projectDir), state.BuildContext(in), 0o600); err != nil {
+	if err := p.WriteContext(in); err != nil {
 		return fmt.Errorf("write context: %w", err)
 	}
-	s.own(filepath.Join(s.projectDir, state.DirName), filepath.Join(s.projectDir, ".git", "info", "exclude"), state.ContextPath(s.projectDir),
-		state.SessionStatePath(s.projectDir), state.HandoffPath(s.projectDir), s.progressPath())
 	return nil
-}
-
-func (s *Session) featureListPath() string {
-	p := s.spec.FeatureList
-	if p == "" {
-		p = state.DefaultFeatureList
-	}
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(s.projectDir, p)
-	}
-	return p
-}
-
-func (s *Session) loadFeatures() ([]state.Feature, error) {
-	return state.LoadFeatures(s.featureListPath())
-}
-
-func (s *Session) progressPath() string {
-	if p := s.spec.ProgressFile; p != "" {
-		if filepath.IsAbs(p) {
-			return p
-		}
-		return filepath.Join(s.projectDir, p)
-	}
-	return state.ProgressPath(s.projectDir)
 }
 
 // watchProject starts watching the project; without a watch, idle
@@ -217,12 +197,14 @@ func (s *Session) onActivity(a watch.Activity) {
 
 // writeLock records the live session in the project's session.lock.
 func (s *Session) writeLock() {
+	if s.proj == nil {
+		return
+	}
 	l := &state.Lock{SessionID: s.id, DaemonPID: os.Getpid(), ChildPID: s.rec.PID,
 		ChildStartTime: s.rec.StartTime, BootID: s.rec.BootID, CreatedAt: s.deps.Clock.Now()}
-	if err := state.WriteLock(s.projectDir, l); err != nil {
+	if err := s.proj.WriteLock(l); err != nil {
 		s.log.Warn("write session lock", zap.Error(err))
 	}
-	s.own(state.LockPath(s.projectDir))
 }
 
 // preflightTimeout bounds each preflight command.

@@ -63,10 +63,9 @@ func (s *Session) writeWarningFile(deadline, now time.Time) {
 	left := deadline.Sub(now).Round(time.Second)
 	w := &state.Warning{SessionID: s.id, WarnedAt: now, Deadline: deadline,
 		TimeLeftSeconds: int64(left / time.Second), Message: ipc.WarningText(deadline, now)}
-	if err := state.WriteWarning(s.projectDir, w); err != nil {
+	if err := s.proj.WriteWarning(w); err != nil {
 		s.log.Warn("write warning file", zap.Error(err))
 	}
-	s.own(state.WarningPath(s.projectDir))
 }
 
 // runHook runs the on_warning hook in the background, bounded in time, with
@@ -145,7 +144,7 @@ func (s *Session) extend(by time.Duration) (ipc.Session, error) {
 	_ = s.commit()
 	if s.rec.State == ipc.StateWarned {
 		s.writeWarningFile(s.rec.Deadline, now)
-	} else if err := state.RemoveWarning(s.projectDir); err != nil {
+	} else if err := s.proj.RemoveWarning(); err != nil {
 		s.log.Warn("remove warning file", zap.Error(err))
 	}
 	s.emit(ipc.EventExtended, fmt.Sprintf("deadline moved to %s", s.rec.Deadline.Format(time.RFC3339)),

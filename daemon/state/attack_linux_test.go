@@ -402,7 +402,7 @@ func TestAttackUnreachableProject(t *testing.T) {
 	for _, dir := range []string{filepath.Join(base, "missing"), filepath.Join(hidden, "inside"), filepath.Join(hidden, "nothing"), closed, file} {
 		_, err := OpenProject(dir, &u.Owner)
 		want := "project directory " + dir + " does not exist or is not accessible to uid " + strconv.Itoa(u.UID)
-		if !errors.Is(err, ErrProjectUnreachable) || err.Error() != want+": "+ErrProjectUnreachable.Error() {
+		if !errors.Is(err, ErrProjectUnreachable) || err.Error() != want {
 			t.Errorf("%s: got %v, want %q", dir, err, want)
 		}
 	}

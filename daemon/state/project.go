@@ -84,11 +84,23 @@ func (p *Project) StateDir() string { return filepath.Join(p.dir, DirName) }
 func (p *Project) unreachable(dir string, err error) error {
 	for _, e := range []error{unix.ENOENT, unix.ENOTDIR, unix.EACCES, unix.EPERM, unix.ELOOP, unix.ENAMETOOLONG} {
 		if errors.Is(err, e) {
-			return fmt.Errorf("project directory %s does not exist or is not accessible to uid %d: %w", dir, p.owner.uid(), ErrProjectUnreachable)
+			return &unreachableError{dir: dir, uid: p.owner.uid()}
 		}
 	}
 	return fmt.Errorf("open project directory %s: %w", dir, err)
 }
+
+// unreachableError is ErrProjectUnreachable for one directory and user.
+type unreachableError struct {
+	dir string
+	uid int
+}
+
+func (e *unreachableError) Error() string {
+	return fmt.Sprintf("project directory %s does not exist or is not accessible to uid %d", e.dir, e.uid)
+}
+
+func (e *unreachableError) Is(target error) bool { return target == ErrProjectUnreachable }
 
 // do runs fn with the owner's identity and a directory fd of the project.
 func (p *Project) do(fn func(root int) error) error {
