@@ -30,7 +30,12 @@ type exitError struct {
 	err  error
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
 
 func run(args []string) int {
 	root := newRoot()
@@ -39,8 +44,12 @@ func run(args []string) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(os.Stderr, "sessiond:", err)
 	var ee *exitError
+	if errors.As(err, &ee) && ee.err == nil {
+		// The command said all it had to; only the exit code is left.
+		return ee.code
+	}
+	fmt.Fprintln(os.Stderr, "sessiond:", err)
 	if errors.As(err, &ee) {
 		return ee.code
 	}
