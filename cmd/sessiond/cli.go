@@ -66,6 +66,7 @@ func newRoot() *cobra.Command {
 	}
 	root.AddCommand(newRunCmd(), newConfigCmd(), newVersionCmd())
 	root.AddCommand(newServiceCmds()...)
+	root.AddCommand(newManCmd())
 	return root
 }
 
