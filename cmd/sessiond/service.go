@@ -487,7 +487,6 @@ func lineChanges(old, new string) []string {
 		}
 		out = append(out, "- "+l)
 	}
-	inNew = count(new)
 	for _, l := range strings.Split(new, "\n") {
 		if inOld[l] > 0 {
 			inOld[l]--

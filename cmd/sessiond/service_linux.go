@@ -30,7 +30,7 @@ sessiond runs as a service only as a systemd unit, or as a launchd job on macOS.
     supervisord, OpenRC, an init script): it needs no unit and stops its sessions on SIGTERM;
   - in a container or a cluster job, make ` + "`sessiond exec [DIR] -- CMD`" + ` the entrypoint: it runs
     one session as PID 1 and exits with its exit code once the handoff is written.
-See "Without systemd" in the operations guide (docs/operations.md).`
+See "Without systemd" in the operations guide (docs/operations.md)`
 
 var chooseSystemd sync.Once
 
@@ -78,7 +78,7 @@ func serviceHostCheck(verb string, userMode bool) error {
 		return fmt.Errorf("%sno systemd user manager runs for %s (nothing answers at %s), so there is\n"+
 			"no user service to install or control.\n"+
 			"Log in to a session of your own (sudo and su start none), or run `loginctl enable-linger %s`,\n"+
-			"which starts your user manager now and at every boot. Or use the system service: `sudo sessiond install`.",
+			"which starts your user manager now and at every boot. Or use the system service: `sudo sessiond install`",
 			notDone(verb), name, filepath.Join(rt, "systemd", "private"), name)
 	}
 	return nil
