@@ -221,11 +221,11 @@ func serviceHints(userMode bool) hints {
 // vendorAdvice says how to use a unit that a package installed.
 func vendorAdvice(userMode bool, path string) string {
 	if userMode {
-		return fmt.Sprintf("The sessiond package provides the user unit %s: enable and start it with\n"+
-			"  systemctl --user enable --now sessiond", path)
+		return fmt.Sprintf("%s came with sessiond's package (or a tarball copied under /usr/local):\n"+
+			"enable and start it with\n  systemctl --user enable --now sessiond", path)
 	}
-	return fmt.Sprintf("The sessiond package provides the unit %s: enable and start it with\n"+
-		"  sudo systemctl enable --now sessiond\n"+
+	return fmt.Sprintf("%s came with sessiond's package (or a tarball copied under /usr/local):\n"+
+		"enable and start it with\n  sudo systemctl enable --now sessiond\n"+
 		"and change its settings with a drop-in (sudo systemctl edit sessiond)", path)
 }
 

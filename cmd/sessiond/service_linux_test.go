@@ -197,16 +197,18 @@ func TestServiceWithoutSystemd(t *testing.T) {
 	}
 }
 
-// TestSystemServiceRollback: a system install whose manager refuses the
-// unit leaves nothing behind. The only system manager here would be the
-// machine's PID 1, so a namespace fakes a booted systemd, and a systemctl
-// that answers `show` and fails `enable` stands in for it.
-func TestSystemServiceRollback(t *testing.T) {
+// TestSystemService installs the system service in a namespace where
+// systemd looks booted: refused from a temporary directory, rolled back
+// when the manager refuses the unit, left alone when a package provides
+// it. The only system manager here would be the machine's PID 1, so a
+// systemctl that answers `show` and fails `enable` stands in for it.
+func TestSystemService(t *testing.T) {
 	exe := buildSessiond(t)
 	scratch := t.TempDir()
 	unitDir := filepath.Join(scratch, "etc-systemd-system")
+	vendorDir := filepath.Join(scratch, "usr-lib-systemd-system")
 	bin := filepath.Join(scratch, "bin")
-	for _, d := range []string{unitDir, bin} {
+	for _, d := range []string{unitDir, vendorDir, bin} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -222,25 +224,49 @@ esac
 	if err := os.WriteFile(filepath.Join(bin, "systemctl"), []byte(fake), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// /usr/local/bin: a stable place for the executable, in the namespace only.
 	ns := newNamespace(t, "mkdir -p /run/systemd\nmount -t tmpfs tmpfs /run/systemd\nmkdir /run/systemd/system\n"+
-		"mount --bind "+unitDir+" /etc/systemd/system\n")
+		"mount --bind "+unitDir+" /etc/systemd/system\n"+
+		"mount --bind "+vendorDir+" /usr/lib/systemd/system\n"+
+		"mount -t tmpfs tmpfs /usr/local/bin\ncp "+exe+" /usr/local/bin/sessiond\n")
 	env := []string{"PATH=" + bin + ":" + os.Getenv("PATH")}
+	stable := "/usr/local/bin/sessiond"
 
-	r := ns.sessiond(t, env, exe, "install")
-	r.want(t, "install from a temporary directory", 1, "refusing to install", "temporary directory", "/usr/local/bin/", "--force", "Nothing was written")
+	ns.sessiond(t, env, exe, "install").want(t, "install from a temporary directory", 1,
+		"refusing to install", "temporary directory", "install -m 0755", "/usr/local/bin/", "--force", "Nothing was written")
+	if calls, _ := os.ReadFile(log); len(calls) > 0 {
+		t.Errorf("a refused install asked the manager: %s", calls)
+	}
 
-	r = ns.sessiond(t, env, exe, "install", "--force")
-	r.want(t, "install refused by the manager", 1, "install:", "Undone: removed /etc/systemd/system/sessiond.service")
+	ns.sessiond(t, env, stable, "install").want(t, "install refused by the manager", 1,
+		"install:", "Undone: removed /etc/systemd/system/sessiond.service")
 	if left := files(t, unitDir); len(left) > 0 {
 		t.Errorf("a failed install left %q", left)
 	}
-	calls, _ := os.ReadFile(log)
-	if !strings.Contains(string(calls), "enable sessiond.service") {
+	if calls, _ := os.ReadFile(log); !strings.Contains(string(calls), "enable sessiond.service") {
 		t.Errorf("install never asked the manager to enable the unit; calls:\n%s", calls)
 	}
 
-	r = ns.sessiond(t, env, exe, "install", "--force", "--config", filepath.Join(scratch, "missing.toml"))
-	r.want(t, "install with a missing config", 1, "missing.toml does not exist", "Nothing was written")
+	ns.sessiond(t, env, exe, "install", "--force").want(t, "install --force from a temporary directory", 1,
+		"Undone: removed /etc/systemd/system/sessiond.service")
+
+	ns.sessiond(t, env, stable, "install", "--config", filepath.Join(scratch, "missing.toml")).want(t, "install with a missing config", 1,
+		"missing.toml does not exist", "Nothing was written")
+
+	// A package's unit.
+	if err := os.WriteFile(filepath.Join(vendorDir, "sessiond.service"), []byte("[Service]\nExecStart=/usr/bin/sessiond run\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ns.sessiond(t, env, stable, "install").want(t, "install over a package's unit", 0,
+		"already installed: /usr/lib/systemd/system/sessiond.service", "Nothing was written", "systemctl enable --now sessiond", "--force")
+	ns.sessiond(t, env, stable, "uninstall").want(t, "uninstall of a package's unit", 1,
+		"/usr/lib/systemd/system/sessiond.service was not written by `sessiond install`", "nothing removed")
+	if left := files(t, unitDir); len(left) > 0 {
+		t.Errorf("/etc/systemd/system got %q", left)
+	}
+	if data, err := os.ReadFile(filepath.Join(vendorDir, "sessiond.service")); err != nil || !strings.Contains(string(data), "ExecStart=/usr/bin/sessiond") {
+		t.Errorf("the package's unit was touched: %q, %v", data, err)
+	}
 }
 
 // TestUserServiceLifecycle installs, starts, inspects, restarts, updates,
@@ -273,7 +299,10 @@ func TestUserServiceLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	cg := ownCgroup(t)
-	ns := newNamespace(t, "mkdir -p /run/systemd\nmount -t tmpfs tmpfs /run/systemd\nmkdir /run/systemd/system\n")
+	ns := newNamespace(t, "mkdir -p /run/systemd\nmount -t tmpfs tmpfs /run/systemd\nmkdir /run/systemd/system\n"+
+		"mount -t tmpfs tmpfs /usr/local/bin\ncp "+exe+" /usr/local/bin/sessiond\n")
+	built := exe
+	exe = "/usr/local/bin/sessiond"
 	env := []string{"HOME=" + home, "XDG_RUNTIME_DIR=" + rt}
 
 	// The user manager, in a cgroup of its own so that it manages only that.
@@ -307,12 +336,12 @@ func TestUserServiceLifecycle(t *testing.T) {
 
 	ns.sessiond(t, env, exe, "status", "--user").want(t, "status before install", statusUnknown, "not installed", unit)
 	ns.sessiond(t, env, exe, "start", "--user").want(t, "start before install", 1, "not installed", "sessiond install --user")
-	ns.sessiond(t, env, exe, "install", "--user").want(t, "install from /tmp", 1, "refusing to install", "--force")
+	ns.sessiond(t, env, built, "install", "--user").want(t, "install from /tmp", 1, "refusing to install", "--force")
 	if _, err := os.Stat(unit); err == nil {
 		t.Fatal("a refused install wrote the unit")
 	}
 
-	ns.sessiond(t, env, exe, "install", "--user", "--force", "--config", cfg).want(t, "install", 0,
+	ns.sessiond(t, env, exe, "install", "--user", "--config", cfg).want(t, "install", 0,
 		"wrote   "+unit, "linked  "+link, "runs    "+exe+" run --config "+cfg, "sessiond start --user", "journalctl --user -u sessiond")
 	data, err := os.ReadFile(unit)
 	if err != nil {
@@ -324,7 +353,7 @@ func TestUserServiceLifecycle(t *testing.T) {
 	if target, err := os.Readlink(link); err != nil || target != unit {
 		t.Errorf("enable link: %q, %v", target, err)
 	}
-	ns.sessiond(t, env, exe, "install", "--user", "--force", "--config", cfg).want(t, "install again", 0, "already installed", "up to date", "Nothing was written")
+	ns.sessiond(t, env, exe, "install", "--user", "--config", cfg).want(t, "install again", 0, "already installed", "up to date", "Nothing was written")
 
 	ns.sessiond(t, env, exe, "status", "--user").want(t, "status installed", statusNotRunning, ": stopped", unit+" (enabled)", socket, stateDir)
 	ns.sessiond(t, env, exe, "stop", "--user").want(t, "stop while stopped", 0, "not running")
@@ -350,7 +379,7 @@ func TestUserServiceLifecycle(t *testing.T) {
 	if err := os.WriteFile(other, []byte(fmt.Sprintf("socket = %q\nstate_dir = %q\nlog_level = \"debug\"\n", socket, stateDir)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ns.sessiond(t, env, exe, "install", "--user", "--force", "--config", other).want(t, "install another config", 0,
+	ns.sessiond(t, env, exe, "install", "--user", "--config", other).want(t, "install another config", 0,
 		"different definition", "- ExecStart="+exe+" run --config "+cfg, "+ ExecStart="+exe+" run --config "+other, "sessiond restart --user")
 
 	ns.sessiond(t, env, exe, "stop", "--user").want(t, "stop", 0, "sessiond stopped")
