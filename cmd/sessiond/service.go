@@ -226,6 +226,11 @@ func runInstall(cmd *cobra.Command, f *serviceFlags) error {
 	}
 	fmt.Fprintf(out, "  runs    %s\n", shellJoin(append([]string{exe}, args...)))
 	if wasRunning {
+		// launchd stops a job to replace it; systemd leaves it running.
+		if now, err := serviceQuery(f.user); err == nil && !now.Running {
+			fmt.Fprintf(out, "The service was stopped to replace its definition: `%s` starts it again.\n", h.cmd("start"))
+			return nil
+		}
 		fmt.Fprintf(out, "The running service still runs the old definition: `%s` applies it (its sessions end as on_shutdown says).\n", h.cmd("restart"))
 		return nil
 	}
@@ -452,7 +457,7 @@ func runStatus(cmd *cobra.Command, f *serviceFlags) error {
 		field("socket", rt.Socket)
 		field("state dir", rt.StateDir)
 		if err != nil {
-			field("version", "unknown: the daemon does not answer ("+err.Error()+")")
+			field("version", "unknown: "+err.Error())
 		} else {
 			field("version", v.Version)
 		}

@@ -22,7 +22,7 @@ func (b *builder) tarball(t Target, bin string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	gz, err := gzip.NewWriterLevel(f, gzip.BestCompression)
+	gz, err := gzip.NewWriterLevel(f, gzip.DefaultCompression)
 	if err != nil {
 		return "", err
 	}
