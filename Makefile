@@ -4,8 +4,8 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 GO      ?= go
 BIN     := bin
-STATE   ?= $(CURDIR)/.run/state
-SOCKET  ?= $(CURDIR)/.run/sessiond.sock
+# The packages' Maintainer (deb) and Packager (rpm).
+MAINTAINER ?= sessiond maintainers <maintainers@sessiond.invalid>
 
 .DEFAULT_GOAL := help
 
@@ -57,16 +57,9 @@ demo: build ## Three scripted agent sessions: complete, timeout after a warning,
 	docs/demo/run.sh
 
 .PHONY: package
-package: ## Release tarballs in dist/: linux amd64/arm64 and darwin arm64, with the unit templates
-	@rm -rf dist && mkdir -p dist
-	@for target in linux/amd64 linux/arm64 darwin/arm64; do \
-	  os=$${target%/*}; arch=$${target#*/}; name=sessiond-$(VERSION)-$$os-$$arch; \
-	  mkdir -p dist/$$name && \
-	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o dist/$$name/ ./cmd/sessiond ./cmd/sessionctl && \
-	  cp README.md dist/$$name/ && cp -r packaging/systemd dist/$$name/ && \
-	  tar -C dist -czf dist/$$name.tar.gz $$name && rm -rf dist/$$name && echo dist/$$name.tar.gz || exit 1; \
-	done
+package: ## .deb and .rpm (linux amd64/arm64), tarballs (and darwin arm64), SHA256SUMS in dist/
+	$(GO) run ./packaging/cmd/release -version '$(VERSION)' -maintainer '$(MAINTAINER)' -dist dist
 
 .PHONY: clean
 clean: ## Remove build output
-	rm -rf $(BIN) .run dist cover.out cover.html
+	rm -rf $(BIN) dist cover.out cover.html

@@ -31,7 +31,13 @@ type exitError struct {
 	err  error
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
 func (e *exitError) Unwrap() error { return e.err }
 
 func run(args []string) int {
@@ -41,10 +47,12 @@ func run(args []string) int {
 	if err == nil {
 		return 0
 	}
-	if !errors.Is(err, errSilent) {
-		fmt.Fprintln(os.Stderr, "sessiond:", err)
-	}
 	var ee *exitError
+	if errors.As(err, &ee) && ee.err == nil {
+		// The command said all it had to; only the exit code is left.
+		return ee.code
+	}
+	fmt.Fprintln(os.Stderr, "sessiond:", err)
 	if errors.As(err, &ee) {
 		return ee.code
 	}
@@ -61,6 +69,7 @@ func newRoot() *cobra.Command {
 	}
 	root.AddCommand(newRunCmd(), newExecCmd(), newConfigCmd(), newVersionCmd())
 	root.AddCommand(newServiceCmds()...)
+	root.AddCommand(newManCmd())
 	return root
 }
 

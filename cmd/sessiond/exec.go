@@ -182,13 +182,10 @@ func runExec(cmd *cobra.Command, args []string, f *execFlags) error {
 		fmt.Fprintf(os.Stdout, "%s\n", b)
 	}
 	if code := ipc.ExitStatus(final); code != 0 {
-		return &exitError{code, errSilent}
+		return &exitError{code, nil}
 	}
 	return nil
 }
-
-// errSilent carries an exit status whose reason was printed already.
-var errSilent = errors.New("")
 
 // execArgs splits `[DIR] [-- CMD ARGS...]` and resolves DIR.
 func execArgs(cmd *cobra.Command, args []string) (string, []string, error) {
