@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -54,7 +55,25 @@ func (s *Session) end(reason Reason, exit proc.Exit) {
 // runs for a session whose end the previous one recorded but did not
 // finish: every step may run twice without doubling anything.
 func (s *Session) finishEnd(reason Reason) {
-	s.writeAccount(reason)
+	// A handoff that cannot be written (a full disk) is retried until it
+	// lands, and said so in the record meanwhile: the session stays
+	// stopping, its end recorded, and a daemon that stops first leaves the
+	// rest to the next one.
+	delay := time.Second
+	for {
+		err := s.writeAccount(reason)
+		if err == nil {
+			break
+		}
+		s.rec.Error = fmt.Sprintf("the end is not on disk yet (%v); retrying in %s", err, delay)
+		_ = s.commit()
+		s.log.Error("write the end of the session; retrying", zap.Error(err), zap.Duration("in", delay))
+		if !s.waitRetry(delay) {
+			return
+		}
+		delay = min(delay*2, time.Minute)
+	}
+	s.rec.Error = ""
 	if p := s.proj; p != nil {
 		if l, err := p.ReadLock(); err == nil && l.SessionID == s.id {
 			_ = p.RemoveLock()
@@ -74,10 +93,35 @@ func (s *Session) finishEnd(reason Reason) {
 	}
 }
 
+// waitRetry waits d before the end is written again, answering requests
+// meanwhile; it returns false when the session is to be left to the next
+// daemon (shutdown), which finishes the end from the record.
+func (s *Session) waitRetry(d time.Duration) bool {
+	t := s.deps.Clock.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C():
+			return true
+		case m := <-s.inbox:
+			switch m.kind {
+			case msgLeave:
+				m.reply <- reply{}
+				return false
+			case msgStop:
+				m.reply <- reply{}
+			default:
+				m.reply <- reply{err: ipc.Conflict("session %s is ending: %s", s.id, s.rec.Error)}
+			}
+		}
+	}
+}
+
 // writeAccount writes what the next session needs to know, with the
 // session's user's rights: the handoff (the project's, and the archive in
-// the state dir), the session state and the progress entry.
-func (s *Session) writeAccount(reason Reason) {
+// the state dir), the session state and the progress entry. It returns
+// what could not be written.
+func (s *Session) writeAccount(reason Reason) error {
 	p := s.proj
 	in := accountInput{
 		Rec: s.rec, Spec: s.spec, Reason: reason, Now: *s.rec.EndedAt,
@@ -103,25 +147,31 @@ func (s *Session) writeAccount(reason Reason) {
 	}
 
 	h := buildHandoff(in)
+	var errs []error
 	if p == nil {
 		s.log.Error("project unreachable: only the handoff archive is written", zap.String("dir", s.projectDir))
 	} else {
+		// Each step may run again after a failure without doubling
+		// anything: the files are replaced whole, and the progress entry
+		// is appended once per session.
 		if err := p.SaveHandoff(h); err != nil {
-			s.log.Error("write handoff", zap.Error(err))
+			errs = append(errs, err)
 		}
 		if err := p.SaveSessionState(buildSessionState(in, h)); err != nil {
-			s.log.Error("write session state", zap.Error(err))
+			errs = append(errs, err)
 		}
-		// Appended once per session, however many times this runs.
-		if _, err := p.AppendProgress(s.spec.ProgressFile, buildProgressEntry(in, h)); err != nil {
-			s.log.Error("append progress log", zap.Error(err))
+		if _, err := p.AppendProgress(s.spec.ProgressFile, buildProgressEntry(in, h)); err != nil && !errors.Is(err, state.ErrOutsideProject) {
+			errs = append(errs, err)
+		} else if err != nil {
+			s.log.Error("progress log refused", zap.Error(err))
 		}
 		s.rec.HandoffPath = filepath.Join(p.StateDir(), state.HandoffFile)
 	}
-	// The archive last: its presence says the account was written.
-	if err := state.SaveHandoff(filepath.Join(s.dir, "handoff.json"), h); err != nil {
-		s.log.Error("archive handoff", zap.Error(err))
+	if len(errs) > 0 {
+		return errors.Join(errs...)
 	}
+	// The archive last: its presence says the account was written.
+	return state.SaveHandoff(filepath.Join(s.dir, "handoff.json"), h)
 }
 
 // errProjectGone stands for the feature list of a project that could not

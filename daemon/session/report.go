@@ -35,6 +35,30 @@ func CleanReport(rep ipc.Report) (ipc.Report, error) {
 			return rep, ipc.BadRequest("step: want N/M such as 3/5, got %q", rep.Step)
 		}
 	}
+	// What the agent says is stored escaped (no terminal sequence reaches a
+	// file or a terminal raw); a NUL byte is refused, naming the field.
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"summary", &rep.Summary}, {"plan", &rep.Plan}, {"task", &rep.Task}, {"last_action", &rep.LastAction}, {"step", &rep.Step}} {
+		v, err := state.StoreText(f.name, *f.v)
+		if err != nil {
+			return rep, ipc.BadRequest("%w", err)
+		}
+		*f.v = v
+	}
+	for _, l := range []struct {
+		name string
+		v    []string
+	}{{"next", rep.Next}, {"blockers", rep.Blockers}} {
+		for i, item := range l.v {
+			v, err := state.StoreText(fmt.Sprintf("%s[%d]", l.name, i), item)
+			if err != nil {
+				return rep, ipc.BadRequest("%w", err)
+			}
+			l.v[i] = v
+		}
+	}
 	rep.Summary = clip(rep.Summary, maxSummary)
 	rep.Plan = clip(rep.Plan, maxPlan)
 	rep.Task = clip(rep.Task, maxItemLen)

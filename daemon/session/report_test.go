@@ -47,3 +47,16 @@ func TestMergeReport(t *testing.T) {
 		t.Errorf("merged = %+v", got)
 	}
 }
+
+func TestCleanReportEscapesAndRefusesNUL(t *testing.T) {
+	rep, err := CleanReport(ipc.Report{Summary: "done \x1b[31mred\x1b[0m", Next: []string{"a\x07b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsRune(rep.Summary, 0x1b) || strings.ContainsRune(rep.Next[0], 0x07) {
+		t.Errorf("control characters stored raw: %q %q", rep.Summary, rep.Next)
+	}
+	if _, err := CleanReport(ipc.Report{Next: []string{"ok", "a\x00b"}}); err == nil || !strings.Contains(err.Error(), "next[1]") {
+		t.Errorf("a NUL in next[1]: %v, want an error naming it", err)
+	}
+}

@@ -1,0 +1,113 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tinyTmpfs mounts a tmpfs of size bytes on a new directory (root only)
+// and returns it; the mount goes with the test.
+func tinyTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("mounting a tmpfs needs root (the tests run as root here and in CI)")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0755", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Fatalf("mount tmpfs: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
+	return dir
+}
+
+// fill writes a file until the file system is full.
+func fill(t *testing.T, dir string) string {
+	t.Helper()
+	p := filepath.Join(dir, "filler")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 4096)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			return p
+		}
+	}
+}
+
+// TestFullStateDirFailsTheStartCleanly: a session whose record cannot be
+// written does not start (no child runs without its record), and the
+// error says why.
+func TestFullStateDirFailsTheStartCleanly(t *testing.T) {
+	t.Parallel()
+	state := tinyTmpfs(t, "1m")
+	d := startDaemonAt(t, filepath.Join(state, "state"), newSocketPath(t))
+	filler := fill(t, state)
+	dir := project(t)
+	marker := filepath.Join(dir, "ran")
+	r := d.ctl("start", dir, "--", "touch", marker)
+	if r.code != 1 || !strings.Contains(r.stderr, "no space left on device") {
+		t.Errorf("start on a full state dir:\n%s", r)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if fileExists(marker) {
+		t.Error("the command ran although its record could not be written")
+	}
+	// With room again, sessions start as usual.
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	id := d.start(dir, "--", "touch", marker)
+	d.waitEnded(id, 10*time.Second)
+	if !fileExists(marker) {
+		t.Error("the session did not run once there was room")
+	}
+}
+
+// TestFullProjectRetriesTheHandoff: an end whose handoff cannot be written
+// (the project's disk is full) stays stopping, says so in inspect, and
+// lands once there is room; the project's earlier files are intact.
+func TestFullProjectRetriesTheHandoff(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	dir := tinyTmpfs(t, "1m")
+	first := d.start(dir, "--", "true")
+	d.waitEnded(first, 10*time.Second)
+	before, err := os.ReadFile(filepath.Join(dir, ".sessiond", "handoff.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := d.start(dir, "--", "sleep", "100")
+	filler := fill(t, dir)
+	stop := startCtlAsync(t, d.sock, "stop", id)
+	var rec record
+	waitFor(t, 15*time.Second, "the end to be pending", func() (bool, string) {
+		rec = d.inspect(id)
+		raw := d.mustCtl("inspect", id)
+		return rec.State == "stopping" && strings.Contains(raw, "not on disk yet") && strings.Contains(raw, "no space left"), raw
+	})
+	after, _ := os.ReadFile(filepath.Join(dir, ".sessiond", "handoff.json"))
+	if string(after) != string(before) {
+		t.Error("the previous handoff was changed by a failed write")
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if r := stop.wait(); r.code != 0 {
+		t.Errorf("stop:\n%s", r)
+	}
+	rec = d.waitEnded(id, 30*time.Second)
+	h := readHandoff(t, dir)
+	if h.SessionID != id || rec.EndReason != "interrupted" {
+		t.Errorf("after the retry: handoff of %s, end %s", h.SessionID, rec.EndReason)
+	}
+	if got := progressEntries(t, dir, id); got != 1 {
+		t.Errorf("%d progress entries, want 1", got)
+	}
+}
