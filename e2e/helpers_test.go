@@ -80,6 +80,13 @@ func startDaemon(t testing.TB) *daemon {
 // until sessionctl version answers. Cleanup stops it with SIGTERM.
 func startDaemonAt(t testing.TB, stateDir, sock string) *daemon {
 	t.Helper()
+	return startDaemonWith(t, stateDir, sock, "")
+}
+
+// startDaemonWith is startDaemonAt with a daemon config file holding
+// configTOML.
+func startDaemonWith(t testing.TB, stateDir, sock, configTOML string) *daemon {
+	t.Helper()
 	tmp := t.TempDir()
 	d := &daemon{t: t, sock: sock, stateDir: stateDir, logPath: filepath.Join(tmp, "sessiond.log"), exited: make(chan struct{})}
 	logf, err := os.OpenFile(d.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
@@ -87,7 +94,13 @@ func startDaemonAt(t testing.TB, stateDir, sock string) *daemon {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	d.cmd = exec.Command(sessiondBin, "run", "--config", emptyConfig(t),
+	cfg := emptyConfig(t)
+	if configTOML != "" {
+		if err := os.WriteFile(cfg, []byte(configTOML), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.cmd = exec.Command(sessiondBin, "run", "--config", cfg,
 		"--state-dir", stateDir, "--socket", sock, "--log-level", "debug")
 	d.cmd.Env = cleanEnv()
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf

@@ -38,6 +38,11 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(binDir)
+	// Throwaway users of the root-mode tests run these binaries too.
+	if err := os.Chmod(binDir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
 	build := exec.Command("go", "build", "-o", binDir+string(filepath.Separator), "./cmd/sessiond", "./cmd/sessionctl")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {

@@ -150,6 +150,11 @@ func (s *Session) writeAccount(reason Reason) error {
 	var errs []error
 	if p == nil {
 		s.log.Error("project unreachable: only the handoff archive is written", zap.String("dir", s.projectDir))
+	} else if _, err := state.OpenProject(p.Dir(), s.owner); errors.Is(err, state.ErrProjectUnreachable) {
+		// A project that is gone, or out of its user's reach: there is
+		// nothing to wait for.
+		s.warnRecord("the project directory is unreachable: the handoff is only in the state dir")
+		s.log.Error("project unreachable: only the handoff archive is written", zap.Error(err))
 	} else {
 		// Each step may run again after a failure without doubling
 		// anything: the files are replaced whole, and the progress entry

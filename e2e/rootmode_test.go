@@ -1,0 +1,320 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// tuser is a throwaway user (and group) that a test creates and removes.
+type tuser struct {
+	name, group string
+	uid, gid    int
+}
+
+// newUser creates a user in a new group; both go when the test ends.
+func newUser(t *testing.T) tuser {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("root mode is tested as root, with throwaway users (the tests run as root here and in CI)")
+	}
+	u := tuser{name: fmt.Sprintf("sdt%06d", rand.IntN(1e6))}
+	u.group = u.name
+	for _, c := range [][]string{{"groupadd", u.group}, {"useradd", "-M", "-N", "-g", u.group, "-s", "/bin/sh", "-d", "/nonexistent", u.name}} {
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", c, err, out)
+		}
+	}
+	t.Cleanup(func() {
+		_ = exec.Command("pkill", "-KILL", "-u", u.name).Run()
+		_ = exec.Command("userdel", u.name).Run()
+		_ = exec.Command("groupdel", u.group).Run()
+	})
+	out, err := exec.Command("id", "-u", u.name).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.uid, _ = strconv.Atoi(strings.TrimSpace(string(out)))
+	out, _ = exec.Command("id", "-g", u.name).Output()
+	u.gid, _ = strconv.Atoi(strings.TrimSpace(string(out)))
+	return u
+}
+
+// ctlAs runs sessionctl as the user.
+func (u tuser) ctl(t *testing.T, sock string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(sessionctlBin, append([]string{"--socket", sock}, args...)...)
+	cmd.Env = append(cleanEnv(), "HOME=/tmp")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid)}}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("sessionctl %v as %s did not finish within 30s", args, u.name)
+	}
+	return result{args: append([]string{"sessionctl"}, args...), stdout: out.String(), stderr: errb.String(), code: exitCode(err)}
+}
+
+// userProject makes a project directory the user owns.
+func (u tuser) project(t *testing.T) string {
+	t.Helper()
+	dir := project(t)
+	// The test's temp dirs are root's: let the user through to its own.
+	for p := filepath.Dir(dir); p != "/" && p != os.TempDir(); p = filepath.Dir(p) {
+		_ = os.Chmod(p, 0o755)
+	}
+	if err := os.Chown(dir, u.uid, u.gid); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// rootFile makes a root-only file with content, in a root-only directory.
+func rootFile(t *testing.T, name, content string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// rootDaemon runs a root daemon whose socket the user's group may use.
+func rootDaemon(t *testing.T, u tuser) *daemon {
+	t.Helper()
+	sockDir, err := os.MkdirTemp("", "sdr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	if err := os.Chmod(sockDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return startDaemonWith(t, filepath.Join(t.TempDir(), "state"), filepath.Join(sockDir, "s.sock"),
+		fmt.Sprintf("allowed_groups = [%q]\n[defaults]\ncheckpoint = \"\"\n", u.group))
+}
+
+func unchanged(t *testing.T, path, want string) {
+	t.Helper()
+	got, err := os.ReadFile(path)
+	if err != nil || string(got) != want {
+		t.Errorf("%s changed: %q, %v (want %q)", path, got, err, want)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Sys().(*syscall.Stat_t).Uid != 0 {
+		t.Errorf("%s was given away to uid %d", path, fi.Sys().(*syscall.Stat_t).Uid)
+	}
+}
+
+// TestRootDaemonActsWithTheUsersRights runs, as an ordinary user of an
+// allowed group against a root daemon, each attack that once made root
+// write, read or chown a file for that user.
+func TestRootDaemonActsWithTheUsersRights(t *testing.T) {
+	u := newUser(t)
+	d := rootDaemon(t, u)
+
+	t.Run("progress_file outside the project", func(t *testing.T) {
+		target := rootFile(t, "x", "root's\n")
+		for _, v := range []string{target, "../../../../../../.." + target} {
+			dir := u.project(t)
+			if err := os.WriteFile(filepath.Join(dir, "sessiond.toml"), []byte("[session]\nprogress_file = \""+v+"\"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r := u.ctl(t, d.sock, "start", dir, "--", "true")
+			if r.code != 1 || !strings.Contains(r.stderr, "progress_file") {
+				t.Errorf("progress_file = %q:\n%s", v, r)
+			}
+			unchanged(t, target, "root's\n")
+		}
+	})
+
+	t.Run("symlinks to root's files and directories", func(t *testing.T) {
+		target := rootFile(t, "progress", "root's progress\n")
+		rootDir := filepath.Dir(rootFile(t, "keep", "k"))
+		secret := rootFile(t, "secret.json", `[{"id":1,"description":"TOPSECRET-FEATURE","passes":false}]`)
+		excl := rootFile(t, "exclude", "TOPSECRET-EXCLUDE\n")
+		dir := u.project(t)
+		mustRun(t, "runuser", "-u", u.name, "--", "git", "init", "-q", dir)
+		for _, c := range [][2]string{
+			{filepath.Join(dir, ".sessiond", "progress.md"), target},
+			{filepath.Join(dir, "feature_list.json"), secret},
+		} {
+			_ = os.MkdirAll(filepath.Dir(c[0]), 0o700)
+			_ = os.Chown(filepath.Dir(c[0]), u.uid, u.gid)
+			if err := os.Symlink(c[1], c[0]); err != nil {
+				t.Fatal(err)
+			}
+			_ = os.Lchown(c[0], u.uid, u.gid)
+		}
+		info := filepath.Join(dir, ".git", "info")
+		_ = os.RemoveAll(info)
+		if err := os.Symlink(rootDir, info); err != nil {
+			t.Fatal(err)
+		}
+		_ = os.Lchown(info, u.uid, u.gid)
+		r := u.ctl(t, d.sock, "start", dir, "--", "true")
+		if r.code != 0 {
+			t.Fatalf("start:\n%s", r)
+		}
+		id := strings.Fields(r.stdout)[len(strings.Fields(r.stdout))-1]
+		d.waitEnded(id, 15*time.Second)
+		unchanged(t, target, "root's progress\n")
+		if _, err := os.Stat(filepath.Join(rootDir, "exclude")); err == nil {
+			t.Error("root wrote an exclude file into root's directory")
+		}
+		for _, name := range []string{"context.md", "handoff.json", "session_state.json"} {
+			data, _ := os.ReadFile(filepath.Join(dir, ".sessiond", name))
+			if bytes.Contains(data, []byte("TOPSECRET")) {
+				t.Errorf("%s holds the content of a root-only file", name)
+			}
+		}
+		if out := d.mustCtl("logs", id); strings.Contains(out, "TOPSECRET") {
+			t.Error("the session's output holds the content of a root-only file")
+		}
+		// Everything sessiond wrote in the project is the user's.
+		filepath.Walk(filepath.Join(dir, ".sessiond"), func(p string, fi os.FileInfo, err error) error {
+			if err == nil && fi.Sys().(*syscall.Stat_t).Uid != uint32(u.uid) {
+				t.Errorf("%s belongs to uid %d, not the user", p, fi.Sys().(*syscall.Stat_t).Uid)
+			}
+			return nil
+		})
+		// An exclude linked to a root-only file: its content lands nowhere.
+		dir2 := u.project(t)
+		mustRun(t, "runuser", "-u", u.name, "--", "git", "init", "-q", dir2)
+		ex := filepath.Join(dir2, ".git", "info", "exclude")
+		_ = os.Remove(ex)
+		if err := os.Symlink(excl, ex); err != nil {
+			t.Fatal(err)
+		}
+		_ = os.Lchown(ex, u.uid, u.gid)
+		r = u.ctl(t, d.sock, "start", dir2, "--", "true")
+		if r.code != 0 {
+			t.Fatalf("start with a linked exclude:\n%s", r)
+		}
+		id = strings.Fields(r.stdout)[len(strings.Fields(r.stdout))-1]
+		d.waitEnded(id, 15*time.Second)
+		unchanged(t, excl, "TOPSECRET-EXCLUDE\n")
+		grep := exec.Command("grep", "-rl", "TOPSECRET-EXCLUDE", dir2)
+		if out, _ := grep.Output(); len(out) > 0 {
+			t.Errorf("the root-only exclude's content landed in %s", out)
+		}
+	})
+
+	t.Run("a gitdir file pointing at root's directory", func(t *testing.T) {
+		rootDir := filepath.Dir(rootFile(t, "HEAD", "ref: refs/heads/main\n"))
+		dir := u.project(t)
+		if err := os.WriteFile(filepath.Join(dir, ".git"), []byte("gitdir: "+rootDir+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_ = os.Chown(filepath.Join(dir, ".git"), u.uid, u.gid)
+		r := u.ctl(t, d.sock, "start", dir, "--", "true")
+		if r.code == 0 {
+			id := strings.Fields(r.stdout)[len(strings.Fields(r.stdout))-1]
+			d.waitEnded(id, 15*time.Second)
+		}
+		if _, err := os.Stat(filepath.Join(rootDir, "info", "exclude")); err == nil {
+			t.Error("root wrote info/exclude into root's git directory")
+		}
+	})
+
+	t.Run("sessiond.toml linked to a root-only file", func(t *testing.T) {
+		secret := rootFile(t, "secret.toml", "[session]\ntopsecret_key_name = 1\n")
+		dir := u.project(t)
+		p := filepath.Join(dir, "sessiond.toml")
+		if err := os.Symlink(secret, p); err != nil {
+			t.Fatal(err)
+		}
+		_ = os.Lchown(p, u.uid, u.gid)
+		r := u.ctl(t, d.sock, "start", dir, "--", "true")
+		if r.code == 0 || strings.Contains(r.stderr, "topsecret") {
+			t.Errorf("start with a linked sessiond.toml:\n%s", r)
+		}
+	})
+
+	t.Run("FIFOs and /dev/zero as input files", func(t *testing.T) {
+		for _, name := range []string{"sessiond.toml", "feature_list.json", ".sessiond/session_state.json", ".sessiond/handoff.json"} {
+			for _, kind := range []string{"fifo", "zero"} {
+				dir := u.project(t)
+				p := filepath.Join(dir, name)
+				_ = os.MkdirAll(filepath.Dir(p), 0o700)
+				_ = os.Chown(filepath.Dir(p), u.uid, u.gid)
+				if kind == "fifo" {
+					if err := syscall.Mkfifo(p, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				} else if err := os.Symlink("/dev/zero", p); err != nil {
+					t.Fatal(err)
+				}
+				_ = os.Lchown(p, u.uid, u.gid)
+				t0 := time.Now()
+				r := u.ctl(t, d.sock, "start", dir, "--", "sleep", "100")
+				if time.Since(t0) > 10*time.Second {
+					t.Errorf("%s as %s: start took %v", kind, name, time.Since(t0))
+				}
+				if r.code == 0 {
+					id := strings.Fields(r.stdout)[len(strings.Fields(r.stdout))-1]
+					if rs := u.ctl(t, d.sock, "stop", id); rs.code != 0 {
+						t.Errorf("%s as %s: stop:\n%s", kind, name, rs)
+					}
+				} else if !strings.Contains(r.stderr, "not a regular file") && !strings.Contains(r.stderr, "FIFO") && !strings.Contains(r.stderr, "device") {
+					t.Errorf("%s as %s: start failed without saying why:\n%s", kind, name, r)
+				}
+			}
+		}
+		if rss := daemonRSS(t, d); rss > 64<<20 {
+			t.Errorf("daemon RSS %d MiB after /dev/zero inputs", rss>>20)
+		}
+	})
+
+	t.Run("another user's sessions are not visible", func(t *testing.T) {
+		rootID := d.start(project(t), "--", "sleep", "100")
+		if r := u.ctl(t, d.sock, "inspect", rootID); r.code != 1 || !strings.Contains(r.stderr, "no session") {
+			t.Errorf("the user inspected root's session:\n%s", r)
+		}
+		if r := u.ctl(t, d.sock, "stop", rootID); r.code != 1 {
+			t.Errorf("the user stopped root's session:\n%s", r)
+		}
+	})
+}
+
+func mustRun(t *testing.T, name string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+	}
+}
+
+// daemonRSS is the daemon's resident memory in bytes.
+func daemonRSS(t *testing.T, d *daemon) int64 {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", d.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
