@@ -32,13 +32,22 @@ func testServer() int {
 	d := newFakeDaemon()
 	d.extendCap = 30 * time.Minute
 	d.blockCheckpoint = os.Getenv("SESSIOND_MCP_TEST_BLOCK") != ""
+	recorded := make(chan struct{})
 	go func() {
+		defer close(recorded)
 		<-d.checkpointStart
 		fmt.Fprintln(os.Stderr, "checkpoint started")
 		err := <-d.checkpointDone
 		os.WriteFile(os.Getenv("SESSIOND_MCP_TEST_RECORD"), []byte(fmt.Sprint(err)), 0o600)
 	}()
 	err := ServeStdio(context.Background(), d, Options{SessionID: os.Getenv("SESSIOND_SESSION_ID"), Version: "test"})
+	if d.blockCheckpoint {
+		// The call in flight ends after the connection: wait for its record.
+		select {
+		case <-recorded:
+		case <-time.After(10 * time.Second):
+		}
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sessionctl mcp:", err)
 		return 1

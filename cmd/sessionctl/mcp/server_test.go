@@ -126,7 +126,7 @@ func TestTimeRemaining(t *testing.T) {
 	if isErr {
 		t.Fatalf("error: %s", text)
 	}
-	want := remainingOutput{State: "running", Deadline: "2026-11-29T15:30:00Z", WarnAt: "2026-11-29T15:00:00Z", Left: "1h30m0s", SecondsLeft: 5400,
+	want := remainingOutput{Message: "1h30m0s left (deadline 2026-11-29T15:30:00Z). Tokens: 120000 of 1000000. Cost: $1.50 of $10.00.", State: "running", Deadline: "2026-11-29T15:30:00Z", WarnAt: "2026-11-29T15:00:00Z", Left: "1h30m0s", SecondsLeft: 5400,
 		MayExtend: "20m0s", Tokens: 120000, MaxTokens: 1000000, MaxCostUSD: 10}
 	if out.CostUSD == nil || *out.CostUSD != 1.5 {
 		t.Errorf("cost %v, want 1.5", out.CostUSD)

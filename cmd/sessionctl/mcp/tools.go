@@ -94,6 +94,7 @@ func (t *tools) addExtend(s *sdk.Server, cap time.Duration, known bool) {
 type noInput struct{}
 
 type remainingOutput struct {
+	Message     string   `json:"message" jsonschema:"the result in a sentence, for the model: some clients pass on only the structured result"`
 	State       string   `json:"state" jsonschema:"the session's state: running, warned, stopping"`
 	Deadline    string   `json:"deadline,omitempty" jsonschema:"when sessiond stops the session (RFC 3339); absent when it has no deadline"`
 	WarnAt      string   `json:"warn_at,omitempty" jsonschema:"when the warning comes (RFC 3339)"`
@@ -143,7 +144,8 @@ func (t *tools) remaining(ctx context.Context, _ *sdk.CallToolRequest, _ noInput
 			fmt.Fprintf(&b, " Cost budget: $%.2f.", r.Budget.MaxCostUSD)
 		}
 	}
-	return textResult(b.String()), out, nil
+	out.Message = b.String()
+	return textResult(out.Message), out, nil
 }
 
 type reportInput struct {
@@ -194,6 +196,7 @@ func reportSchema() *jsonschema.Schema {
 }
 
 type reportOutput struct {
+	Message  string          `json:"message" jsonschema:"the result in a sentence, for the model: some clients pass on only the structured result"`
 	Recorded []string        `json:"recorded" jsonschema:"the fields recorded"`
 	Blockers []blockerOutput `json:"blockers" jsonschema:"the open blockers after the report"`
 }
@@ -216,7 +219,8 @@ func (t *tools) report(ctx context.Context, _ *sdk.CallToolRequest, in reportInp
 		return nil, reportOutput{}, err
 	}
 	out := reportOutput{Recorded: fields, Blockers: blockersOut(res.Blockers)}
-	return textResult(fmt.Sprintf("Recorded %s; %d open blockers.", strings.Join(fields, ", "), len(res.Blockers))), out, nil
+	out.Message = fmt.Sprintf("Recorded %s; %d open blockers.", strings.Join(fields, ", "), len(res.Blockers))
+	return textResult(out.Message), out, nil
 }
 
 // report checks the input beyond the schema and converts it.
@@ -274,10 +278,11 @@ func (in reportInput) report() (Report, []string, error) {
 }
 
 type checkpointOutput struct {
-	ID           string `json:"id,omitempty" jsonschema:"the checkpoint's commit, absent when none was taken"`
-	FilesChanged int    `json:"files_changed" jsonschema:"files changed since the previous checkpoint"`
-	Message      string `json:"message,omitempty"`
-	Skipped      string `json:"skipped,omitempty" jsonschema:"why no checkpoint was taken"`
+	Message       string `json:"message" jsonschema:"the result in a sentence, for the model: some clients pass on only the structured result"`
+	ID            string `json:"id,omitempty" jsonschema:"the checkpoint's commit, absent when none was taken"`
+	FilesChanged  int    `json:"files_changed" jsonschema:"files changed since the previous checkpoint"`
+	CommitMessage string `json:"commit_message,omitempty" jsonschema:"the checkpoint commit's message"`
+	Skipped       string `json:"skipped,omitempty" jsonschema:"why no checkpoint was taken"`
 }
 
 func (t *tools) checkpoint(ctx context.Context, _ *sdk.CallToolRequest, _ noInput) (*sdk.CallToolResult, checkpointOutput, error) {
@@ -285,7 +290,7 @@ func (t *tools) checkpoint(ctx context.Context, _ *sdk.CallToolRequest, _ noInpu
 	if err != nil {
 		return nil, checkpointOutput{}, err
 	}
-	out := checkpointOutput(c)
+	out := checkpointOutput{ID: c.ID, FilesChanged: c.FilesChanged, CommitMessage: c.Message, Skipped: c.Skipped}
 	text := fmt.Sprintf("Checkpoint %s taken (%d files changed).", c.ID, c.FilesChanged)
 	if c.ID == "" {
 		text = "No checkpoint taken: " + c.Skipped
@@ -293,10 +298,12 @@ func (t *tools) checkpoint(ctx context.Context, _ *sdk.CallToolRequest, _ noInpu
 			text = "No checkpoint taken: nothing changed since the last one."
 		}
 	}
+	out.Message = text
 	return textResult(text), out, nil
 }
 
 type handoffOutput struct {
+	Message     string          `json:"message" jsonschema:"the result in a sentence, for the model: some clients pass on only the structured result"`
 	Previous    *previousOutput `json:"previous,omitempty" jsonschema:"the previous session's handoff; absent for the project's first session"`
 	NextTask    *taskOutput     `json:"next_task,omitempty" jsonschema:"the most urgent task of the feature list not done yet"`
 	NextActions []string        `json:"next_actions,omitempty"`
@@ -358,7 +365,8 @@ func (t *tools) handoff(ctx context.Context, _ *sdk.CallToolRequest, _ noInput) 
 	for i, a := range b.NextActions {
 		text = append(text, fmt.Sprintf("Next action %d: %s", i+1, a))
 	}
-	return textResult(strings.Join(text, "\n")), out, nil
+	out.Message = strings.Join(text, "\n")
+	return textResult(out.Message), out, nil
 }
 
 type extendInput struct {
@@ -366,6 +374,7 @@ type extendInput struct {
 }
 
 type extendOutput struct {
+	Message   string `json:"message" jsonschema:"the result in a sentence, for the model: some clients pass on only the structured result"`
 	Deadline  string `json:"deadline" jsonschema:"the new deadline (RFC 3339)"`
 	Left      string `json:"left" jsonschema:"the time left now"`
 	MayExtend string `json:"may_extend" jsonschema:"how much more the deadline may still be extended"`
@@ -383,7 +392,8 @@ func (t *tools) extend(ctx context.Context, _ *sdk.CallToolRequest, in extendInp
 		return nil, extendOutput{}, err
 	}
 	out := extendOutput{Deadline: formatTime(e.Deadline), Left: formatDuration(max(e.Left, 0).Round(time.Second)), MayExtend: formatDuration(max(e.ExtendLeft, 0))}
-	return textResult(fmt.Sprintf("Deadline moved to %s: %s left; %s more may still be added.", out.Deadline, out.Left, out.MayExtend)), out, nil
+	out.Message = fmt.Sprintf("Deadline moved to %s: %s left; %s more may still be added.", out.Deadline, out.Left, out.MayExtend)
+	return textResult(out.Message), out, nil
 }
 
 func blockersOut(bs []Blocker) []blockerOutput {
