@@ -6,11 +6,10 @@ import "strings"
 // the agents use (commander for Claude Code, clap for Codex).
 type valueKind uint8
 
+// The zero valueKind is an option that takes no value (a flag).
 const (
-	// flagOnly takes no value.
-	flagOnly valueKind = iota
 	// oneValue takes the next argument (or =value).
-	oneValue
+	oneValue valueKind = iota + 1
 	// optionalValue takes the next argument unless it starts with "-".
 	optionalValue
 	// manyValues takes every following argument up to the next one that

@@ -140,14 +140,6 @@ func optionArgs(args []string, s cliScan) []string {
 	return out
 }
 
-func optionNames(opts []cliOption) []string {
-	names := make([]string, len(opts))
-	for i, o := range opts {
-		names[i] = o.Name
-	}
-	return names
-}
-
 func codexHasHelp(opts []cliOption) bool {
 	for _, o := range opts {
 		switch o.Name {

@@ -18,7 +18,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -57,7 +56,8 @@ func build() (string, error) {
 	}
 	gobin, err := exec.LookPath("go")
 	if err != nil {
-		gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		os.RemoveAll(dir)
+		return "", err
 	}
 	for name, pkg := range map[string]string{"claude": claudePackage, "codex": codexPackage} {
 		cmd := exec.Command(gobin, "build", "-o", filepath.Join(dir, name), pkg)

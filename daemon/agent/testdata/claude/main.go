@@ -118,6 +118,7 @@ func parse(args []string) (cli, error) {
 		case "--max-budget-usd":
 			v, err := strconv.ParseFloat(first, 64)
 			if err != nil || v <= 0 {
+				//lint:ignore ST1005 the real CLI's message
 				return c, fmt.Errorf("Error: --max-budget-usd must be a positive number")
 			}
 			c.maxBudget = v
