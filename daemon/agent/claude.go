@@ -460,6 +460,10 @@ func isRegular(path string) bool {
 }
 
 // ParseHook reads the JSON that Claude Code writes to a hook's stdin.
+// claudeBulkyMembers are the members of a tool event that can be large and
+// after which it carries nothing sessiond reads.
+var claudeBulkyMembers = map[string]bool{"tool_response": true}
+
 func (a claudeCode) ParseHook(payload []byte, interactive bool) (Event, error) {
 	var f struct {
 		sessionID, transcript, cwd, event, source, prompt, promptID   string
@@ -470,6 +474,8 @@ func (a claudeCode) ParseHook(payload []byte, interactive bool) (Event, error) {
 		"hook_event_name": &f.event, "source": &f.source, "prompt": &f.prompt, "prompt_id": &f.promptID,
 		"tool_name": &f.tool, "notification_type": &f.notificationType, "message": &f.message,
 		"reason": &f.reason, "last_assistant_message": &f.lastMessage, "trigger": &f.trigger,
+	}, claudeBulkyMembers, func() bool {
+		return f.event != "" && f.tool != "" && f.sessionID != "" && f.transcript != "" && f.cwd != ""
 	})
 	if err != nil {
 		return Event{}, err

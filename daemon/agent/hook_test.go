@@ -132,7 +132,8 @@ func TestHookBadPayloads(t *testing.T) {
 		{"event not a string", ClaudeCode, `{"hook_event_name":42}`, ErrBadPayload, ""},
 		{"id not a UUID", ClaudeCode, `{"hook_event_name":"Stop","session_id":"../../etc"}`, nil, "session_id"},
 		{"relative transcript", ClaudeCode, `{"hook_event_name":"Stop","transcript_path":"x.jsonl"}`, nil, "not absolute"},
-		{"cut after event", ClaudeCode, `{"hook_event_name":"PostToolUse","tool_name":"Read","tool_response":{"content":"aaaa`, nil, "cut short"},
+		{"cut after event", ClaudeCode, `{"hook_event_name":"PostToolUse","tool_name":"Read","tool_input":{"file_path":"aaaa`, nil, "cut short"},
+		{"cut in the tool's output", ClaudeCode, `{"session_id":"` + id + `","transcript_path":"/t.jsonl","cwd":"/p","hook_event_name":"PostToolUse","tool_name":"Read","tool_response":{"content":"aaaa`, nil, ""},
 		{"codex empty", Codex, "", ErrBadPayload, ""},
 		{"codex not JSON", Codex, "{", ErrBadPayload, ""},
 		{"codex no type", Codex, `{"thread-id":"` + id + `"}`, ErrBadPayload, ""},
@@ -154,6 +155,12 @@ func TestHookBadPayloads(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tc.notice == "" {
+				if len(ev.Notices) != 0 || ev.ConversationID != id || ev.State != StateWorking {
+					t.Errorf("event %+v: want it whole, with no notice", ev)
+				}
+				return
 			}
 			if len(ev.Notices) != 1 || !strings.Contains(ev.Notices[0], tc.notice) {
 				t.Errorf("notices %q, want one about %q", ev.Notices, tc.notice)

@@ -18,7 +18,11 @@ const MaxPayload = 4 << 20
 // or a broken pipe) still yields the members before the cut: complete
 // reports whether the object was read to its end. err is set only when not
 // even the object's start could be read.
-func readMembers(payload []byte, want map[string]*string) (complete bool, err error) {
+//
+// At a member named in last, once done() says everything needed is there,
+// it stops: a tool's output (PostToolUse's tool_response) can be megabytes,
+// and nothing after it matters.
+func readMembers(payload []byte, want map[string]*string, last map[string]bool, done func() bool) (complete bool, err error) {
 	if len(payload) > MaxPayload {
 		payload = payload[:MaxPayload]
 	}
@@ -36,6 +40,9 @@ func readMembers(payload []byte, want map[string]*string) (complete bool, err er
 			return false, nil
 		}
 		key, _ := tok.(string)
+		if last[key] && done() {
+			return true, nil
+		}
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
 			return false, nil
