@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/daemon/checkpoint"
+	"github.com/sessiond/sessiond/daemon/session"
 	"github.com/sessiond/sessiond/daemon/state"
 	"github.com/sessiond/sessiond/ipc"
+	"go.uber.org/zap"
 )
 
 // ListProjects implements ipc.Projects.
@@ -88,8 +90,13 @@ func (d *Daemon) ProjectSession(ctx context.Context, c ipc.Caller, p ipc.Project
 	if st == nil {
 		return nil, ipc.NotFound("%s has no session state", dir)
 	}
-	out := &ipc.ProjectSession{Summary: state.RestoreSummary(st, time.Now())}
-	if err := convert(st, &out.State); err != nil {
+	// Progress and the next task as the feature list stands now, and what
+	// changed since the state was written.
+	spec, _ := projectSpec(proj, d.cfg.Defaults.Clone())
+	feats, ferr := proj.LoadFeatures(spec.FeatureList)
+	view, notes := session.ProjectView(st, feats, ferr)
+	out := &ipc.ProjectSession{Summary: state.RestoreSummary(view, time.Now(), notes...), Notices: notes}
+	if err := convert(view, &out.State); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -150,6 +157,14 @@ func (d *Daemon) RestoreProject(ctx context.Context, c ipc.Caller, p ipc.Project
 	saved, restored, err := d.ckpt.Restore(ctx, dir, req.Checkpoint)
 	if err != nil {
 		return nil, ipc.Conflict("restore %s to %s: %w", dir, req.Checkpoint, err)
+	}
+	// The next start says the tree was restored, as a cause of what
+	// changed in the feature list.
+	if st, err := proj.LoadSessionState(); err == nil && st != nil {
+		st.LastRestore = &state.Restore{Checkpoint: restored.ID, At: time.Now()}
+		if err := proj.SaveSessionState(st); err != nil {
+			d.log.Warn("record the restore in the session state", zap.Error(err))
+		}
 	}
 	return &ipc.RestoreResponse{Saved: ipc.CheckpointResult(saved), Restored: wireCheckpoint(restored)}, nil
 }

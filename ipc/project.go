@@ -105,6 +105,25 @@ type SessionState struct {
 	ProgressPct    float64      `json:"progress_pct"`
 	TasksDone      int          `json:"tasks_done,omitempty"`
 	TasksTotal     int          `json:"tasks_total,omitempty"`
+	NextFrom       string       `json:"next_from,omitempty"`
+	PassingTasks   []TaskID     `json:"passing_tasks,omitempty"`
+	BlockerSeq     int          `json:"blocker_seq,omitempty"`
+	SessionsSince  int          `json:"sessions_since,omitempty"`
+	RecentRuns     []Run        `json:"recent_runs,omitempty"`
+	LastRestore    *Restore     `json:"last_restore,omitempty"`
+}
+
+// Run is how a session that did nothing worth a summary ended.
+type Run struct {
+	SessionID string    `json:"session_id"`
+	EndReason string    `json:"end_reason"`
+	EndedAt   time.Time `json:"ended_at"`
+}
+
+// Restore records a restore of the work tree to a checkpoint.
+type Restore struct {
+	Checkpoint string    `json:"checkpoint"`
+	At         time.Time `json:"at"`
 }
 
 // LastSession describes the session that last ended in a project.

@@ -94,6 +94,12 @@ type Session struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Report is what the agent reported from inside the session.
 	Report *Report `json:"report,omitempty"`
+	// Blockers are the project's open blockers as the session knows them
+	// (those of the state at its start, with those reported since), and
+	// ResolvedBlockers those it resolved; BlockerSeq is the last id given.
+	Blockers         []Blocker `json:"blockers,omitempty"`
+	ResolvedBlockers []Blocker `json:"resolved_blockers,omitempty"`
+	BlockerSeq       int       `json:"blocker_seq,omitempty"`
 	// HandoffPath is where the session's handoff was written.
 	HandoffPath string `json:"handoff_path,omitempty"`
 	// Usage is what the session's process tree uses now, when asked for
@@ -267,11 +273,14 @@ type ErrorBody struct {
 }
 
 // Report is what the agent told sessiond about its work, through
-// sessionctl report; later reports replace the fields they give.
+// sessionctl report; later reports replace the fields they give, except
+// blockers: Blockers adds questions (each gets an id) and Resolve resolves
+// open ones by id ("3", or "all").
 type Report struct {
 	Summary    string   `json:"summary,omitempty"`
 	Next       []string `json:"next,omitempty"`
 	Blockers   []string `json:"blockers,omitempty"`
+	Resolve    []string `json:"resolve,omitempty"`
 	Plan       string   `json:"plan,omitempty"`
 	Progress   *float64 `json:"progress,omitempty"`
 	Task       string   `json:"task,omitempty"`

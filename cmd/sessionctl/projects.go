@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -196,7 +197,7 @@ func (a *app) reportCmd() *cobra.Command {
 	var progress float64
 	var session string
 	cmd := &cobra.Command{
-		Use:   "report [--summary S] [--next A]... [--blocker Q]... [--plan P] [--progress PCT] [--task T] [--step N/M] [--status S]",
+		Use:   "report [--summary S] [--next A]... [--blocker Q]... [--resolve ID|all]... [--plan P] [--progress PCT] [--task T] [--step N/M] [--status S]",
 		Short: "Record what the agent knows, from inside a session (uses SESSIOND_SESSION_ID)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -216,12 +217,20 @@ func (a *app) reportCmd() *cobra.Command {
 			if !cmd.Flags().Changed("blocker") {
 				r.Blockers = nil
 			}
+			for _, id := range r.Resolve {
+				if id == "all" {
+					continue
+				}
+				if n, err := strconv.Atoi(strings.TrimPrefix(id, "#")); err != nil || n <= 0 {
+					return usageErr("--resolve %q: want a blocker id (sessionctl state lists them) or all", id)
+				}
+			}
 			given := false
-			for _, name := range []string{"summary", "next", "blocker", "plan", "progress", "task", "step", "status", "last-action"} {
+			for _, name := range []string{"summary", "next", "blocker", "resolve", "plan", "progress", "task", "step", "status", "last-action"} {
 				given = given || cmd.Flags().Changed(name)
 			}
 			if !given {
-				return usageErr("nothing to report: give at least one of --summary, --next, --blocker, --plan, --progress, --task, --step, --status")
+				return usageErr("nothing to report: give at least one of --summary, --next, --blocker, --resolve, --plan, --progress, --task, --step, --status")
 			}
 			got, err := a.client.Report(cmd.Context(), id, r)
 			if err != nil {
@@ -237,7 +246,8 @@ func (a *app) reportCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&r.Summary, "summary", "", "what this session did (≤ 500 characters)")
 	f.StringArrayVar(&r.Next, "next", nil, "a next action for the next session (repeatable, ≤ 5)")
-	f.StringArrayVar(&r.Blockers, "blocker", nil, "a question that needs a human (repeatable)")
+	f.StringArrayVar(&r.Blockers, "blocker", nil, "a question that needs a human: opens a blocker with an id (repeatable)")
+	f.StringArrayVar(&r.Resolve, "resolve", nil, "resolve the open blocker with this id, or all of them (repeatable)")
 	f.StringVar(&r.Plan, "plan", "", "the current plan")
 	f.Float64Var(&progress, "progress", 0, "progress in percent, 0 to 100")
 	f.StringVar(&r.Task, "task", "", "the task being worked on")

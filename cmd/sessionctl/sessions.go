@@ -437,8 +437,24 @@ func (a *app) remainingCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if !ipc.Live(rec.State) {
+				// An ended session has no time left to tell: say how it
+				// ended, and fail, so that a script does not read 0s as "go on".
+				if a.json {
+					_ = a.printJSON(remaining{SessionID: rec.ID, Deadline: rec.Deadline, WarnAt: rec.WarnAt, State: rec.State})
+				}
+				when := ""
+				if rec.EndedAt != nil {
+					when = " at " + rec.EndedAt.Local().Format(time.RFC3339)
+				}
+				how := rec.State
+				if rec.EndReason != "" {
+					how = rec.EndReason
+				}
+				return &exitError{exitFailed, fmt.Errorf("session %s has ended (%s)%s: no time left", rec.ID, ipc.TerminalLine(how), when)}
+			}
 			left := time.Until(rec.Deadline).Round(time.Second)
-			if !ipc.Live(rec.State) || left < 0 {
+			if left < 0 {
 				left = 0
 			}
 			r := remaining{SessionID: rec.ID, Deadline: rec.Deadline, WarnAt: rec.WarnAt, Seconds: int64(left / time.Second),

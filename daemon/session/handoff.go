@@ -3,6 +3,7 @@ package session
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,17 +34,145 @@ type accountInput struct {
 	Now      time.Time
 }
 
-// completed returns the features that turned passing during the session.
-func (in accountInput) completed() []state.TaskID {
-	if in.FeaturesErr != nil {
-		return nil
+// account is what happened and what is next: one value, made once at an
+// end from the sources in their precedence — the agent's reports of this
+// session, then the feature list as it is on disk now, then the previous
+// state — and rendered into the handoff, session_state.json and the
+// progress entry (and, at the next start, context.md), so that every view
+// says the same next task, progress and blockers.
+type account struct {
+	// meaningful is false for a session that reported nothing, changed no
+	// file and completed nothing: it does not replace the last summary.
+	meaningful bool
+	summary    string
+	completed  []state.Feature
+	// progress is known when the feature list or a report says it.
+	progress struct {
+		known       bool
+		pct         float64
+		done, total int
 	}
-	return state.Completed(in.FeaturesAtStart, in.Features)
+	next     []string
+	nextFrom string
+	task     string
+	status   string
+	step     [2]int
+	open     []state.Blocker
+	resolved []state.Blocker
+	seq      int
+	passing  []state.TaskID
 }
 
-// buildHandoff makes handoff.json from what the daemon saw and what the
-// agent reported.
+// nextLimit is how many next actions every view shows.
+const nextLimit = state.MaxNextActions
+
+func makeAccount(in accountInput) account {
+	var a account
+	rep, rec := in.Report, in.Rec
+	featuresOK := in.FeaturesErr == nil && len(in.Features) > 0
+
+	// Completed: features that turned passing during the session.
+	if featuresOK {
+		byKey := map[string]state.Feature{}
+		for _, f := range in.Features {
+			byKey[f.Key().String()] = f
+		}
+		for _, id := range state.Completed(in.FeaturesAtStart, in.Features) {
+			a.completed = append(a.completed, byKey[id.String()])
+		}
+		for _, f := range in.Features {
+			if f.Passes && !f.Key().IsZero() {
+				a.passing = append(a.passing, f.Key())
+			}
+		}
+	}
+
+	// The task: the reported one, else the feature list's next at the
+	// start; completed if the agent says so or the feature turned passing.
+	a.task = rep.Task
+	if a.task == "" && in.FeaturesErr == nil {
+		if next := state.NextTasks(in.FeaturesAtStart, 1); len(next) > 0 {
+			a.task = next[0].Description
+		}
+	}
+	a.step[0], a.step[1] = parseStep(rep.Step)
+	a.status = taskStatus(in.Reason, rep)
+	// A task that turned passing is done, whoever named it.
+	for _, f := range a.completed {
+		if a.task == f.Description || a.task == f.Key().String() {
+			a.status = state.TaskCompleted
+		}
+	}
+
+	// Blockers: those open at the end of the session, with their ids; one
+	// raised in this session blocks the task unless the agent says more.
+	a.open, a.resolved = wireToBlockers(rec.Blockers), wireToBlockers(rec.ResolvedBlockers)
+	a.seq = rec.BlockerSeq
+	seqAtStart := 0
+	if in.Previous != nil {
+		seqAtStart = in.Previous.BlockerSeq
+	}
+	for _, b := range a.open {
+		if b.ID > seqAtStart && rep.Status == "" && a.status != state.TaskCompleted {
+			a.status = state.TaskBlocked
+		}
+	}
+
+	// Next: the agent's words, else the feature list's open items, else
+	// what the previous state said.
+	switch {
+	case len(rep.Next) > 0:
+		a.next, a.nextFrom = append([]string(nil), rep.Next...), state.NextFromReport
+	case in.FeaturesErr == nil && len(in.Features) > 0:
+		for _, f := range state.NextTasks(in.Features, nextLimit) {
+			a.next = append(a.next, featureLine(f))
+		}
+		a.nextFrom = state.NextFromFeatures
+	case in.Previous != nil:
+		a.next, a.nextFrom = append([]string(nil), in.Previous.NextActions...), in.Previous.NextFrom
+	}
+	if len(a.next) > nextLimit {
+		a.next = a.next[:nextLimit]
+	}
+
+	// Progress: the feature list, else the report, else the previous.
+	switch {
+	case featuresOK:
+		p := state.Progress(in.Features)
+		a.progress.known, a.progress.pct, a.progress.done, a.progress.total = true, math.Round(p.Pct*10)/10, p.Done, p.Total
+	case rep.Progress != nil:
+		a.progress.known, a.progress.pct = true, *rep.Progress
+	case in.Previous != nil:
+		a.progress.known, a.progress.pct = true, in.Previous.ProgressPct
+		a.progress.done, a.progress.total = in.Previous.TasksDone, in.Previous.TasksTotal
+	}
+
+	a.meaningful = reported(rep) || len(rec.FilesChanged) > 0 || len(a.completed) > 0 || len(a.resolved) > 0 ||
+		a.seq > seqAtStart
+	a.summary = rep.Summary
+	return a
+}
+
+// reported tells whether the agent said anything in the session.
+func reported(r ipc.Report) bool {
+	return r.Summary != "" || len(r.Next) > 0 || r.Plan != "" || r.Progress != nil || r.Task != "" ||
+		r.Step != "" || r.Status != "" || r.LastAction != ""
+}
+
+func wireToBlockers(bs []ipc.Blocker) []state.Blocker {
+	out := make([]state.Blocker, 0, len(bs))
+	for _, b := range bs {
+		out = append(out, state.Blocker{ID: b.ID, Question: b.Question, Priority: b.Priority})
+	}
+	return out
+}
+
+func blockerLine(b state.Blocker) string { return fmt.Sprintf("#%d %s", b.ID, b.Question) }
+
+// buildHandoff renders the account as handoff.json, with what only the
+// supervisor saw: times, exit status, git, files, output.
 func buildHandoff(in accountInput) *state.Handoff {
+	a := makeAccount(in)
 	rec, rep := in.Rec, in.Report
 	h := &state.Handoff{
 		SessionID: rec.ID, ProjectDir: rec.ProjectDir, Command: rec.Command,
@@ -51,15 +180,18 @@ func buildHandoff(in accountInput) *state.Handoff {
 		ExitCode: rec.ExitCode, Signal: rec.Signal, Restarts: rec.Restarts,
 		FilesChanged: rec.FilesChanged, LastFileEdited: rec.LastFileEdited,
 		Checkpoint: rec.LastCheckpoint, LogTail: in.LogTail,
-		TaskAttempted: rep.Task, LastActionTaken: rep.LastAction,
-		RecommendedNextSteps: append([]string(nil), rep.Next...),
+		TaskAttempted: a.task, TaskStatus: a.status, CurrentStep: a.step[0], TotalSteps: a.step[1],
+		LastActionTaken:      rep.LastAction,
+		RecommendedNextSteps: append([]string(nil), a.next...),
 		Warnings:             append([]string(nil), rec.Warnings...),
 		DevServerWasRunning:  rec.DevServerWasRunning,
 	}
-	h.CurrentStep, h.TotalSteps = parseStep(rep.Step)
-	h.TaskStatus = taskStatus(in.Reason, rep)
-	if len(rep.Blockers) > 0 {
-		h.BlockedReason = strings.Join(rep.Blockers, "; ")
+	if len(a.open) > 0 {
+		var qs []string
+		for _, b := range a.open {
+			qs = append(qs, blockerLine(b))
+		}
+		h.BlockedReason = strings.Join(qs, "; ")
 		h.BlockedNeedsHuman = true
 	}
 	if w := in.Reason.policy().warning; w != nil {
@@ -73,18 +205,6 @@ func buildHandoff(in accountInput) *state.Handoff {
 		}
 		if g.IndexLock {
 			h.Warnings = append(h.Warnings, "a stale .git/index.lock is present: a git command was killed mid-write; remove it once no git process runs")
-		}
-	}
-	if in.FeaturesErr == nil {
-		if h.TaskAttempted == "" {
-			if next := state.NextTasks(in.FeaturesAtStart, 1); len(next) > 0 {
-				h.TaskAttempted = next[0].Description
-			}
-		}
-		if len(h.RecommendedNextSteps) == 0 {
-			for _, f := range state.NextTasks(in.Features, 3) {
-				h.RecommendedNextSteps = append(h.RecommendedNextSteps, featureLine(f))
-			}
 		}
 	}
 	return h
@@ -107,9 +227,6 @@ func taskStatus(reason Reason, rep ipc.Report) string {
 	case state.TaskCompleted, state.TaskInProgress, state.TaskBlocked, state.TaskFailed:
 		return rep.Status
 	}
-	if len(rep.Blockers) > 0 {
-		return state.TaskBlocked
-	}
 	return reason.policy().status
 }
 
@@ -120,61 +237,54 @@ func featureLine(f state.Feature) string {
 	return fmt.Sprintf("%s (Task #%s)", f.Description, f.Key())
 }
 
-// buildSessionState makes the project's new session_state.json from the
-// previous one, the report and the feature list.
+// buildSessionState renders the account as the project's new
+// session_state.json over the previous one. A session that did nothing
+// leaves last_session alone and is counted in sessions_since.
 func buildSessionState(in accountInput, h *state.Handoff) *state.SessionState {
+	a := makeAccount(in)
 	st := &state.SessionState{}
 	if in.Previous != nil {
 		c := *in.Previous
 		st = &c
 	}
-	rep, completed := in.Report, in.completed()
-	summary := rep.Summary
-	if summary == "" {
-		summary = autoSummary(h, in.Features, completed)
+	var completed []state.TaskID
+	for _, f := range a.completed {
+		completed = append(completed, f.Key())
 	}
-	st.LastSession = &state.LastSession{Summary: summary, CompletedTasks: completed, Timestamp: in.Now,
-		SessionID: in.Rec.ID, EndReason: h.EndReason}
-	if len(rep.Next) > 0 {
-		st.NextActions = append([]string(nil), rep.Next...)
-	} else if in.FeaturesErr == nil && (len(completed) > 0 || len(st.NextActions) == 0) {
-		// Without a report, the previous next actions stand until the
-		// feature list moves.
-		st.NextActions = nil
-		for _, f := range state.NextTasks(in.Features, 5) {
-			st.NextActions = append(st.NextActions, featureLine(f))
+	if a.meaningful || st.LastSession == nil {
+		summary := a.summary
+		if summary == "" {
+			summary = autoSummary(h, a)
 		}
+		st.LastSession = &state.LastSession{Summary: summary, CompletedTasks: completed, Timestamp: in.Now,
+			SessionID: in.Rec.ID, EndReason: h.EndReason}
+		st.SessionsSince, st.RecentRuns = 0, nil
+	} else {
+		st.SessionsSince++
+		st.RecentRuns = append(slices.Clone(st.RecentRuns), state.Run{SessionID: in.Rec.ID, EndReason: h.EndReason, EndedAt: in.Now})
 	}
-	if rep.Plan != "" {
-		st.CurrentPlan = rep.Plan
+	st.NextActions, st.NextFrom = append([]string(nil), a.next...), a.nextFrom
+	if in.Report.Plan != "" {
+		st.CurrentPlan = in.Report.Plan
 	}
-	if rep.Blockers != nil {
-		st.ActiveBlockers = nil
-		for i, q := range rep.Blockers {
-			st.ActiveBlockers = append(st.ActiveBlockers, state.Blocker{ID: i + 1, Question: q, Priority: "high"})
-		}
+	st.ActiveBlockers = append([]state.Blocker{}, a.open...)
+	st.BlockerSeq = max(st.BlockerSeq, a.seq)
+	if a.progress.known {
+		st.ProgressPct, st.TasksDone, st.TasksTotal = a.progress.pct, a.progress.done, a.progress.total
 	}
-	if in.FeaturesErr == nil && len(in.Features) > 0 {
-		p := state.Progress(in.Features)
-		st.ProgressPct = math.Round(p.Pct*10) / 10
-		st.TasksDone, st.TasksTotal = p.Done, p.Total
-	} else if rep.Progress != nil {
-		st.ProgressPct = *rep.Progress
+	if in.FeaturesErr == nil {
+		st.PassingTasks = a.passing
 	}
 	return st
 }
 
 // autoSummary describes a session the agent did not describe itself.
-func autoSummary(h *state.Handoff, feats []state.Feature, completed []state.TaskID) string {
+func autoSummary(h *state.Handoff, a account) string {
 	var parts []string
-	if len(completed) > 0 {
-		byID := map[string]string{}
-		for _, f := range feats {
-			byID[f.Key().String()] = f.Description
-		}
+	if len(a.completed) > 0 {
 		var done []string
-		for _, id := range completed {
-			done = append(done, fmt.Sprintf("Task #%s (%s)", id, byID[id.String()]))
+		for _, f := range a.completed {
+			done = append(done, fmt.Sprintf("Task #%s (%s)", f.Key(), f.Description))
 		}
 		parts = append(parts, "Completed "+strings.Join(done, ", "))
 	}
@@ -194,27 +304,36 @@ func autoSummary(h *state.Handoff, feats []state.Feature, completed []state.Task
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-// buildProgressEntry makes the session's progress-log entry.
+// buildProgressEntry renders the account as the session's progress-log
+// entry: each item under one heading only.
 func buildProgressEntry(in accountInput, h *state.Handoff) state.ProgressEntry {
+	a := makeAccount(in)
 	rep := in.Report
-	e := state.ProgressEntry{Time: in.Now, SessionID: in.Rec.ID, EndReason: h.EndReason,
-		NextSteps: h.RecommendedNextSteps, Blocked: rep.Blockers}
-	byID := map[string]string{}
-	for _, f := range in.Features {
-		byID[f.Key().String()] = f.Description
+	e := state.ProgressEntry{Time: in.Now, SessionID: in.Rec.ID, EndReason: h.EndReason, NextSteps: a.next}
+	done := map[string]bool{}
+	for _, f := range a.completed {
+		e.Completed = append(e.Completed, fmt.Sprintf("%s (Task #%s)", f.Description, f.Key()))
+		done[f.Description], done[f.Key().String()] = true, true
 	}
-	for _, id := range in.completed() {
-		e.Completed = append(e.Completed, fmt.Sprintf("%s (Task #%s)", byID[id.String()], id))
+	if a.task != "" && !done[a.task] {
+		item := a.task
+		if a.step[1] > 0 {
+			item += fmt.Sprintf(" (step %d/%d)", a.step[0], a.step[1])
+		}
+		if a.status == state.TaskCompleted {
+			e.Completed = append(e.Completed, item)
+		} else {
+			e.InProgress = append(e.InProgress, item)
+		}
+	}
+	for _, b := range a.open {
+		e.Blocked = append(e.Blocked, blockerLine(b))
+	}
+	for _, b := range a.resolved {
+		e.Resolved = append(e.Resolved, blockerLine(b))
 	}
 	if rep.Summary != "" {
 		e.Notes = append(e.Notes, rep.Summary)
-	}
-	if h.TaskStatus != state.TaskCompleted && h.TaskAttempted != "" {
-		item := h.TaskAttempted
-		if h.TotalSteps > 0 {
-			item += fmt.Sprintf(" (step %d/%d)", h.CurrentStep, h.TotalSteps)
-		}
-		e.InProgress = append(e.InProgress, item)
 	}
 	e.Notes = append(e.Notes, fmt.Sprintf("Ended: %s; %s changed", describeHandoffEnd(h), plural(len(h.FilesChanged), "file")))
 	e.Notes = append(e.Notes, h.Warnings...)

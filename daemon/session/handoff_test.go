@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +32,6 @@ func TestTaskStatus(t *testing.T) {
 		{Error, ipc.Report{}, state.TaskFailed},
 		{Timeout, ipc.Report{}, state.TaskInProgress},
 		{Crashed, ipc.Report{}, state.TaskInProgress},
-		{Complete, ipc.Report{Blockers: []string{"which db?"}}, state.TaskBlocked},
 		{Error, ipc.Report{Status: state.TaskCompleted}, state.TaskCompleted},
 		{Complete, ipc.Report{Status: "bogus"}, state.TaskCompleted},
 	}
@@ -50,7 +50,7 @@ func TestParseStep(t *testing.T) {
 	}
 }
 
-func account(t *testing.T) accountInput {
+func sampleInput(t *testing.T) accountInput {
 	code := 0
 	return accountInput{
 		Rec: ipc.Session{ID: "s1", ProjectDir: "/p", Command: []string{"agent"}, StartedAt: t0, ExitCode: &code,
@@ -66,7 +66,7 @@ func account(t *testing.T) accountInput {
 }
 
 func TestBuildHandoff(t *testing.T) {
-	in := account(t)
+	in := sampleInput(t)
 	in.Git = &checkpoint.GitFacts{IsRepo: true, Head: "abc", Branch: "main", Uncommitted: []string{"a.go"}}
 	h := buildHandoff(in)
 	if h.TaskStatus != state.TaskCompleted || h.TaskAttempted != "logout" {
@@ -80,12 +80,13 @@ func TestBuildHandoff(t *testing.T) {
 	}
 
 	in.Reason = Timeout
-	in.Report = ipc.Report{Task: "logout", Step: "2/4", Next: []string{"finish logout"}, Blockers: []string{"which cookie?"}}
+	in.Report = ipc.Report{Task: "reset", Step: "2/4", Next: []string{"finish reset"}}
+	in.Rec.Blockers, in.Rec.BlockerSeq = []ipc.Blocker{{ID: 1, Question: "which cookie?", Priority: "high"}}, 1
 	h = buildHandoff(in)
-	if h.TaskStatus != state.TaskBlocked || h.CurrentStep != 2 || h.TotalSteps != 4 || !h.BlockedNeedsHuman {
+	if h.TaskStatus != state.TaskBlocked || h.CurrentStep != 2 || h.TotalSteps != 4 || !h.BlockedNeedsHuman || h.BlockedReason != "#1 which cookie?" {
 		t.Errorf("reported task = %+v", h)
 	}
-	if len(h.RecommendedNextSteps) != 1 || h.RecommendedNextSteps[0] != "finish logout" {
+	if len(h.RecommendedNextSteps) != 1 || h.RecommendedNextSteps[0] != "finish reset" {
 		t.Errorf("next steps = %v, want the report's", h.RecommendedNextSteps)
 	}
 	if !strings.Contains(strings.Join(h.Warnings, "|"), "hit its deadline (1h0m0s)") {
@@ -94,7 +95,7 @@ func TestBuildHandoff(t *testing.T) {
 }
 
 func TestBuildSessionState(t *testing.T) {
-	in := account(t)
+	in := sampleInput(t)
 	h := buildHandoff(in)
 	st := buildSessionState(in, h)
 	if st.LastSession == nil || st.LastSession.SessionID != "s1" || len(st.LastSession.CompletedTasks) != 1 || st.LastSession.CompletedTasks[0].String() != "2" {
@@ -110,20 +111,28 @@ func TestBuildSessionState(t *testing.T) {
 		t.Errorf("next actions = %v", st.NextActions)
 	}
 
-	// Without a report and with no feature moving, earlier next actions
-	// stand; a report's replace them, and its blockers get ids.
-	in.Previous = &state.SessionState{NextActions: []string{"keep me"}}
-	in.FeaturesAtStart = in.Features
-	if st := buildSessionState(in, buildHandoff(in)); len(st.NextActions) != 1 || st.NextActions[0] != "keep me" {
-		t.Errorf("next actions without a report = %v, want the previous ones", st.NextActions)
+	// The precedence of what is next: this session's report, then the
+	// feature list as it is now, then the previous state.
+	in.Previous = &state.SessionState{NextActions: []string{"keep me"}, NextFrom: state.NextFromReport}
+	if st := buildSessionState(in, buildHandoff(in)); len(st.NextActions) != 1 || st.NextActions[0] != "reset (Task #3)" || st.NextFrom != state.NextFromFeatures {
+		t.Errorf("next actions without a report = %v (%s), want the feature list's", st.NextActions, st.NextFrom)
 	}
-	in.Report = ipc.Report{Summary: "did it", Next: []string{"n1", "n2"}, Blockers: []string{"q1", "q2"}}
+	in.FeaturesErr = errors.New("unreadable")
+	if st := buildSessionState(in, buildHandoff(in)); len(st.NextActions) != 1 || st.NextActions[0] != "keep me" {
+		t.Errorf("next actions without a report or a feature list = %v, want the previous ones", st.NextActions)
+	}
+	in.FeaturesErr = nil
+	in.Report = ipc.Report{Summary: "did it", Next: []string{"n1", "n2"}}
+	in.Rec.Blockers, in.Rec.BlockerSeq = []ipc.Blocker{{ID: 3, Question: "q3", Priority: "high"}}, 3
 	st = buildSessionState(in, buildHandoff(in))
-	if st.LastSession.Summary != "did it" || len(st.NextActions) != 2 || len(st.ActiveBlockers) != 2 || st.ActiveBlockers[1].ID != 2 {
+	if st.LastSession.Summary != "did it" || len(st.NextActions) != 2 || st.NextFrom != state.NextFromReport || len(st.ActiveBlockers) != 1 || st.ActiveBlockers[0].ID != 3 || st.BlockerSeq != 3 {
 		t.Errorf("state after a report = %+v", st)
 	}
 	if in.Previous.NextActions[0] != "keep me" {
 		t.Error("the previous state was changed")
+	}
+	if got := fmt.Sprint(st.PassingTasks); got != "[1 2]" {
+		t.Errorf("passing tasks = %s, want [1 2]", got)
 	}
 
 	// An unreadable feature list leaves progress to the report.
@@ -134,8 +143,49 @@ func TestBuildSessionState(t *testing.T) {
 	}
 }
 
+// TestASessionThatDidNothing keeps the last meaningful summary and counts
+// the runs since.
+func TestASessionThatDidNothing(t *testing.T) {
+	in := sampleInput(t)
+	prev := &state.SessionState{LastSession: &state.LastSession{Summary: "Ran out of time during F4 work", SessionID: "s0"},
+		NextActions: []string{"finish F4"}, NextFrom: state.NextFromReport}
+	in.Previous = prev
+	in.Rec.FilesChanged = nil
+	in.FeaturesAtStart = in.Features // nothing turned passing
+	in.FeaturesErr = errors.New("no feature list")
+	for i := 1; i <= 2; i++ {
+		in.Rec.ID = fmt.Sprintf("idle%d", i)
+		st := buildSessionState(in, buildHandoff(in))
+		if st.LastSession.Summary != "Ran out of time during F4 work" || st.SessionsSince != i || len(st.RecentRuns) != i {
+			t.Fatalf("run %d: state = %+v (last %+v)", i, st, st.LastSession)
+		}
+		if st.NextActions[0] != "finish F4" {
+			t.Errorf("next actions = %v", st.NextActions)
+		}
+		in.Previous = st
+	}
+	// A session that reports resets the count.
+	in.Report = ipc.Report{Summary: "did F4"}
+	if st := buildSessionState(in, buildHandoff(in)); st.LastSession.Summary != "did F4" || st.SessionsSince != 0 || st.RecentRuns != nil {
+		t.Errorf("after a report: %+v", st)
+	}
+}
+
+// TestCompletedTaskIsNotInProgress: a task that turned passing appears
+// under Completed only, even with an agent's step report.
+func TestCompletedTaskIsNotInProgress(t *testing.T) {
+	in := sampleInput(t)
+	in.Reason = Timeout
+	in.Report = ipc.Report{Task: "logout", Step: "4/4"}
+	h := buildHandoff(in)
+	e := buildProgressEntry(in, h)
+	if h.TaskStatus != state.TaskCompleted || len(e.InProgress) != 0 || len(e.Completed) != 1 {
+		t.Errorf("status %s, completed %v, in progress %v", h.TaskStatus, e.Completed, e.InProgress)
+	}
+}
+
 func TestBuildProgressEntry(t *testing.T) {
-	in := account(t)
+	in := sampleInput(t)
 	in.Reason = Error
 	code := 2
 	in.Rec.ExitCode = &code

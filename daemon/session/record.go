@@ -16,6 +16,8 @@ func cloneRecord(r ipc.Session) ipc.Session {
 	c.FilesChanged = append([]string{}, r.FilesChanged...)
 	c.Warnings = append([]string(nil), r.Warnings...)
 	c.EnvKeys = append([]string(nil), r.EnvKeys...)
+	c.Blockers = append([]ipc.Blocker(nil), r.Blockers...)
+	c.ResolvedBlockers = append([]ipc.Blocker(nil), r.ResolvedBlockers...)
 	c.EndedAt = clonePtr(r.EndedAt)
 	c.ExitCode = clonePtr(r.ExitCode)
 	c.LastActivity = clonePtr(r.LastActivity)
@@ -29,6 +31,7 @@ func cloneRecord(r ipc.Session) ipc.Session {
 		rep := *r.Report
 		rep.Next = append([]string(nil), rep.Next...)
 		rep.Blockers = append([]string(nil), rep.Blockers...)
+		rep.Resolve = append([]string(nil), rep.Resolve...)
 		rep.Progress = clonePtr(rep.Progress)
 		c.Report = &rep
 	}

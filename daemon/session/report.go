@@ -3,6 +3,8 @@ package session
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/sessiond/sessiond/daemon/state"
@@ -59,6 +61,14 @@ func CleanReport(rep ipc.Report) (ipc.Report, error) {
 			l.v[i] = v
 		}
 	}
+	for _, r := range rep.Resolve {
+		if r == "all" {
+			continue
+		}
+		if n, err := strconv.Atoi(strings.TrimPrefix(r, "#")); err != nil || n <= 0 {
+			return rep, ipc.BadRequest("resolve: %q is not a blocker id (a number, as sessionctl state lists them) or \"all\"", r)
+		}
+	}
 	rep.Summary = clip(rep.Summary, maxSummary)
 	rep.Plan = clip(rep.Plan, maxPlan)
 	rep.Task = clip(rep.Task, maxItemLen)
@@ -84,9 +94,6 @@ func MergeReport(old, rep ipc.Report) ipc.Report {
 	if rep.Next != nil {
 		old.Next = rep.Next
 	}
-	if rep.Blockers != nil {
-		old.Blockers = rep.Blockers
-	}
 	if rep.Progress != nil {
 		old.Progress = rep.Progress
 	}
@@ -101,6 +108,12 @@ func (s *Session) report(m message) (ipc.Report, error) {
 	}
 	rep := m.report
 	rep.At = s.deps.Clock.Now()
+	open, resolved, seq, err := applyBlockers(s.rec.Blockers, s.rec.ResolvedBlockers, s.rec.BlockerSeq, rep)
+	if err != nil {
+		return ipc.Report{}, err
+	}
+	s.rec.Blockers, s.rec.ResolvedBlockers, s.rec.BlockerSeq = open, resolved, seq
+	rep.Blockers, rep.Resolve = nil, nil
 	old := ipc.Report{}
 	if s.rec.Report != nil {
 		old = *s.rec.Report
@@ -109,6 +122,35 @@ func (s *Session) report(m message) (ipc.Report, error) {
 	s.rec.Report = &merged
 	_ = s.commit()
 	return merged, nil
+}
+
+// applyBlockers adds a report's questions as blockers with new ids and
+// resolves those it names ("all": every open one). An id that is not open
+// is an error naming it. The lists given are not changed.
+func applyBlockers(open, resolved []ipc.Blocker, seq int, rep ipc.Report) ([]ipc.Blocker, []ipc.Blocker, int, error) {
+	open, resolved = slices.Clone(open), slices.Clone(resolved)
+	for _, r := range rep.Resolve {
+		if r == "all" {
+			resolved = append(resolved, open...)
+			open = open[:0]
+			continue
+		}
+		id, _ := strconv.Atoi(strings.TrimPrefix(r, "#"))
+		i := slices.IndexFunc(open, func(b ipc.Blocker) bool { return b.ID == id })
+		if i < 0 {
+			return nil, nil, 0, ipc.BadRequest("resolve: no open blocker #%d (sessionctl state lists them)", id)
+		}
+		resolved = append(resolved, open[i])
+		open = slices.Delete(open, i, i+1)
+	}
+	for _, q := range rep.Blockers {
+		if len(open) >= maxBlockers {
+			return nil, nil, 0, ipc.BadRequest("blockers: %d are open already; resolve some first (--resolve ID)", maxBlockers)
+		}
+		seq++
+		open = append(open, ipc.Blocker{ID: seq, Question: q, Priority: "high"})
+	}
+	return open, resolved, seq, nil
 }
 
 func clip(s string, max int) string {

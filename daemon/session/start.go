@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -136,7 +137,22 @@ func (s *Session) prepareProject() error {
 		notice(err)
 	}
 	if st != nil {
-		s.startInfo.Summary = state.RestoreSummary(st, now)
+		for _, b := range st.ActiveBlockers {
+			s.rec.Blockers = append(s.rec.Blockers, ipc.Blocker{ID: b.ID, Question: b.Question, Priority: b.Priority})
+		}
+		s.rec.BlockerSeq = st.BlockerSeq
+	}
+	feats, ferr := p.LoadFeatures(s.spec.FeatureList)
+	if ferr == nil {
+		s.featuresAtStart = feats
+	} else if !errors.Is(ferr, fs.ErrNotExist) {
+		notice(ferr)
+	}
+	// What start prints and what context.md says come from one view: the
+	// state with progress recomputed from the feature list as it is now.
+	view, notes := ProjectView(st, feats, ferr)
+	if view != nil {
+		s.startInfo.Summary = state.RestoreSummary(view, now, notes...)
 	}
 	var prev *state.Handoff
 	if h, err := p.LoadHandoff(); err == nil {
@@ -148,17 +164,21 @@ func (s *Session) prepareProject() error {
 	if l, err := p.ReadLock(); err == nil && l.SessionID != s.id && (s.deps.Live == nil || !s.deps.Live(l.SessionID)) {
 		notice(fmt.Errorf("%s: session %s ended uncleanly (its lock was left behind)", filepath.Join(p.StateDir(), state.LockFile), l.SessionID))
 	}
-	in := state.ContextInput{SessionID: s.id, ProjectDir: s.projectDir, Previous: prev, State: st, Now: now,
+	in := state.ContextInput{SessionID: s.id, ProjectDir: s.projectDir, Previous: prev, State: view, Notes: notes, Now: now,
 		Deadline: s.rec.Deadline, WarnAt: s.rec.WarnAt}
-	if feats, err := p.LoadFeatures(s.spec.FeatureList); err == nil {
-		s.featuresAtStart = feats
-		pr := state.Progress(feats)
-		in.Features = &pr
+	if ferr == nil && (view == nil || view.NextFrom != state.NextFromReport) {
 		if next := state.NextTasks(feats, 1); len(next) > 0 {
 			in.NextTask = &next[0]
 		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		notice(err)
+		if view == nil {
+			// No state yet: the feature list alone says what is next.
+			pr := state.Progress(feats)
+			v := &state.SessionState{ProgressPct: math.Round(pr.Pct*10) / 10, TasksDone: pr.Done, TasksTotal: pr.Total, NextFrom: state.NextFromFeatures}
+			for _, f := range state.NextTasks(feats, nextLimit) {
+				v.NextActions = append(v.NextActions, featureLine(f))
+			}
+			in.State = v
+		}
 	}
 	ctx, cancel := context.WithTimeout(s.startCtx, gitTimeout)
 	defer cancel()

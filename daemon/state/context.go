@@ -22,12 +22,17 @@ type ContextInput struct {
 	ProjectDir string
 	Deadline   time.Time
 	WarnAt     time.Time
-	// Previous is the handoff of the session before this one.
+	// Previous is the handoff of the session before this one: what it
+	// did. What is next comes from State alone.
 	Previous *Handoff
-	State    *SessionState
-	// NextTask is the most urgent feature that does not pass yet.
+	// State is the project's state as it stands at this start: progress
+	// and next actions recomputed from the feature list as it is now.
+	State *SessionState
+	// NextTask is the feature the first next action names, for its steps.
 	NextTask *Feature
-	Features *FeatureProgress
+	// Notes say what changed since the state was written (a feature list
+	// that moved, a checkpoint restored).
+	Notes []string
 	// GitLog is recent history, one commit per line ("abc1234 subject").
 	GitLog []string
 	Now    time.Time
@@ -49,7 +54,10 @@ func BuildContext(in ContextInput) []byte {
 			in.WarnAt.Format(time.RFC3339), DirName, WarningFile)
 	}
 
-	if in.Previous == nil && in.State == nil {
+	for _, n := range in.Notes {
+		fmt.Fprintf(&b, "\n> Note: %s\n", inline(n))
+	}
+	if in.Previous == nil && (in.State == nil || in.State.LastSession == nil) {
 		b.WriteString("\nNo earlier session is recorded for this project.\n")
 	}
 	if h := in.Previous; h != nil && len(h.Warnings) > 0 {
@@ -62,28 +70,7 @@ func BuildContext(in ContextInput) []byte {
 		writePrevious(&b, h, in.Now)
 	}
 	if s := in.State; s != nil {
-		writeState(&b, s)
-	}
-	if f := in.NextTask; f != nil {
-		b.WriteString("\n## Next task\n\n")
-		if !f.ID.IsZero() {
-			fmt.Fprintf(&b, "#%s: ", inline(f.ID.String()))
-		}
-		b.WriteString(inline(f.Description))
-		if !f.Priority.IsZero() {
-			fmt.Fprintf(&b, " (priority %s)", inline(f.Priority.String()))
-		}
-		b.WriteString("\n")
-		for i, s := range f.Steps {
-			if i == 0 {
-				b.WriteString("\nSteps:\n")
-			}
-			fmt.Fprintf(&b, "%d. %s\n", i+1, inline(s))
-		}
-	}
-	if p := in.Features; p != nil {
-		b.WriteString("\n## Features\n\n")
-		fmt.Fprintf(&b, "%d of %d passing (%d%%).\n", p.Done, p.Total, int(math.Floor(p.Pct)))
+		writeState(&b, s, in.NextTask)
 	}
 	if len(in.GitLog) > 0 {
 		b.WriteString("\n## Recent commits\n\n")
@@ -96,7 +83,7 @@ func BuildContext(in ContextInput) []byte {
 	b.WriteString("\n## Reporting\n\n")
 	b.WriteString("Record what only you know, before the session ends and whenever it changes:\n\n")
 	b.WriteString("    sessionctl report --summary \"...\" --next \"...\" --progress PCT --task \"...\" --step N/M --status in_progress\n\n")
-	b.WriteString("Add `--blocker \"question\"` for anything that needs a human.\n")
+	b.WriteString("Add `--blocker \"question\"` for anything that needs a human; `--resolve ID` once it is answered.\n")
 	return b.Bytes()
 }
 
@@ -187,58 +174,85 @@ func writePrevious(b *bytes.Buffer, h *Handoff, now time.Time) {
 	if h.Restarts > 0 {
 		fmt.Fprintf(b, "- Restarts: %d\n", h.Restarts)
 	}
-	if len(h.RecommendedNextSteps) > 0 {
-		b.WriteString("\n### Recommended next steps\n\n")
-		for i, s := range h.RecommendedNextSteps {
-			fmt.Fprintf(b, "%d. %s\n", i+1, inline(s))
-		}
-	}
 	if len(h.LogTail) > 0 && h.EndReason != "complete" {
 		b.WriteString("\n### End of its output\n\n")
 		writeFenced(b, "text", h.LogTail[max(0, len(h.LogTail)-contextLogLines):])
 	}
 }
 
-func writeState(b *bytes.Buffer, s *SessionState) {
-	b.WriteString("\n## Session state\n\n")
+// writeState writes where the project stands — the one place context.md
+// says what is next, how far along it is and what blocks it.
+func writeState(b *bytes.Buffer, s *SessionState, next *Feature) {
+	b.WriteString("\n## Where the project stands\n\n")
 	if l := s.LastSession; l != nil && l.Summary != "" {
 		fmt.Fprintf(b, "Last summary: %s\n", inline(l.Summary))
 	}
-	pct := s.ProgressPct
-	if math.IsNaN(pct) || math.IsInf(pct, 0) {
-		pct = 0
+	if s.SessionsSince > 0 {
+		fmt.Fprintf(b, "Since then: %s that did nothing (%s).\n", plural(s.SessionsSince, "session"), inline(runEnds(s.RecentRuns)))
 	}
-	fmt.Fprintf(b, "Progress: %d%%", int(math.Floor(math.Max(0, math.Min(pct, 100)))))
-	if s.TasksTotal > 0 {
-		fmt.Fprintf(b, " (%d/%d tasks complete)", s.TasksDone, s.TasksTotal)
+	b.WriteString(progressLine(s) + "\n")
+	if len(s.NextActions) > 0 {
+		b.WriteString("\n### Next\n\n")
+		for i, a := range s.NextActions {
+			fmt.Fprintf(b, "%d. %s\n", i+1, inline(a))
+		}
 	}
-	b.WriteString("\n")
+	if f := next; f != nil && len(f.Steps) > 0 {
+		fmt.Fprintf(b, "\nSteps of %s:\n", inline(featureRef(*f)))
+		for i, st := range f.Steps {
+			fmt.Fprintf(b, "%d. %s\n", i+1, inline(st))
+		}
+	}
+	if len(s.ActiveBlockers) > 0 {
+		b.WriteString("\n### Open blockers\n\n")
+		for _, bl := range s.ActiveBlockers {
+			fmt.Fprintf(b, "- #%d ", bl.ID)
+			if bl.Priority != "" {
+				fmt.Fprintf(b, "[%s] ", inline(bl.Priority))
+			}
+			b.WriteString(inline(bl.Question) + "\n")
+		}
+		b.WriteString("\nResolve one once answered: `sessionctl report --resolve ID`.\n")
+	}
 	if s.CurrentPlan != "" {
 		// Fenced, so that a plan's lines cannot pass for this file's own
 		// headings or rules.
 		b.WriteString("\n### Plan\n\n")
 		writeFenced(b, "text", strings.Split(strings.TrimSpace(s.CurrentPlan), "\n"))
 	}
-	if len(s.NextActions) > 0 {
-		b.WriteString("\n### Next actions\n\n")
-		for i, a := range s.NextActions {
-			fmt.Fprintf(b, "%d. %s\n", i+1, inline(a))
-		}
+}
+
+// progressLine is "Progress: 68% (27/40 tasks complete)", the same line in
+// the restore summary and context.md.
+func progressLine(s *SessionState) string {
+	pct := s.ProgressPct
+	if math.IsNaN(pct) || math.IsInf(pct, 0) {
+		pct = 0
 	}
-	if len(s.ActiveBlockers) > 0 {
-		b.WriteString("\n### Open blockers\n\n")
-		for _, bl := range s.ActiveBlockers {
-			b.WriteString("- ")
-			if bl.Priority != "" {
-				fmt.Fprintf(b, "[%s] ", inline(bl.Priority))
-			}
-			b.WriteString(inline(bl.Question))
-			if bl.ID != 0 {
-				fmt.Fprintf(b, " (#%d)", bl.ID)
-			}
-			b.WriteString("\n")
-		}
+	// Floor, as the seed shows 68.5 as "68%": never claim more than was done.
+	line := fmt.Sprintf("Progress: %d%%", int(math.Floor(math.Max(0, math.Min(pct, 100)))))
+	if s.TasksTotal > 0 {
+		line += fmt.Sprintf(" (%d/%d tasks complete)", s.TasksDone, s.TasksTotal)
 	}
+	return line
+}
+
+// runEnds says how runs ended: "complete, timeout".
+func runEnds(runs []Run) string {
+	var ends []string
+	for _, r := range runs {
+		ends = append(ends, "ended "+r.EndReason)
+	}
+	return strings.Join(ends, ", ")
+}
+
+// featureRef is "login (Task #F2)", as next actions name a feature, or
+// the description alone.
+func featureRef(f Feature) string {
+	if f.Key().IsZero() {
+		return f.Description
+	}
+	return f.Description + " (Task #" + f.Key().String() + ")"
 }
 
 func writeFiles(b *bytes.Buffer, title string, files []string) {
@@ -295,12 +309,16 @@ func shortHash(h string) string {
 	return h
 }
 
-// humanDuration writes d as "4h", "3h30m" or "45m" (rounded to the minute).
+// humanDuration writes d as "4h", "3h30m", "45m" (rounded to the minute)
+// or, under a minute, "40s".
 func humanDuration(d time.Duration) string {
-	d = d.Round(time.Minute)
 	if d < 0 {
 		return "-" + humanDuration(-d)
 	}
+	if d < time.Minute {
+		return fmt.Sprintf("%ds", int(d.Round(time.Second)/time.Second))
+	}
+	d = d.Round(time.Minute)
 	h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
 	switch {
 	case h == 0:

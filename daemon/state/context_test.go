@@ -23,11 +23,12 @@ func TestBuildContext(t *testing.T) {
 			Previous:   prev,
 			State:      fullState(),
 			NextTask:   &next,
-			Features:   &FeatureProgress{Done: 27, Total: 40, Pct: 67.5},
+			Notes:      []string{"feature list changed since the last session: 31 now passes"},
 			GitLog:     []string{"9fceb02 Add tax rate lookup", "1b2e3c4 Cart quantity update"},
 			Now:        testNow,
 		}},
 		{"context_first.md", ContextInput{SessionID: "a1b2c3", ProjectDir: "/srv/new", Now: testNow}},
+		{"context_short.md", ContextInput{SessionID: "s40", ProjectDir: "/srv/short", Deadline: testNow.Add(40 * time.Second), WarnAt: testNow.Add(10 * time.Second), Now: testNow}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.golden, func(t *testing.T) {

@@ -29,7 +29,9 @@ type ProgressEntry struct {
 	// InProgress is work started and not finished.
 	InProgress []string
 	Blocked    []string
-	Notes      []string
+	// Resolved are the blockers resolved in the session.
+	Resolved []string
+	Notes    []string
 	// NextSteps is what the next session should do, in order.
 	NextSteps []string
 }
@@ -227,6 +229,7 @@ func writeEntry(b *bytes.Buffer, n int, e ProgressEntry) {
 	section("Completed", e.Completed, func(int) string { return "- [x] " })
 	section("In Progress", e.InProgress, func(int) string { return "- [ ] " })
 	section("Blocked", e.Blocked, dash)
+	section("Resolved", e.Resolved, dash)
 	section("Notes", e.Notes, dash)
 	section("Next Session Should", e.NextSteps, func(i int) string { return fmt.Sprintf("%d. ", i+1) })
 	b.WriteString("\n---\n")

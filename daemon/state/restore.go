@@ -2,7 +2,6 @@ package state
 
 import (
 	"fmt"
-	"math"
 	"strings"
 	"time"
 )
@@ -13,9 +12,11 @@ const StartingNew = "🚀 Starting new session..."
 
 // RestoreSummary renders the "Restoring session..." text that sessionctl
 // start and sessionctl state print, as DESIGN §5.5 shows it, with times
-// relative to now. Every text from the state is one line with its control
-// characters escaped (see TerminalLine): it goes to a terminal. It ends with a newline. A nil state gives StartingNew.
-func RestoreSummary(s *SessionState, now time.Time) string {
+// relative to now, and notes (what changed since the state was written)
+// after the last session. Every text from the state is one line with its
+// control characters escaped (see TerminalLine): it goes to a terminal. It
+// ends with a newline. A nil state gives StartingNew.
+func RestoreSummary(s *SessionState, now time.Time, notes ...string) string {
 	if s == nil {
 		return StartingNew + "\n"
 	}
@@ -32,7 +33,13 @@ func RestoreSummary(s *SessionState, now time.Time) string {
 		if l.EndReason != "" && l.EndReason != "complete" {
 			fmt.Fprintf(&b, "  Ended: %s\n", termLine(l.EndReason))
 		}
+		if s.SessionsSince > 0 {
+			fmt.Fprintf(&b, "  Since then: %s that did nothing (%s)\n", plural(s.SessionsSince, "session"), termLine(runEnds(s.RecentRuns)))
+		}
 		b.WriteString("\n")
+	}
+	for _, n := range notes {
+		fmt.Fprintf(&b, "Note: %s\n\n", termLine(n))
 	}
 	if len(s.NextActions) == 0 {
 		b.WriteString("Next Actions: None\n\n")
@@ -43,26 +50,17 @@ func RestoreSummary(s *SessionState, now time.Time) string {
 		}
 		b.WriteString("\n")
 	}
-	pct := s.ProgressPct
-	if math.IsNaN(pct) || math.IsInf(pct, 0) {
-		pct = 0
-	}
-	// Floor, as the seed shows 68.5 as "68%": never claim more than was done.
-	fmt.Fprintf(&b, "Progress: %d%%", int(math.Floor(math.Max(0, math.Min(pct, 100)))))
-	if s.TasksTotal > 0 {
-		fmt.Fprintf(&b, " (%d/%d tasks complete)", s.TasksDone, s.TasksTotal)
-	}
-	b.WriteString("\n")
+	b.WriteString(progressLine(s) + "\n")
 	if len(s.ActiveBlockers) == 0 {
 		b.WriteString("Blockers: None\n")
 	} else {
 		b.WriteString("Blockers:\n")
 		for _, bl := range s.ActiveBlockers {
+			fmt.Fprintf(&b, "  - #%d ", bl.ID)
 			if bl.Priority != "" {
-				fmt.Fprintf(&b, "  - [%s] %s\n", termLine(bl.Priority), termLine(bl.Question))
-			} else {
-				fmt.Fprintf(&b, "  - %s\n", termLine(bl.Question))
+				fmt.Fprintf(&b, "[%s] ", termLine(bl.Priority))
 			}
+			b.WriteString(termLine(bl.Question) + "\n")
 		}
 	}
 	return b.String()

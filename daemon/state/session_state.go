@@ -35,7 +35,52 @@ type SessionState struct {
 	ProgressPct    float64      `json:"progress_pct"`
 	TasksDone      int          `json:"tasks_done,omitempty"`
 	TasksTotal     int          `json:"tasks_total,omitempty"`
+
+	// The fields below extend the seed's schema.
+
+	// NextFrom says where next_actions came from: "report" (the agent's
+	// words) or "features" (the feature list's open items), so that a
+	// start after the list changed recomputes only the latter.
+	NextFrom string `json:"next_from,omitempty"`
+	// PassingTasks are the feature list's passing items when the state was
+	// written, to tell what changed since.
+	PassingTasks []TaskID `json:"passing_tasks,omitempty"`
+	// BlockerSeq is the last blocker id handed out: ids are not reused.
+	BlockerSeq int `json:"blocker_seq,omitempty"`
+	// SessionsSince counts the sessions after last_session that did
+	// nothing (no report, no change, nothing completed); RecentRuns tells
+	// how the last of them ended.
+	SessionsSince int   `json:"sessions_since,omitempty"`
+	RecentRuns    []Run `json:"recent_runs,omitempty"`
+	// LastRestore is the last checkpoint restored into the work tree.
+	LastRestore *Restore `json:"last_restore,omitempty"`
 }
+
+// Next-action sources (SessionState.NextFrom).
+const (
+	NextFromReport   = "report"
+	NextFromFeatures = "features"
+)
+
+// Run is how a session ended, for sessions that did nothing worth a
+// summary.
+type Run struct {
+	SessionID string    `json:"session_id"`
+	EndReason string    `json:"end_reason"`
+	EndedAt   time.Time `json:"ended_at"`
+}
+
+// Restore records a restore of the work tree to a checkpoint.
+type Restore struct {
+	Checkpoint string    `json:"checkpoint"`
+	At         time.Time `json:"at"`
+}
+
+// Limits of the extended fields.
+const (
+	MaxRecentRuns   = 5
+	MaxPassingTasks = 10000
+)
 
 // LastSession describes the session that last ended in the project.
 type LastSession struct {
@@ -150,6 +195,34 @@ func (s *SessionState) Bound() {
 		s.ProgressPct = 0
 	case s.ProgressPct > 100:
 		s.ProgressPct = 100
+	}
+	if len(s.RecentRuns) > MaxRecentRuns {
+		s.RecentRuns = s.RecentRuns[len(s.RecentRuns)-MaxRecentRuns:]
+	}
+	for i := range s.RecentRuns {
+		s.RecentRuns[i].SessionID = bound(s.RecentRuns[i].SessionID, maxIDLen)
+		s.RecentRuns[i].EndReason = bound(s.RecentRuns[i].EndReason, maxIDLen)
+	}
+	if len(s.PassingTasks) > MaxPassingTasks {
+		s.PassingTasks = s.PassingTasks[:MaxPassingTasks]
+	}
+	for i, id := range s.PassingTasks {
+		if !id.number {
+			s.PassingTasks[i].text = bound(id.text, maxIDLen)
+		}
+	}
+	switch s.NextFrom {
+	case "", NextFromReport, NextFromFeatures:
+	default:
+		s.NextFrom = ""
+	}
+	if r := s.LastRestore; r != nil {
+		r.Checkpoint = bound(r.Checkpoint, maxIDLen)
+	}
+	s.SessionsSince = max(s.SessionsSince, 0)
+	s.BlockerSeq = max(s.BlockerSeq, 0)
+	for _, b := range s.ActiveBlockers {
+		s.BlockerSeq = max(s.BlockerSeq, b.ID)
 	}
 	s.TasksTotal = max(s.TasksTotal, 0)
 	s.TasksDone = max(s.TasksDone, 0)
