@@ -389,7 +389,7 @@ func TestContinuityReport(t *testing.T) {
 	if h.TaskAttempted != "Config parser" || h.CurrentStep != 2 || h.TotalSteps != 5 || h.TaskStatus != "in_progress" {
 		t.Errorf("handoff task: %q step %d/%d status %s; want Config parser 2/5 in_progress", h.TaskAttempted, h.CurrentStep, h.TotalSteps, h.TaskStatus)
 	}
-	if h.BlockedReason != "#1 Which TOML version must we support?" || !h.BlockedNeedsHuman {
+	if h.BlockedReason != "Which TOML version must we support? (#1)" || !h.BlockedNeedsHuman {
 		t.Errorf("handoff blocked_reason %q (needs human %v)", h.BlockedReason, h.BlockedNeedsHuman)
 	}
 	next := []string{"Wire the parser into main", "Write parser tests"}

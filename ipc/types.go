@@ -100,6 +100,9 @@ type Session struct {
 	Blockers         []Blocker `json:"blockers,omitempty"`
 	ResolvedBlockers []Blocker `json:"resolved_blockers,omitempty"`
 	BlockerSeq       int       `json:"blocker_seq,omitempty"`
+	// PassingAtStart are the feature list's passing items at the start, so
+	// that an end finished after a crash still tells what turned passing.
+	PassingAtStart []TaskID `json:"passing_at_start,omitempty"`
 	// HandoffPath is where the session's handoff was written.
 	HandoffPath string `json:"handoff_path,omitempty"`
 	// Usage is what the session's process tree uses now, when asked for

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -138,6 +139,25 @@ func (s *Session) writeAccount(reason Reason) error {
 		if facts, err := checkpoint.Facts(ctx, s.projectDir); err == nil && facts.IsRepo {
 			in.Git = &facts
 		}
+		// What changed, less the temporary files made and removed on the
+		// way (a deleted tracked file stays: git lists it).
+		keep := p.Existing(in.Rec.FilesChanged)
+		if in.Git != nil {
+			gone := map[string]bool{}
+			for _, f := range in.Git.Uncommitted {
+				gone[f] = true
+			}
+			for _, f := range in.Rec.FilesChanged {
+				if gone[f] && !slices.Contains(keep, f) {
+					keep = append(keep, f)
+				}
+			}
+			slices.Sort(keep)
+		}
+		if keep == nil {
+			keep = []string{}
+		}
+		s.rec.FilesChanged, in.Rec.FilesChanged = keep, keep
 		in.Features, in.FeaturesErr = p.LoadFeatures(s.spec.FeatureList)
 		prev, err := p.LoadSessionState()
 		if err != nil {

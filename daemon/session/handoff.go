@@ -59,6 +59,8 @@ type account struct {
 	step     [2]int
 	open     []state.Blocker
 	resolved []state.Blocker
+	// reported: the agent said something, if not a summary.
+	reported bool
 	seq      int
 	passing  []state.TaskID
 }
@@ -71,14 +73,21 @@ func makeAccount(in accountInput) account {
 	rep, rec := in.Report, in.Rec
 	featuresOK := in.FeaturesErr == nil && len(in.Features) > 0
 
-	// Completed: features that turned passing during the session.
+	// Completed: features that turned passing during the session. A
+	// session recovered after a crash knows them from its record.
 	if featuresOK {
+		atStart := in.FeaturesAtStart
+		if atStart == nil && rec.PassingAtStart != nil {
+			atStart = passingFeatures(rec.PassingAtStart)
+		}
 		byKey := map[string]state.Feature{}
 		for _, f := range in.Features {
 			byKey[f.Key().String()] = f
 		}
-		for _, id := range state.Completed(in.FeaturesAtStart, in.Features) {
-			a.completed = append(a.completed, byKey[id.String()])
+		if atStart != nil {
+			for _, id := range state.Completed(atStart, in.Features) {
+				a.completed = append(a.completed, byKey[id.String()])
+			}
 		}
 		for _, f := range in.Features {
 			if f.Passes && !f.Key().IsZero() {
@@ -97,11 +106,20 @@ func makeAccount(in accountInput) account {
 	}
 	a.step[0], a.step[1] = parseStep(rep.Step)
 	a.status = taskStatus(in.Reason, rep)
-	// A task that turned passing is done, whoever named it.
+	turned := false
 	for _, f := range a.completed {
 		if a.task == f.Description || a.task == f.Key().String() {
-			a.status = state.TaskCompleted
+			turned = true
 		}
+	}
+	switch {
+	case turned:
+		// A task that turned passing is done, whoever named it.
+		a.status = state.TaskCompleted
+	case rep.Task == "" && rep.Status == "" && a.status == state.TaskCompleted:
+		// A task sessiond picked from the list is done only once it
+		// passes: an exit 0 alone says nothing about it.
+		a.status = state.TaskInProgress
 	}
 
 	// Blockers: those open at the end of the session, with their ids; one
@@ -149,8 +167,30 @@ func makeAccount(in accountInput) account {
 
 	a.meaningful = reported(rep) || len(rec.FilesChanged) > 0 || len(a.completed) > 0 || len(a.resolved) > 0 ||
 		a.seq > seqAtStart
+	if !a.meaningful && rep.Task == "" {
+		// It attempted nothing that shows.
+		a.task, a.status = "", ""
+	}
 	a.summary = rep.Summary
+	a.reported = reported(rep) || len(rec.Blockers) > 0 || len(a.resolved) > 0
 	return a
+}
+
+// passingFeatures makes a feature list of the ids that passed.
+func passingFeatures(ids []ipc.TaskID) []state.Feature {
+	out := []state.Feature{}
+	for _, id := range ids {
+		f := state.Feature{Passes: true}
+		if id.Number {
+			if n, err := strconv.ParseInt(id.Text, 10, 64); err == nil {
+				f.ID = state.IntTaskID(n)
+			}
+		} else {
+			f.ID = state.StringTaskID(id.Text)
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // reported tells whether the agent said anything in the session.
@@ -167,7 +207,7 @@ func wireToBlockers(bs []ipc.Blocker) []state.Blocker {
 	return out
 }
 
-func blockerLine(b state.Blocker) string { return fmt.Sprintf("#%d %s", b.ID, b.Question) }
+func blockerLine(b state.Blocker) string { return fmt.Sprintf("%s (#%d)", b.Question, b.ID) }
 
 // buildHandoff renders the account as handoff.json, with what only the
 // supervisor saw: times, exit status, git, files, output.
@@ -296,7 +336,11 @@ func autoSummary(h *state.Handoff, a account) string {
 			end += fmt.Sprintf(" (step %d/%d)", h.CurrentStep, h.TotalSteps)
 		}
 	}
-	parts = append(parts, end+", without a report")
+	if a.reported {
+		parts = append(parts, end+", with no summary reported")
+	} else {
+		parts = append(parts, end+", without a report")
+	}
 	if n := len(h.FilesChanged); n > 0 {
 		parts = append(parts, plural(n, "file")+" changed")
 	}

@@ -83,7 +83,7 @@ func TestBuildHandoff(t *testing.T) {
 	in.Report = ipc.Report{Task: "reset", Step: "2/4", Next: []string{"finish reset"}}
 	in.Rec.Blockers, in.Rec.BlockerSeq = []ipc.Blocker{{ID: 1, Question: "which cookie?", Priority: "high"}}, 1
 	h = buildHandoff(in)
-	if h.TaskStatus != state.TaskBlocked || h.CurrentStep != 2 || h.TotalSteps != 4 || !h.BlockedNeedsHuman || h.BlockedReason != "#1 which cookie?" {
+	if h.TaskStatus != state.TaskBlocked || h.CurrentStep != 2 || h.TotalSteps != 4 || !h.BlockedNeedsHuman || h.BlockedReason != "which cookie? (#1)" {
 		t.Errorf("reported task = %+v", h)
 	}
 	if len(h.RecommendedNextSteps) != 1 || h.RecommendedNextSteps[0] != "finish reset" {

@@ -17,6 +17,9 @@ func cloneRecord(r ipc.Session) ipc.Session {
 	c.Warnings = append([]string(nil), r.Warnings...)
 	c.EnvKeys = append([]string(nil), r.EnvKeys...)
 	c.Blockers = append([]ipc.Blocker(nil), r.Blockers...)
+	if r.PassingAtStart != nil {
+		c.PassingAtStart = append([]ipc.TaskID{}, r.PassingAtStart...)
+	}
 	c.ResolvedBlockers = append([]ipc.Blocker(nil), r.ResolvedBlockers...)
 	c.EndedAt = clonePtr(r.EndedAt)
 	c.ExitCode = clonePtr(r.ExitCode)

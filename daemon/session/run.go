@@ -62,7 +62,6 @@ func (s *Session) Recover() {
 			s.finishEnd(Reason(s.rec.EndReason))
 			return
 		}
-		s.warnRecord("the daemon restarted and found the session's process gone: its end was not observed")
 		s.ckpt.last = s.startedAt
 		s.end(Crashed, proc.Exit{Code: -1})
 	}()

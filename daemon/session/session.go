@@ -268,6 +268,11 @@ func (s *Session) publish() {
 // publishes it. A failed write is logged and kept in the record's error;
 // the caller decides whether it is fatal.
 func (s *Session) commit() error {
+	// The watcher's findings go to disk with every write of the record,
+	// so that a crash loses only what changed since.
+	if s.watch != nil && ipc.Live(s.rec.State) {
+		applyStats(&s.rec, s.watch.Stats())
+	}
 	s.rec.Seq++
 	err := s.deps.Records.WriteRecord(cloneRecord(s.rec))
 	if err != nil {

@@ -145,6 +145,13 @@ func (s *Session) prepareProject() error {
 	feats, ferr := p.LoadFeatures(s.spec.FeatureList)
 	if ferr == nil {
 		s.featuresAtStart = feats
+		s.rec.PassingAtStart = []ipc.TaskID{}
+		for _, f := range feats {
+			if f.Passes {
+				k := f.Key()
+				s.rec.PassingAtStart = append(s.rec.PassingAtStart, ipc.TaskID{Text: k.String(), Number: k.IsNumber()})
+			}
+		}
 	} else if !errors.Is(ferr, fs.ErrNotExist) {
 		notice(ferr)
 	}

@@ -233,3 +233,23 @@ func TestAppendProgressThroughLink(t *testing.T) {
 		}
 	}
 }
+
+func TestExisting(t *testing.T) {
+	dir := t.TempDir()
+	writeTestFile(t, filepath.Join(dir, "a.txt"), "a")
+	if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "sub", "b.txt"), "b")
+	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "out")); err != nil {
+		t.Fatal(err)
+	}
+	p, err := OpenProject(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := p.Existing([]string{"a.txt", "gone.tmp", "sub/b.txt", "out", "../x"})
+	if strings.Join(got, ",") != "a.txt,sub/b.txt,out" {
+		t.Errorf("existing = %v", got)
+	}
+}

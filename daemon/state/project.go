@@ -369,3 +369,22 @@ func ensureParent(path string) error {
 	}
 	return os.MkdirAll(dir, 0o700)
 }
+
+// Existing returns those of the project paths rels (slash-separated,
+// relative to the project) that exist now, looked up as the owner and
+// inside the project, in their order: what a session changed, less the
+// temporary files it made and removed.
+func (p *Project) Existing(rels []string) []string {
+	var out []string
+	_ = p.do(func(root int) error {
+		for _, rel := range rels {
+			fd, err := p.openInProject(root, filepath.FromSlash(rel), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err == nil {
+				unix.Close(fd)
+				out = append(out, rel)
+			}
+		}
+		return nil
+	})
+	return out
+}
