@@ -1,0 +1,407 @@
+package logfile
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+
+	"go.uber.org/zap"
+)
+
+// tmpSuffix names a rotated file being copied, before it is renamed into
+// place. One left by a crash holds bytes still in output.log.
+const tmpSuffix = ".rotating"
+
+// maxCatchUp bounds the copies a reset makes outside the lock while the
+// writer keeps adding: past it, the reset takes the lock and copies what it
+// can in one more chunk.
+const maxCatchUp = 8
+
+var errClosed = errors.New("log is closed")
+
+// Rotate runs a pass now: while output.log holds more than MaxSize bytes,
+// its oldest chunk is moved into output.log.1 (the older files shift up,
+// the one past Keep is removed). It returns when output.log is back under
+// its cap. The rotator runs the same pass on Notify.
+func (l *Log) Rotate() error {
+	if l.maxSize <= 0 {
+		return nil
+	}
+	l.rotMu.Lock()
+	defer l.rotMu.Unlock()
+	l.checks.Add(1)
+	return l.pass()
+}
+
+func (l *Log) closing() bool {
+	select {
+	case <-l.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (l *Log) size() (int64, error) {
+	fi, err := l.f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("stat log: %w", err)
+	}
+	return fi.Size(), nil
+}
+
+func (l *Log) getMode() Mode { return Mode(l.mode.Load()) }
+
+// setMode records how rotated bytes leave output.log; why is the refusal
+// that made a better mode unavailable.
+func (l *Log) setMode(m Mode, why error) {
+	if old := Mode(l.mode.Swap(int32(m))); old != m {
+		fields := []zap.Field{zap.String("path", l.path), zap.Stringer("mode", m)}
+		if why != nil {
+			fields = append(fields, zap.NamedError("because", why))
+		}
+		l.log.Info("log rotation mode", fields...)
+	}
+}
+
+// pass brings output.log under its cap. Each round looks at the size anew,
+// because the child keeps writing while the pass runs.
+func (l *Log) pass() error {
+	slots := int64(l.keep - 1)
+	for {
+		if l.closing() {
+			return errClosed
+		}
+		size, err := l.size()
+		if err != nil {
+			return err
+		}
+		remaining := size - l.consumed
+		switch l.getMode() {
+		case ModeTruncate:
+			if size <= l.maxSize {
+				return nil
+			}
+			if err := l.reset(); err != nil {
+				return err
+			}
+			continue
+		case ModePunch:
+			if remaining <= l.maxSize {
+				if size < l.resetSize {
+					return nil
+				}
+				if err := l.reset(); err != nil {
+					return err
+				}
+				continue
+			}
+		default:
+			if remaining <= l.maxSize {
+				return nil
+			}
+		}
+		chunks := (remaining - l.maxSize + l.chunk - 1) / l.chunk
+		if chunks > slots {
+			// The writer outran the rotator: the oldest chunks would be
+			// pushed out of the last slot within this pass, so they are
+			// removed without the copy.
+			if err := l.drop((chunks - slots) * l.chunk); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := l.rotateChunk(); err != nil {
+			return err
+		}
+	}
+}
+
+// rotateChunk moves output.log's oldest chunk into output.log.1. The copy
+// runs without the lock, as no one else moves bytes of output.log; the
+// rename and the removal run under it, so a reader never maps an offset to
+// the wrong file. A crash between the rename and the removal leaves the
+// chunk in both files: duplicated, never lost.
+func (l *Log) rotateChunk() error {
+	tmp, err := l.copyChunk(0, l.consumed, l.chunk)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	start := l.liveBase + l.consumed
+	if err := l.installLocked([]string{tmp}, []int64{l.chunk}, start, false); err != nil {
+		return err
+	}
+	l.rotations.Add(1)
+	return l.removeLocked(l.chunk)
+}
+
+// copyChunk copies n bytes of output.log from off into a new temporary
+// file, which it returns the name of.
+func (l *Log) copyChunk(i int, off, n int64) (string, error) {
+	name := l.path + tmpSuffix + "." + strconv.Itoa(i)
+	if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("rotate log: %w", err)
+	}
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("rotate log: %w", err)
+	}
+	got, err := copyRange(f, l.f, off, n, l.buf)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && got < n {
+		err = fmt.Errorf("copied %d of %d bytes: the log is shorter than expected", got, n)
+	}
+	if err != nil {
+		os.Remove(name)
+		return "", fmt.Errorf("rotate log %s: %w", l.path, err)
+	}
+	return name, nil
+}
+
+// appendChunk appends up to n bytes of output.log from off to the
+// temporary file name and returns how many it copied.
+func (l *Log) appendChunk(name string, off, n int64) (int64, error) {
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return 0, fmt.Errorf("rotate log: %w", err)
+	}
+	got, err := copyRange(f, l.f, off, n, l.buf)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return got, fmt.Errorf("rotate log %s: %w", l.path, err)
+	}
+	return got, nil
+}
+
+// installLocked renames the temporary files tmps (oldest first, holding
+// sizes bytes from stream offset start on) into output.log.1 … and shifts
+// the rotated files up; files pushed past Keep are removed, and all of them
+// when fresh says the new chunks do not follow on from them.
+func (l *Log) installLocked(tmps []string, sizes []int64, start int64, fresh bool) error {
+	slots := l.keep - 1
+	for len(tmps) > slots {
+		// Only the newest chunks fit; the oldest are lost to the cap.
+		os.Remove(tmps[0])
+		l.dropped.Add(sizes[0])
+		start += sizes[0]
+		tmps, sizes = tmps[1:], sizes[1:]
+	}
+	m := len(tmps)
+	kept := len(l.rotated)
+	if fresh {
+		kept = 0
+	}
+	kept = min(kept, slots-m)
+	var errs []error
+	for i := len(l.rotated); i > kept; i-- {
+		if err := os.Remove(l.RotatedPath(i)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	for i := kept; i >= 1 && m > 0; i-- {
+		if err := os.Rename(l.RotatedPath(i), l.RotatedPath(i+m)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	spans := make([]span, 0, slots)
+	end := start
+	for _, s := range sizes {
+		end += s
+	}
+	for j := m - 1; j >= 0; j-- {
+		if err := os.Rename(tmps[j], l.RotatedPath(m-j)); err != nil {
+			errs = append(errs, err)
+		}
+		spans = append(spans, span{end - sizes[j], end})
+		end -= sizes[j]
+	}
+	l.rotated = append(spans, l.rotated[:kept]...)
+	if len(errs) > 0 {
+		for _, t := range tmps {
+			os.Remove(t)
+		}
+		l.resyncLocked(start + sum(sizes))
+		return fmt.Errorf("rotate log %s: %w", l.path, errors.Join(errs...))
+	}
+	return nil
+}
+
+func sum(xs []int64) int64 {
+	var t int64
+	for _, x := range xs {
+		t += x
+	}
+	return t
+}
+
+// resyncLocked rebuilds the map of rotated files from the disk after a
+// failed rename, with output.log.1 ending at end.
+func (l *Log) resyncLocked(end int64) {
+	l.rotated = l.rotated[:0]
+	for i := 1; i < l.keep; i++ {
+		var s int64
+		if fi, err := os.Lstat(l.RotatedPath(i)); err == nil {
+			s = fi.Size()
+		}
+		l.rotated = append(l.rotated, span{end - s, end})
+		end -= s
+	}
+}
+
+// removeLocked takes the n bytes after l.consumed out of output.log: they
+// are in output.log.1 now, or dropped.
+func (l *Log) removeLocked(n int64) error {
+	var why error
+	if mode := l.getMode(); mode == ModeUnknown || mode == ModeCollapse {
+		total := l.consumed + n
+		if total%l.block == 0 {
+			err := collapse(l.f, 0, total)
+			if err == nil {
+				l.setMode(ModeCollapse, nil)
+				l.liveBase += total
+				l.consumed = 0
+				return nil
+			}
+			if !unsupported(err) {
+				// Stay in collapse mode: the next rotation collapses these
+				// bytes together with its own.
+				l.consumed = total
+				return fmt.Errorf("collapse rotated bytes out of the log (retried at the next rotation): %w", err)
+			}
+			why = err
+		}
+	}
+	off := l.consumed
+	l.consumed += n
+	if l.getMode() == ModeTruncate {
+		return nil
+	}
+	err := punch(l.f, off, n)
+	if err == nil {
+		l.setMode(ModePunch, why)
+		return nil
+	}
+	if unsupported(err) {
+		// The bytes stay in output.log until the reset the next pass runs.
+		l.setMode(ModeTruncate, err)
+		return nil
+	}
+	return fmt.Errorf("punch rotated bytes out of the log: %w", err)
+}
+
+// drop removes the oldest n bytes of output.log without keeping them, and
+// with them every rotated file, as all of those are older.
+func (l *Log) drop(n int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.installLocked(nil, nil, l.liveBase+l.consumed+n, true); err != nil {
+		return err
+	}
+	l.dropped.Add(n)
+	return l.removeLocked(n)
+}
+
+// reset copies what output.log holds past l.consumed into rotated files and
+// truncates it to zero. The copies run without the lock while the writer
+// adds; the last one and the truncate run under it. A write that completes
+// between that last copy and the truncate is lost: no file operation can
+// tell "truncate only if nothing was appended" to the kernel.
+func (l *Log) reset() error {
+	slots := int64(l.keep - 1)
+	var tmps []string
+	var sizes []int64
+	fail := func(err error) error {
+		for _, t := range tmps {
+			os.Remove(t)
+		}
+		return err
+	}
+	pos := l.consumed
+	fresh := false
+	for round := 0; round < maxCatchUp; round++ {
+		size, err := l.size()
+		if err != nil {
+			return fail(err)
+		}
+		if size-pos <= l.chunk {
+			break
+		}
+		if over := size - pos - slots*l.chunk; over > 0 {
+			// More than the slots hold: skip the oldest bytes, and the
+			// chunks already copied, which are older still.
+			for _, s := range sizes {
+				l.dropped.Add(s)
+			}
+			fail(nil)
+			tmps, sizes = nil, nil
+			l.dropped.Add(over)
+			pos += over
+			fresh = true
+			continue
+		}
+		tmp, err := l.copyChunk(len(tmps), pos, l.chunk)
+		if err != nil {
+			return fail(err)
+		}
+		tmps, sizes = append(tmps, tmp), append(sizes, l.chunk)
+		pos += l.chunk
+	}
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	size, err := l.size()
+	if err != nil {
+		return fail(err)
+	}
+	start := l.liveBase + l.consumed
+	if fresh {
+		start = l.liveBase + pos - sum(sizes)
+	}
+	if rest := size - pos; rest > 0 {
+		if slots == 0 {
+			l.dropped.Add(rest)
+		} else {
+			take := min(rest, l.chunk)
+			var got int64
+			if n := len(sizes); n > 0 && sizes[n-1] < l.chunk {
+				take = min(rest, l.chunk-sizes[n-1])
+				got, err = l.appendChunk(tmps[n-1], pos, take)
+				sizes[n-1] += got
+			} else {
+				var tmp string
+				tmp, err = l.copyChunk(len(tmps), pos, take)
+				if err == nil {
+					tmps, sizes, got = append(tmps, tmp), append(sizes, take), take
+				}
+			}
+			if err != nil {
+				return fail(err)
+			}
+			pos += got
+			l.resetLost.Add(rest - got)
+		}
+	}
+	if err := l.f.Truncate(0); err != nil {
+		return fail(fmt.Errorf("truncate log: %w", err))
+	}
+	// Bytes past pos, if any, were lost: output.log's new byte 0 comes
+	// right after the last byte kept.
+	l.liveBase += pos
+	l.consumed = 0
+	l.resets.Add(1)
+	if len(tmps) > 0 || fresh {
+		if err := l.installLocked(tmps, sizes, start, fresh); err != nil {
+			return err
+		}
+		l.rotations.Add(int64(len(tmps)))
+	}
+	return nil
+}
