@@ -63,6 +63,22 @@ func dataStart(f *os.File, size int64) int64 {
 	return off
 }
 
+// settledSize returns the size of f once a write in progress has ended,
+// at least from: SEEK_HOLE takes the inode lock on tmpfs, ext4, XFS and
+// btrfs, which a write holds throughout, while fstat can see a write half
+// done. Past the end, or where SEEK_HOLE fails, it is fstat's size.
+func settledSize(f *os.File, from int64) (int64, error) {
+	off, err := unix.Seek(int(f.Fd()), from, unix.SEEK_HOLE)
+	if err == nil {
+		return off, nil
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
 // diskBytes is the space f's blocks take on disk.
 func diskBytes(fi os.FileInfo) int64 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {

@@ -20,6 +20,14 @@ func blockSize(f *os.File) int64 { return 4096 }
 
 func dataStart(f *os.File, size int64) int64 { return 0 }
 
+func settledSize(f *os.File, from int64) (int64, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
 func diskBytes(fi os.FileInfo) int64 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return st.Blocks * 512

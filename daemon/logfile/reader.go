@@ -36,7 +36,9 @@ type Reader struct {
 // reader continues at next.
 type gone struct{ next int64 }
 
-func (g gone) Error() string { return fmt.Sprintf("log bytes rotated away; next kept offset %d", g.next) }
+func (g gone) Error() string {
+	return fmt.Sprintf("log bytes rotated away; next kept offset %d", g.next)
+}
 
 // NewReader returns a Reader at the start of the last n lines of the log,
 // counted across the rotated files. With n < 0 it starts at the oldest

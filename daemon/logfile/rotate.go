@@ -14,9 +14,8 @@ import (
 // place. One left by a crash holds bytes still in output.log.
 const tmpSuffix = ".rotating"
 
-// maxCatchUp bounds the copies a reset makes outside the lock while the
-// writer keeps adding: past it, the reset takes the lock and copies what it
-// can in one more chunk.
+// maxCatchUp bounds the rounds of copying a reset makes, beyond one per
+// slot, while the writer keeps adding.
 const maxCatchUp = 8
 
 var errClosed = errors.New("log is closed")
@@ -89,14 +88,16 @@ func (l *Log) pass() error {
 			}
 			continue
 		case ModePunch:
-			if remaining <= l.maxSize {
-				if size < l.resetSize {
-					return nil
-				}
+			// The reset also bounds the apparent size of a log whose
+			// writer keeps ahead of the rotations.
+			if size >= l.resetSize {
 				if err := l.reset(); err != nil {
 					return err
 				}
 				continue
+			}
+			if remaining <= l.maxSize {
+				return nil
 			}
 		default:
 			if remaining <= l.maxSize {
@@ -311,97 +312,143 @@ func (l *Log) drop(n int64) error {
 
 // reset copies what output.log holds past l.consumed into rotated files and
 // truncates it to zero. The copies run without the lock while the writer
-// adds; the last one and the truncate run under it. A write that completes
-// between that last copy and the truncate is lost: no file operation can
-// tell "truncate only if nothing was appended" to the kernel.
+// adds, until little is left; the last ones and the truncate run under it,
+// each copy up to the size a write in progress settles at (settledSize),
+// until no more came or a chunk more than was left has been copied. A write the child starts
+// between the last look at the size and the truncate is lost, whole: no
+// file operation can tell the kernel "truncate only if nothing was
+// appended".
 func (l *Log) reset() error {
 	slots := int64(l.keep - 1)
-	var tmps []string
-	var sizes []int64
-	fail := func(err error) error {
-		for _, t := range tmps {
-			os.Remove(t)
-		}
-		return err
-	}
-	pos := l.consumed
-	fresh := false
-	for round := 0; round < maxCatchUp; round++ {
-		size, err := l.size()
+	c := &resetCopy{l: l, pos: l.consumed}
+	settle := min(settleBytes, l.chunk)
+	// A writer faster than the copies would keep this loop going; what it
+	// writes past the slots is skipped anyway, so the rounds are bounded.
+	for round := int64(0); round < slots+maxCatchUp; round++ {
+		size, err := l.settledSize(c.pos)
 		if err != nil {
-			return fail(err)
+			return c.fail(err)
 		}
-		if size-pos <= l.chunk {
+		if size-c.pos <= settle {
 			break
 		}
-		if over := size - pos - slots*l.chunk; over > 0 {
+		if over := size - c.pos - slots*l.chunk; over > 0 {
 			// More than the slots hold: skip the oldest bytes, and the
 			// chunks already copied, which are older still.
-			for _, s := range sizes {
-				l.dropped.Add(s)
-			}
-			fail(nil)
-			tmps, sizes = nil, nil
-			l.dropped.Add(over)
-			pos += over
-			fresh = true
+			l.dropped.Add(sum(c.sizes) + over)
+			c.fail(nil)
+			c.pos += over
+			c.fresh = true
 			continue
 		}
-		tmp, err := l.copyChunk(len(tmps), pos, l.chunk)
-		if err != nil {
-			return fail(err)
+		if _, err := c.copyTo(size, size-c.pos); err != nil {
+			return c.fail(err)
 		}
-		tmps, sizes = append(tmps, tmp), append(sizes, l.chunk)
-		pos += l.chunk
 	}
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	size, err := l.size()
-	if err != nil {
-		return fail(err)
-	}
-	start := l.liveBase + l.consumed
-	if fresh {
-		start = l.liveBase + pos - sum(sizes)
-	}
-	if rest := size - pos; rest > 0 {
+	start := l.liveBase + c.pos - sum(c.sizes)
+	budget := settle + l.chunk
+	for round := 0; round < maxCatchUp; round++ {
+		size, err := l.settledSize(c.pos)
+		if err != nil {
+			return c.fail(err)
+		}
+		rest := size - c.pos
+		if rest <= 0 {
+			break
+		}
 		if slots == 0 {
 			l.dropped.Add(rest)
-		} else {
-			take := min(rest, l.chunk)
-			var got int64
-			if n := len(sizes); n > 0 && sizes[n-1] < l.chunk {
-				take = min(rest, l.chunk-sizes[n-1])
-				got, err = l.appendChunk(tmps[n-1], pos, take)
-				sizes[n-1] += got
-			} else {
-				var tmp string
-				tmp, err = l.copyChunk(len(tmps), pos, take)
-				if err == nil {
-					tmps, sizes, got = append(tmps, tmp), append(sizes, take), take
-				}
-			}
-			if err != nil {
-				return fail(err)
-			}
-			pos += got
-			l.resetLost.Add(rest - got)
+			c.pos = size
+			continue
 		}
+		if budget == 0 {
+			l.resetLost.Add(rest)
+			break
+		}
+		n, err := c.copyTo(size, budget)
+		if err != nil {
+			return c.fail(err)
+		}
+		budget -= n
 	}
 	if err := l.f.Truncate(0); err != nil {
-		return fail(fmt.Errorf("truncate log: %w", err))
+		return c.fail(fmt.Errorf("truncate log: %w", err))
 	}
 	// Bytes past pos, if any, were lost: output.log's new byte 0 comes
 	// right after the last byte kept.
-	l.liveBase += pos
+	l.liveBase += c.pos
 	l.consumed = 0
 	l.resets.Add(1)
-	if len(tmps) > 0 || fresh {
-		if err := l.installLocked(tmps, sizes, start, fresh); err != nil {
+	if len(c.tmps) > 0 || c.fresh {
+		if err := l.installLocked(c.tmps, c.sizes, start, c.fresh); err != nil {
 			return err
 		}
-		l.rotations.Add(int64(len(tmps)))
+		l.rotations.Add(int64(len(c.tmps)))
 	}
 	return nil
+}
+
+// settleBytes is how little a reset leaves to copy under the lock (at
+// most a chunk); under it, it copies at most a chunk more than that.
+const settleBytes = 64 << 10
+
+// resetCopy is the chunks a reset has copied so far.
+type resetCopy struct {
+	l     *Log
+	pos   int64 // output.log offset copied up to
+	tmps  []string
+	sizes []int64
+	fresh bool // bytes were skipped: the chunks do not follow on from output.log.1
+}
+
+// copyTo copies output.log from c.pos towards size, at most limit bytes,
+// filling the last chunk before starting a new one.
+func (c *resetCopy) copyTo(size, limit int64) (int64, error) {
+	l := c.l
+	var copied int64
+	for c.pos < size && copied < limit {
+		want := min(size-c.pos, limit-copied)
+		var got int64
+		if n := len(c.sizes); n > 0 && c.sizes[n-1] < l.chunk {
+			var err error
+			got, err = l.appendChunk(c.tmps[n-1], c.pos, min(want, l.chunk-c.sizes[n-1]))
+			c.sizes[n-1] += got
+			if err != nil {
+				return copied + got, err
+			}
+			if got == 0 {
+				return copied, fmt.Errorf("rotate log %s: shorter than its size", l.path)
+			}
+		} else {
+			got = min(want, l.chunk)
+			tmp, err := l.copyChunk(len(c.tmps), c.pos, got)
+			if err != nil {
+				return copied, err
+			}
+			c.tmps, c.sizes = append(c.tmps, tmp), append(c.sizes, got)
+		}
+		c.pos += got
+		copied += got
+	}
+	return copied, nil
+}
+
+// fail removes the chunks copied so far and returns err.
+func (c *resetCopy) fail(err error) error {
+	for _, t := range c.tmps {
+		os.Remove(t)
+	}
+	c.tmps, c.sizes = nil, nil
+	return err
+}
+
+func (l *Log) settledSize(from int64) (int64, error) {
+	n, err := settledSize(l.f, from)
+	if err != nil {
+		return 0, fmt.Errorf("size of log: %w", err)
+	}
+	return n, nil
 }
