@@ -114,30 +114,65 @@ func (l *Log) pass() error {
 			}
 			continue
 		}
-		if err := l.rotateChunk(); err != nil {
+		// The new chunks push these files out anyway; removing them
+		// before the copies keeps the copies within the cap.
+		if err := l.trim(int(slots - chunks)); err != nil {
+			return err
+		}
+		if err := l.rotateChunks(chunks); err != nil {
 			return err
 		}
 	}
 }
 
-// rotateChunk moves output.log's oldest chunk into output.log.1. The copy
-// runs without the lock, as no one else moves bytes of output.log; the
-// rename and the removal run under it, so a reader never maps an offset to
-// the wrong file. A crash between the rename and the removal leaves the
-// chunk in both files: duplicated, never lost.
-func (l *Log) rotateChunk() error {
-	tmp, err := l.copyChunk(0, l.consumed, l.chunk)
-	if err != nil {
-		return err
+// trim removes the rotated files numbered above n.
+func (l *Log) trim(n int) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var errs []error
+	for i := len(l.rotated); i > n; i-- {
+		if err := os.Remove(l.RotatedPath(i)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if len(l.rotated) > n {
+		l.rotated = l.rotated[:n]
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("rotate log %s: %w", l.path, errors.Join(errs...))
+	}
+	return nil
+}
+
+// rotateChunks moves output.log's oldest n chunks into output.log.n …
+// output.log.1. The copies run without the lock, as no one else moves bytes
+// of output.log, and all of them before the one removal: a collapse writes
+// the file back and drops its page cache, so copying the next chunk after
+// it would read from the disk. The renames and the removal run under the
+// lock, so a reader never maps an offset to the wrong file. A crash between
+// the renames and the removal leaves the chunks in both files: duplicated,
+// never lost.
+func (l *Log) rotateChunks(n int64) error {
+	tmps := make([]string, 0, n)
+	sizes := make([]int64, 0, n)
+	for i := int64(0); i < n; i++ {
+		tmp, err := l.copyChunk(int(i), l.consumed+i*l.chunk, l.chunk)
+		if err != nil {
+			for _, t := range tmps {
+				os.Remove(t)
+			}
+			return err
+		}
+		tmps, sizes = append(tmps, tmp), append(sizes, l.chunk)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	start := l.liveBase + l.consumed
-	if err := l.installLocked([]string{tmp}, []int64{l.chunk}, start, false); err != nil {
+	if err := l.installLocked(tmps, sizes, start, false); err != nil {
 		return err
 	}
-	l.rotations.Add(1)
-	return l.removeLocked(l.chunk)
+	l.rotations.Add(n)
+	return l.removeLocked(n * l.chunk)
 }
 
 // copyChunk copies n bytes of output.log from off into a new temporary
