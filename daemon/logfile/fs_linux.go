@@ -111,4 +111,3 @@ func copyRange(dst, src *os.File, off, n int64, buf []byte) (int64, error) {
 	}
 	return done, nil
 }
-
