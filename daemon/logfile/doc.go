@@ -16,28 +16,35 @@
 // # Files and the cap
 //
 // Options.Keep (log_keep) counts the files kept, output.log included:
-// output.log.1 (the newest rotated) … output.log.<Keep-1>. Each rotated
-// file holds one chunk: log_max_size rounded down to whole filesystem
-// blocks. A pass runs while output.log holds more than log_max_size: it
-// copies the oldest chunk of output.log into output.log.1 inside the kernel
-// (copy_file_range; a 64 KiB buffer where that is refused), shifts the older
-// files up, removes the one pushed past Keep, and takes the chunk out of
-// output.log. No pass holds more than that buffer in memory. After a pass,
-// output.log holds at most log_max_size bytes and every rotated file at most
-// one chunk, so the files hold at most log_max_size × log_keep bytes
-// (ModePunch: one block more, for the block its last punch ended in).
-// Between passes output.log grows by what the child writes in the meantime,
-// which the next write event starts the next pass for. When the child
-// writes faster than a pass copies, the chunks that would be pushed past
-// the last file within the same pass are removed without being copied
-// (Stats.Dropped): the cap holds whatever the write rate, and what is lost
-// is only what the cap would not keep. A log_max_size smaller than one
-// block (usually 4 KiB) is raised to one block.
+// output.log.1 (the newest rotated) … output.log.<Keep-1>; with Keep 1
+// there are none and output.log is a window over the newest bytes. Each
+// rotated file holds one chunk: log_max_size rounded down to whole
+// filesystem blocks (a log_max_size under one block, usually 4 KiB, is
+// raised to one block). A pass runs while output.log holds more than
+// log_max_size: it removes the rotated files the new chunks will push out,
+// copies the oldest chunks of output.log into new files inside the kernel
+// (copy_file_range; through a 64 KiB buffer where that is refused), renames
+// them into place as the older files shift up, and takes the chunks out of
+// output.log. No pass holds more than that buffer in memory.
+//
+// After a pass, output.log holds at most log_max_size bytes and every
+// rotated file at most one chunk, so the files hold at most
+// log_max_size × log_keep bytes (ModePunch: one block more, for the block
+// its last punch ended in). While a pass runs, the child keeps writing, and
+// the chunks being copied are on disk twice until they leave output.log: a
+// writer faster than the rotation can hold the files above the cap by what
+// it writes during one round of copying (about two chunks more at several
+// hundred MB/s; see the package's benchmarks), never more, as each round
+// looks at the size anew. When the writer is so far ahead that the chunks
+// to rotate would not all fit in the rotated files, the oldest bytes are
+// removed without being copied (Stats.Dropped): the cap holds whatever the
+// write rate, and what is lost is only what the cap would not keep.
 //
 // Concatenating output.log.<Keep-1> … output.log.1, output.log gives back
-// exactly the bytes the child wrote, from the oldest kept on. Files are cut
-// at block boundaries, not at line ends: a line may begin in one file and
-// end in the next. The readers here join them.
+// exactly the bytes the child wrote, from the oldest kept on (in ModePunch,
+// output.log from its first data byte on). Files are cut at block
+// boundaries, not at line ends: a line may begin in one file and end in the
+// next. The readers here join them.
 //
 // # Taking bytes out of output.log
 //
@@ -54,22 +61,29 @@
 //     rotation, and the disk space is bounded as above, but the apparent
 //     size keeps growing. Once it reaches Options.ResetSize (by default 64
 //     times log_max_size, at least 64 MiB) the pass resets the file: it
-//     copies what is left into output.log.1 and truncates output.log to
-//     zero. A write the child completes between that last copy and the
-//     truncate is lost: each write is whole (the truncate and an O_APPEND
-//     write exclude each other), so the loss is of whole writes, at most
-//     those made in the few microseconds between two system calls, once per
-//     ResetSize bytes written. A writer that adds more than a chunk inside
-//     the reset's final window loses the rest too, and that is counted
-//     (Stats.ResetLost). Resets are counted (Stats.Resets).
-//     A plain reader of output.log sees the hole as NUL bytes; the readers
-//     here skip it.
-//   - ModeTruncate (neither operation): every rotation is such a reset, with
-//     the same window of loss at each.
+//     copies what is left into output.log.1 (a short chunk) and truncates
+//     output.log to zero. All but the last 64 KiB are copied before the
+//     reset takes the readers' lock; under it, it copies up to the size a
+//     write in progress settles at (lseek SEEK_HOLE, which waits for the
+//     inode lock a write holds on tmpfs, ext4, XFS and btrfs, where fstat
+//     can see a write half done), until nothing more came, then truncates.
+//     A write the child starts between that last look and the truncate is
+//     lost, whole: no file operation lets the kernel "truncate only if
+//     nothing was appended". That window is two system calls wide, once
+//     per ResetSize bytes written. A writer that adds more than a chunk
+//     while the reset holds the lock loses the rest too, and that is
+//     counted (Stats.ResetLost); resets are counted (Stats.Resets). A plain
+//     reader of output.log sees the hole as NUL bytes; the readers here
+//     skip it.
+//   - ModeTruncate (neither operation): every rotation is such a reset,
+//     with the same window of loss at each, and most resets make two files
+//     (a full chunk and the rest), so fewer bytes are kept than the cap
+//     allows.
 //
 // A crash of the daemon between installing a chunk as output.log.1 and
 // taking it out of output.log leaves it in both: it is duplicated, never
-// lost. A rotation's temporary file (output.log.rotating.N) left by a crash
+// lost. (The rotated file a pass pushes out is removed before its copies,
+// so a pass that fails midway has removed it early.) A rotation's temporary file (output.log.rotating.N) left by a crash
 // is removed by the next Open; its bytes are still in output.log. Rotated
 // files are not fsynced: a power loss can lose the page-cache content of
 // the newest rotated files, as it loses the child's own recent writes.

@@ -320,7 +320,7 @@ func TestFullSpeedResets(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			budget := sequenceBudget()
 			const maxSize = 256 << 10
-			keep := int(budget/maxSize) + 2
+			keep := int(budget/maxSize) + 64 // each reset leaves a short chunk
 			l := newLog(t, tmpfsDir(t), Options{MaxSize: maxSize, Keep: keep, ResetSize: 4 << 20, forceMode: tc.force})
 			res := runSequence(t, l, budget)
 			lines := res.written / lineLen

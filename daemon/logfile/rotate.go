@@ -106,10 +106,12 @@ func (l *Log) pass() error {
 		}
 		chunks := (remaining - l.maxSize + l.chunk - 1) / l.chunk
 		if chunks > slots {
-			// The writer outran the rotator: the oldest chunks would be
+			// The writer outran the rotator: the oldest bytes would be
 			// pushed out of the last slot within this pass, so they are
-			// removed without the copy.
-			if err := l.drop((chunks - slots) * l.chunk); err != nil {
+			// removed without the copy, in whole blocks, leaving the slots'
+			// chunks and at most MaxSize (at least MaxSize less a block).
+			over := remaining - l.maxSize - slots*l.chunk
+			if err := l.drop((over + l.block - 1) / l.block * l.block); err != nil {
 				return err
 			}
 			continue

@@ -332,3 +332,41 @@ func TestRotatedPath(t *testing.T) {
 		}
 	}
 }
+
+// TestKeepOne: with log_keep 1 there are no rotated files; output.log is
+// a window over the newest bytes.
+func TestKeepOne(t *testing.T) {
+	for _, tc := range modeCases()[:2] {
+		t.Run(tc.name, func(t *testing.T) {
+			const maxSize = 2 * 4096
+			l := newLog(t, tc.dir(t), Options{MaxSize: maxSize, Keep: 1})
+			w, err := OpenAppend(l.Path())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			var next int64
+			for burst := 0; burst < 20; burst++ {
+				w.Write(seqLines(next, 700))
+				next += 700
+				if err := l.Rotate(); err != nil {
+					t.Fatal(err)
+				}
+				blocks, sizes, files := onDisk(t, l)
+				if files != 1 || blocks > maxSize+tc.slack || (tc.want == ModeCollapse && sizes > maxSize) {
+					t.Fatalf("after burst %d: %d files, %d bytes allocated, %d in files; want output.log alone within %d", burst, files, blocks, sizes, maxSize)
+				}
+			}
+			c, err := checkSequence(bytes.NewReader(readAll(t, l)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.last != next-1 || len(c.gaps)+c.backward+c.torn > 0 || c.lines*lineLen < maxSize-4096 {
+				t.Errorf("%v; want the newest lines up to %d", c, next-1)
+			}
+			if st := l.Stats(); st.Dropped == 0 || st.Rotations != 0 {
+				t.Errorf("stats %+v: want bytes dropped and no rotation", st)
+			}
+		})
+	}
+}
