@@ -92,15 +92,15 @@ type Listener struct {
 	rejected  atomic.Int64
 	lastLog   atomic.Int64 // unix nanoseconds of the last refusal logged
 	retries   atomic.Int64
-	starved   time.Time // when accept began to fail; only Accept touches it
+	starved   atomic.Int64 // unix nanoseconds when accept began to fail, or 0
 
 	done      chan struct{}
 	closeOnce sync.Once
 }
 
 // NewListener wraps inner, which must yield *net.UnixConn; creds tells
-// each connection's peer (a connection whose peer cannot be told counts
-// under uid -1).
+// each connection's peer. A connection whose peer cannot be told (creds
+// nil or failing) counts under uid -1, and PeerOf reports no peer for it.
 func NewListener(inner net.Listener, lim Limits, creds Credentials, log *zap.Logger) *Listener {
 	if lim.Total <= 0 {
 		lim.Total = DefaultMaxConns
@@ -225,8 +225,7 @@ func outOfDescriptors(err error) bool {
 // wait sleeps before the next accept after err; it returns false when the
 // listener was closed meanwhile.
 func (l *Listener) wait(err error, delay time.Duration) bool {
-	if l.starved.IsZero() {
-		l.starved = time.Now()
+	if l.starved.CompareAndSwap(0, time.Now().UnixNano()) {
 		l.log.Warn("cannot accept API connections: out of descriptors; retrying until some are freed",
 			zap.Error(err), zap.Int("open_connections", l.Stats().Open))
 	}
@@ -242,11 +241,9 @@ func (l *Listener) wait(err error, delay time.Duration) bool {
 }
 
 func (l *Listener) recovered() {
-	if l.starved.IsZero() {
-		return
+	if since := l.starved.Swap(0); since != 0 {
+		l.log.Info("accepting API connections again", zap.Duration("after", time.Since(time.Unix(0, since))))
 	}
-	l.log.Info("accepting API connections again", zap.Duration("after", time.Since(l.starved)))
-	l.starved = time.Time{}
 }
 
 // admit takes a place for a connection of uid, or says why there is none.
