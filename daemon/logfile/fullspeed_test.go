@@ -109,6 +109,9 @@ func TestFullSpeedYesStaysUnderCap(t *testing.T) {
 			if st.Rotations == 0 {
 				t.Error("no rotation")
 			}
+			if st.Dropped+st.ResetLost > written {
+				t.Errorf("%d bytes counted dropped and %d lost of %d written", st.Dropped, st.ResetLost, written)
+			}
 			if written < 2*l.Limit() {
 				t.Fatalf("the child wrote only %d bytes: not enough to test the cap", written)
 			}

@@ -14,8 +14,8 @@ import (
 // place. One left by a crash holds bytes still in output.log.
 const tmpSuffix = ".rotating"
 
-// maxCatchUp bounds the rounds of copying a reset makes, beyond one per
-// slot, while the writer keeps adding.
+// maxCatchUp bounds the rounds of rotation, and of copying under the lock,
+// that a reset makes while the writer keeps adding.
 const maxCatchUp = 8
 
 var errClosed = errors.New("log is closed")
@@ -347,45 +347,48 @@ func (l *Log) drop(n int64) error {
 	return l.removeLocked(n)
 }
 
-// reset copies what output.log holds past l.consumed into rotated files and
-// truncates it to zero. The copies run without the lock while the writer
-// adds, until little is left; the last ones and the truncate run under it,
-// each copy up to the size a write in progress settles at (settledSize),
-// until no more came or a chunk more than was left has been copied. A write the child starts
-// between the last look at the size and the truncate is lost, whole: no
-// file operation can tell the kernel "truncate only if nothing was
-// appended".
+// reset brings output.log back to zero bytes: it rotates chunks out the
+// usual way until less than a chunk (or settleBytes) is left, then, under
+// the lock, copies the rest into a short rotated file, up to the size a
+// write in progress settles at (settledSize), until no more came or a
+// chunk more than was left has been copied, and truncates. A write the
+// child starts between the last look at the size and the truncate is lost,
+// whole: no file operation can tell the kernel "truncate only if nothing
+// was appended".
 func (l *Log) reset() error {
 	slots := int64(l.keep - 1)
-	c := &resetCopy{l: l, pos: l.consumed}
 	settle := min(settleBytes, l.chunk)
-	// A writer faster than the copies would keep this loop going; what it
-	// writes past the slots is skipped anyway, so the rounds are bounded.
-	for round := int64(0); round < slots+maxCatchUp; round++ {
-		size, err := l.settledSize(c.pos)
-		if err != nil {
-			return c.fail(err)
+	for round := 0; round < maxCatchUp; round++ {
+		if l.closing() {
+			return errClosed
 		}
-		if size-c.pos <= settle {
+		size, err := l.settledSize(l.consumed)
+		if err != nil {
+			return err
+		}
+		remaining := size - l.consumed
+		chunks := remaining / l.chunk
+		if remaining <= settle || chunks == 0 {
 			break
 		}
-		if over := size - c.pos - slots*l.chunk; over > 0 {
-			// More than the slots hold: skip the oldest bytes, and the
-			// chunks already copied, which are older still.
-			l.dropped.Add(sum(c.sizes) + over)
-			c.fail(nil)
-			c.pos += over
-			c.fresh = true
+		if chunks > slots {
+			if err := l.drop((chunks - slots) * l.chunk); err != nil {
+				return err
+			}
 			continue
 		}
-		if _, err := c.copyTo(size, size-c.pos); err != nil {
-			return c.fail(err)
+		if err := l.trim(int(slots - chunks)); err != nil {
+			return err
+		}
+		if err := l.rotateChunks(chunks); err != nil {
+			return err
 		}
 	}
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	start := l.liveBase + c.pos - sum(c.sizes)
+	c := &resetCopy{l: l, pos: l.consumed}
+	start := l.liveBase + l.consumed
 	budget := settle + l.chunk
 	for round := 0; round < maxCatchUp; round++ {
 		size, err := l.settledSize(c.pos)
@@ -419,8 +422,8 @@ func (l *Log) reset() error {
 	l.liveBase += c.pos
 	l.consumed = 0
 	l.resets.Add(1)
-	if len(c.tmps) > 0 || c.fresh {
-		if err := l.installLocked(c.tmps, c.sizes, start, c.fresh); err != nil {
+	if len(c.tmps) > 0 {
+		if err := l.installLocked(c.tmps, c.sizes, start, false); err != nil {
 			return err
 		}
 		l.rotations.Add(int64(len(c.tmps)))
@@ -438,7 +441,6 @@ type resetCopy struct {
 	pos   int64 // output.log offset copied up to
 	tmps  []string
 	sizes []int64
-	fresh bool // bytes were skipped: the chunks do not follow on from output.log.1
 }
 
 // copyTo copies output.log from c.pos towards size, at most limit bytes,
