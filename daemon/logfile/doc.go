@@ -66,24 +66,26 @@
 //     rotation, and the disk space is bounded as above, but the apparent
 //     size keeps growing. Once it reaches Options.ResetSize (by default 64
 //     times log_max_size, at least 64 MiB) the pass resets the file: it
-//     copies what is left into output.log.1 (a short chunk) and truncates
-//     output.log to zero. All but the last 64 KiB are copied before the
-//     reset takes the readers' lock; under it, it copies up to the size a
-//     write in progress settles at (lseek SEEK_HOLE, which waits for the
-//     inode lock a write holds on tmpfs, ext4, XFS and btrfs, where fstat
-//     can see a write half done), until nothing more came, then truncates.
-//     A write the child starts between that last look and the truncate is
-//     lost, whole: no file operation lets the kernel "truncate only if
-//     nothing was appended". That window is two system calls wide, once
-//     per ResetSize bytes written. A writer that adds more than a chunk
-//     while the reset holds the lock loses the rest too, and that is
-//     counted (Stats.ResetLost); resets are counted (Stats.Resets). A plain
-//     reader of output.log sees the hole as NUL bytes; the readers here
-//     skip it.
+//     rotates chunks out as usual, copies the rest into a short chunk, and
+//     then, holding the readers' lock, copies what came meanwhile up to the
+//     size a write in progress settles at (lseek SEEK_HOLE, which waits for
+//     the inode lock a write holds on tmpfs, ext4, XFS and btrfs, where
+//     fstat can see a write half done), until nothing more came, and
+//     truncates output.log to zero. A write the child starts between that
+//     last look and the truncate is lost, whole: no file operation lets the
+//     kernel "truncate only if nothing was appended". That window is two
+//     system calls wide, once per ResetSize bytes written. When more keeps
+//     coming (the writer is faster than the copies), the reset is put off
+//     to a later pass, and what it copied is rotated out as usual, unless
+//     the apparent size has reached 16 × ResetSize: then it truncates and
+//     loses what came after its last copy (Stats.ResetLost). Resets are
+//     counted (Stats.Resets). A plain reader of output.log sees the hole as
+//     NUL bytes; the readers here skip it.
 //   - ModeTruncate (neither operation): every rotation is such a reset,
-//     with the same window of loss at each, and most resets make two files
-//     (a full chunk and the rest), so fewer bytes are kept than the cap
-//     allows.
+//     never put off (only a truncate shrinks the file), with the same
+//     window of loss at each, and the rest lost when the writer outpaces
+//     the copies (Stats.ResetLost); most resets make two files (a full
+//     chunk and the rest), so fewer bytes are kept than the cap allows.
 //
 // A crash of the daemon between installing a chunk as output.log.1 and
 // taking it out of output.log leaves it in both: it is duplicated, never

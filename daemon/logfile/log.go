@@ -87,10 +87,11 @@ type Stats struct {
 	// because the writer outran the cap: more was written since the last
 	// pass than Keep × MaxSize holds.
 	Dropped int64
-	// ResetLost counts bytes a reset saw written but could not copy before
-	// truncating (the writer wrote more than one chunk inside the reset's
-	// final window). Writes that land between the reset's last copy and its
-	// truncate cannot be seen and are not counted.
+	// ResetLost counts bytes a reset saw written but did not copy before it
+	// truncated, because the writer kept adding faster than it copied (in
+	// ModeTruncate, or in ModePunch past 16 × ResetSize). Writes that land
+	// between the reset's last look at the size and its truncate cannot be
+	// seen and are not counted.
 	ResetLost int64
 }
 

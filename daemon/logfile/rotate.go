@@ -121,7 +121,7 @@ func (l *Log) pass() error {
 		if err := l.trim(int(slots - chunks)); err != nil {
 			return err
 		}
-		if err := l.rotateChunks(chunks); err != nil {
+		if err := l.rotateChunks(chunks); err != nil && !errors.Is(err, errOutrun) {
 			return err
 		}
 	}
@@ -154,11 +154,22 @@ func (l *Log) trim(n int) error {
 // lock, so a reader never maps an offset to the wrong file. A crash between
 // the renames and the removal leaves the chunks in both files: duplicated,
 // never lost.
+//
+// A writer can get ahead so far while the chunks are copied (from the disk,
+// when a collapse has just dropped the page cache) that they would be
+// pushed out by newer ones as soon as they were in place. The copy then
+// stops (errOutrun) and the pass drops them instead, so that the files do
+// not grow by all the writer adds during a slow copy.
 func (l *Log) rotateChunks(n int64) error {
+	slots := int64(l.keep - 1)
+	worth := func() bool {
+		size, err := l.size()
+		return err != nil || size-l.consumed-l.maxSize <= (n+slots)*l.chunk
+	}
 	tmps := make([]string, 0, n)
 	sizes := make([]int64, 0, n)
 	for i := int64(0); i < n; i++ {
-		tmp, err := l.copyChunk(int(i), l.consumed+i*l.chunk, l.chunk)
+		tmp, err := l.copyChunk(int(i), l.consumed+i*l.chunk, l.chunk, worth)
 		if err != nil {
 			for _, t := range tmps {
 				os.Remove(t)
@@ -177,9 +188,18 @@ func (l *Log) rotateChunks(n int64) error {
 	return l.removeLocked(n * l.chunk)
 }
 
+// copyPiece is how much a chunk copy moves between two looks at whether it
+// is still worth finishing.
+const copyPiece = 1 << 20
+
+// errOutrun stops a copy that the writer has made pointless.
+var errOutrun = errors.New("the writer got ahead of the copy")
+
 // copyChunk copies n bytes of output.log from off into a new temporary
-// file, which it returns the name of.
-func (l *Log) copyChunk(i int, off, n int64) (string, error) {
+// file, which it returns the name of. Between pieces it asks worth, when
+// not nil, whether to go on; if not, it removes the file and returns
+// errOutrun.
+func (l *Log) copyChunk(i int, off, n int64, worth func() bool) (string, error) {
 	name := l.path + tmpSuffix + "." + strconv.Itoa(i)
 	if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("rotate log: %w", err)
@@ -188,15 +208,27 @@ func (l *Log) copyChunk(i int, off, n int64) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("rotate log: %w", err)
 	}
-	got, err := copyRange(f, l.f, off, n, l.buf)
+	var got int64
+	for got < n && err == nil {
+		if got > 0 && worth != nil && !worth() {
+			err = errOutrun
+			break
+		}
+		var c int64
+		c, err = copyRange(f, l.f, off+got, min(copyPiece, n-got), l.buf)
+		got += c
+		if err == nil && c == 0 {
+			err = fmt.Errorf("copied %d of %d bytes: the log is shorter than expected", got, n)
+		}
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil && got < n {
-		err = fmt.Errorf("copied %d of %d bytes: the log is shorter than expected", got, n)
-	}
 	if err != nil {
 		os.Remove(name)
+		if errors.Is(err, errOutrun) {
+			return "", err
+		}
 		return "", fmt.Errorf("rotate log %s: %w", l.path, err)
 	}
 	return name, nil
@@ -348,10 +380,10 @@ func (l *Log) drop(n int64) error {
 }
 
 // reset brings output.log back to zero bytes: it rotates chunks out the
-// usual way until less than a chunk (or settleBytes) is left, then, under
-// the lock, copies the rest into a short rotated file, up to the size a
+// usual way until less than a chunk is left, copies the rest into a short
+// chunk, then, under the lock, copies what came meanwhile, up to the size a
 // write in progress settles at (settledSize), until no more came or a
-// chunk more than was left has been copied, and truncates. A write the
+// chunk more has been copied, and truncates. A write the
 // child starts between the last look at the size and the truncate is lost,
 // whole: no file operation can tell the kernel "truncate only if nothing
 // was appended".
@@ -380,23 +412,41 @@ func (l *Log) reset() error {
 		if err := l.trim(int(slots - chunks)); err != nil {
 			return err
 		}
-		if err := l.rotateChunks(chunks); err != nil {
+		if err := l.rotateChunks(chunks); err != nil && !errors.Is(err, errOutrun) {
 			return err
+		}
+	}
+
+	// What is left (under a chunk, unless the writer is quick) is copied
+	// without the lock too, up to a chunk's worth, so that only the last
+	// few writes are copied under it.
+	c := &resetCopy{l: l, pos: l.consumed}
+	for round := 0; round < maxCatchUp && slots > 0 && sum(c.sizes) < l.chunk; round++ {
+		size, err := l.settledSize(c.pos)
+		if err != nil {
+			return c.fail(err)
+		}
+		if size-c.pos <= settle {
+			break
+		}
+		if _, err := c.copyTo(size, min(size-c.pos, l.chunk)); err != nil {
+			return c.fail(err)
 		}
 	}
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	c := &resetCopy{l: l, pos: l.consumed}
 	start := l.liveBase + l.consumed
 	budget := settle + l.chunk
+	caughtUp := false
+	var size, rest int64
 	for round := 0; round < maxCatchUp; round++ {
-		size, err := l.settledSize(c.pos)
-		if err != nil {
+		var err error
+		if size, err = l.settledSize(c.pos); err != nil {
 			return c.fail(err)
 		}
-		rest := size - c.pos
-		if rest <= 0 {
+		if rest = size - c.pos; rest <= 0 {
+			caughtUp = true
 			break
 		}
 		if slots == 0 {
@@ -405,7 +455,6 @@ func (l *Log) reset() error {
 			continue
 		}
 		if budget == 0 {
-			l.resetLost.Add(rest)
 			break
 		}
 		n, err := c.copyTo(size, budget)
@@ -413,6 +462,22 @@ func (l *Log) reset() error {
 			return c.fail(err)
 		}
 		budget -= n
+	}
+	if !caughtUp && l.getMode() == ModePunch && size < forceResetFactor*l.resetSize {
+		// The writer adds faster than the copies: a truncate now would
+		// lose what it adds. What was copied becomes rotated chunks, as
+		// in a rotation, and a later pass tries the reset again.
+		if len(c.tmps) == 0 {
+			return nil
+		}
+		if err := l.installLocked(c.tmps, c.sizes, start, false); err != nil {
+			return err
+		}
+		l.rotations.Add(int64(len(c.tmps)))
+		return l.removeLocked(c.pos - l.consumed)
+	}
+	if !caughtUp {
+		l.resetLost.Add(rest)
 	}
 	if err := l.f.Truncate(0); err != nil {
 		return c.fail(fmt.Errorf("truncate log: %w", err))
@@ -430,6 +495,10 @@ func (l *Log) reset() error {
 	}
 	return nil
 }
+
+// forceResetFactor times ResetSize is the apparent size at which a reset
+// in ModePunch truncates even while the writer outpaces its copies.
+const forceResetFactor = 16
 
 // settleBytes is how little a reset leaves to copy under the lock (at
 // most a chunk); under it, it copies at most a chunk more than that.
@@ -463,7 +532,7 @@ func (c *resetCopy) copyTo(size, limit int64) (int64, error) {
 			}
 		} else {
 			got = min(want, l.chunk)
-			tmp, err := l.copyChunk(len(c.tmps), c.pos, got)
+			tmp, err := l.copyChunk(len(c.tmps), c.pos, got, nil)
 			if err != nil {
 				return copied, err
 			}
