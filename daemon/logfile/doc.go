@@ -41,8 +41,8 @@
 // fit in the rotated files, the oldest bytes are removed without being
 // copied (Stats.Dropped): the cap holds whatever the write rate, and what
 // is lost is only what the cap would not keep. (Measured with `yes` for
-// 20 s against 10 MiB × 3 on two shared cores: peaks of about 100 MiB on
-// ext4 and 220 MiB on tmpfs while it wrote at 400-700 MB/s, under the cap
+// 20 s against 10 MiB × 3 on two shared cores: peaks of 60-120 MiB on ext4
+// and 85-220 MiB on tmpfs while it wrote at 450-1100 MB/s, under the cap
 // once it stopped.)
 //
 // Concatenating output.log.<Keep-1> … output.log.1, output.log gives back
