@@ -13,8 +13,11 @@ D=$BENCH_TMP
 SOCK=$D/s.sock
 ctl() { "$BIN/sessionctl" --socket "$SOCK" "$@"; }
 
+# history_limit above anything a run starts, so that every session started
+# must still be listed at the end: a missing one is a loss, not pruning.
+printf 'history_limit = 1000000\n' >"$D/sessiond.toml"
 start_daemon() {
-	"$BIN/sessiond" run --state-dir "$D/state" --socket "$SOCK" --log-level warn >>"$D/daemon.log" 2>&1 &
+	"$BIN/sessiond" run --config "$D/sessiond.toml" --state-dir "$D/state" --socket "$SOCK" --log-level warn >>"$D/daemon.log" 2>&1 &
 	SD_PID=$!
 	for _ in $(seq 200); do ctl version >/dev/null 2>&1 && return 0; sleep 0.05; done
 	die "sessiond did not come up (see $D/daemon.log)"
@@ -38,7 +41,9 @@ while [ "$(date +%s)" -lt "$end" ]; do
 	else
 		cmd=(sleep "$life")
 	fi
-	ctl start -q --stop-grace 1s "$dir" -- "${cmd[@]}" >/dev/null 2>&1 && starts=$((starts + 1)) || true
+	if id=$(ctl start -q --stop-grace 1s "$dir" -- "${cmd[@]}" 2>/dev/null); then
+		starts=$((starts + 1)); echo "$id" >>"$D/started"
+	fi
 	if ((i % 7 == 0)); then
 		ctl stop "$dir" >/dev/null 2>&1 && stops=$((stops + 1)) || true
 	fi
@@ -55,12 +60,30 @@ log "$starts starts, $stops stops, $kills daemon kills; checking"
 fail=0
 check() { if ! "$@"; then fail=1; fi; }
 
-# Every record is a live or ended session; every ended one has its handoff.
-ctl ps -a --json >"$D/ps.json"
-python3 - "$D/ps.json" "$D/state" <<'PY' || fail=1
+# Every session started is listed (history_limit prunes none here), as a
+# live or ended one; every ended one has its handoff and exactly one
+# progress entry in its project.
+ctl ps -a --chains --json >"$D/ps.json"
+python3 - "$D/ps.json" "$D/state" "$D/started" "$D/p" <<'PY' || fail=1
 import json, os, sys
 recs = json.load(open(sys.argv[1]))
 bad = 0
+listed = {r["id"] for r in recs}
+started = [l.strip() for l in open(sys.argv[3]) if l.strip()] if os.path.exists(sys.argv[3]) else []
+for sid in started:
+    if sid not in listed:
+        print("session started but not listed:", sid); bad += 1
+entries = {}
+for root, _, files in os.walk(sys.argv[4]):
+    for f in files:
+        if f == "progress.md":
+            for line in open(os.path.join(root, f)):
+                if line.startswith("Session ") and ", ended:" in line:
+                    sid = line.split()[1].rstrip(",")
+                    entries[sid] = entries.get(sid, 0) + 1
+for r in recs:
+    if r["state"] == "ended" and entries.get(r["id"], 0) != 1:
+        print("ended session with %d progress entries:" % entries.get(r["id"], 0), r["id"], r["end_reason"]); bad += 1
 for r in recs:
     if r["state"] in ("ended",):
         p = os.path.join(sys.argv[2], "sessions", r["id"], "handoff.json")
@@ -119,5 +142,12 @@ fi
 zombies=$( (ps -o pid=,stat= --ppid "$SD_PID" || true) | awk '$2 ~ /Z/' | wc -l)
 [ "$zombies" -eq 0 ] || { log "$zombies zombie children of the daemon"; fail=1; }
 log "left after stop --all: $(echo -n "$left" | grep -c . || true) processes, $zombies zombies"
-if [ "$fail" -ne 0 ]; then log "FAILED (daemon log: $D/daemon.log)"; trap - EXIT; exit 1; fi
+if [ "$fail" -ne 0 ]; then
+	# Keep what is needed to look into it; the exit trap still stops the
+	# daemon and removes the rest.
+	keep=${TMPDIR:-/tmp}/sessiond-chaos-failed-$(date +%s)
+	mkdir -p "$keep" && cp -r "$D/daemon.log" "$D/ps.json" "$D/state" "$keep/" 2>/dev/null || true
+	log "FAILED (daemon log and state kept in $keep)"
+	exit 1
+fi
 log "passed"

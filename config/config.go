@@ -19,7 +19,12 @@ type Config struct {
 	OnShutdown    string   `toml:"on_shutdown" json:"on_shutdown"`
 	AllowedGroups []string `toml:"allowed_groups" json:"allowed_groups"`
 	LogMaxSize    Size     `toml:"log_max_size" json:"log_max_size"`
-	Defaults      Spec     `toml:"defaults" json:"defaults"`
+	LogKeep       int      `toml:"log_keep" json:"log_keep"`
+	// MaxConnections bounds the API connections open at once, in total and
+	// per user other than root and the daemon's own (0: the default).
+	MaxConnections        int  `toml:"max_connections" json:"max_connections"`
+	MaxConnectionsPerUser int  `toml:"max_connections_per_user" json:"max_connections_per_user"`
+	Defaults              Spec `toml:"defaults" json:"defaults"`
 }
 
 // FieldError is a value that fails validation, named by its dotted key, so
@@ -58,6 +63,12 @@ func (c *Config) Validate() error {
 	}
 	if c.LogMaxSize < 0 {
 		return &FieldError{"log_max_size", "must not be negative"}
+	}
+	if c.LogKeep < 1 {
+		return &FieldError{"log_keep", fmt.Sprintf("must be at least 1 (the log itself), got %d", c.LogKeep)}
+	}
+	if c.MaxConnections < 0 || c.MaxConnectionsPerUser < 0 {
+		return &FieldError{"max_connections", "must not be negative"}
 	}
 	if err := c.Defaults.Validate(); err != nil {
 		fe := err.(*FieldError)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -87,7 +88,7 @@ func New(opt Options) (*Daemon, error) {
 		cron: newScheduler(opt.Log.Named("cron")),
 	}
 	var err error
-	if d.out, err = newOutputWatcher(d.log.Named("output"), int64(cfg.LogMaxSize)); err != nil {
+	if d.out, err = newOutputWatcher(d.log.Named("output"), int64(cfg.LogMaxSize), cfg.LogKeep); err != nil {
 		d.cron.stop()
 		return nil, err
 	}
@@ -132,7 +133,10 @@ func (d *Daemon) Run(ctx context.Context, hurry <-chan struct{}) error {
 		return err
 	}
 	d.recover()
-	srv := server.New(d, access, d.log)
+	// Root and the daemon's own user (whose agents' hooks may all call at
+	// once) are bounded only by the total.
+	srv := server.New(d, access, d.log, server.Options{Limits: server.Limits{
+		Total: d.cfg.MaxConnections, PerUID: d.cfg.MaxConnectionsPerUser, Trusted: []int{0, os.Geteuid()}}})
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(l) }()
 	d.log.Info("sessiond ready", zap.String("socket", d.cfg.Socket), zap.String("state_dir", d.cfg.StateDir), zap.String("version", d.version))

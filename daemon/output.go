@@ -7,14 +7,12 @@ import (
 	"io"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
 	"go.uber.org/zap"
 
-	"github.com/sessiond/sessiond/daemon/session"
-	"github.com/sessiond/sessiond/daemon/state"
+	"github.com/sessiond/sessiond/daemon/logfile"
 	"github.com/sessiond/sessiond/ipc"
 )
 
@@ -22,31 +20,32 @@ import (
 // pipe through the daemon and without polling: it feeds idle detection (the
 // session's callback), log followers and rotation.
 type outputWatcher struct {
-	log    *zap.Logger
-	maxLog int64
-	w      *fsnotify.Watcher
-	mu     sync.Mutex
-	logs   map[string]*watchedLog
-	done   chan struct{}
+	log  *zap.Logger
+	opt  logfile.Options
+	w    *fsnotify.Watcher
+	mu   sync.Mutex
+	logs map[string]*watchedLog
+	done chan struct{}
 }
 
 // watchedLog is one session log being written.
 type watchedLog struct {
 	path    string
 	onWrite func(time.Time)
+	// file rotates the log within its cap as it is written.
+	file *logfile.Log
 	// changed is closed (and replaced) at every write, to wake followers.
 	mu      sync.Mutex
 	changed chan struct{}
-	// lastRotateCheck is when the log's size was last looked at (Unix ns).
-	lastRotateCheck atomic.Int64
 }
 
-func newOutputWatcher(log *zap.Logger, maxLog int64) (*outputWatcher, error) {
+func newOutputWatcher(log *zap.Logger, maxLog int64, keep int) (*outputWatcher, error) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, fmt.Errorf("watch session logs: %w", err)
 	}
-	o := &outputWatcher{log: log, maxLog: maxLog, w: w, logs: map[string]*watchedLog{}, done: make(chan struct{})}
+	o := &outputWatcher{log: log, opt: logfile.Options{MaxSize: maxLog, Keep: keep, Logger: log.Named("rotate")},
+		w: w, logs: map[string]*watchedLog{}, done: make(chan struct{})}
 	go o.loop()
 	return o, nil
 }
@@ -68,13 +67,26 @@ func (o *outputWatcher) loop() {
 			if l != nil {
 				l.onWrite(time.Now())
 				l.wake()
-				o.maybeRotate(l)
+				if l.file != nil {
+					l.file.Notify()
+				}
 			}
 		case err, ok := <-o.w.Errors:
 			if !ok {
 				return
 			}
 			o.log.Warn("log watcher", zap.Error(err))
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				// Writes went unseen: every log looks again.
+				o.mu.Lock()
+				for _, l := range o.logs {
+					l.wake()
+					if l.file != nil {
+						l.file.Notify()
+					}
+				}
+				o.mu.Unlock()
+			}
 		}
 	}
 }
@@ -84,9 +96,16 @@ func (o *outputWatcher) close() {
 	<-o.done
 }
 
-// WatchLog implements session.OutputWatcher.
+// WatchLog implements session.OutputWatcher: the log is rotated within
+// log_max_size × log_keep as it is written.
 func (o *outputWatcher) WatchLog(path string, onWrite func(time.Time)) (unwatch func()) {
 	l := &watchedLog{path: path, onWrite: onWrite, changed: make(chan struct{})}
+	f, err := logfile.Open(path, o.opt)
+	if err != nil {
+		o.log.Warn("session log not rotated", zap.String("path", path), zap.Error(err))
+	} else {
+		l.file = f
+	}
 	o.mu.Lock()
 	o.logs[path] = l
 	o.mu.Unlock()
@@ -100,8 +119,44 @@ func (o *outputWatcher) WatchLog(path string, onWrite func(time.Time)) (unwatch 
 		}
 		o.mu.Unlock()
 		_ = o.w.Remove(path)
+		if l.file != nil {
+			// One last pass: what the end wrote stays within the cap.
+			_ = l.file.Rotate()
+			_ = l.file.Close()
+		}
 		l.wake()
 	}
+}
+
+// open returns the rotating log of path while it is watched, else one
+// opened to read it (release closes what open opened).
+func (o *outputWatcher) open(path string) (f *logfile.Log, release func(), err error) {
+	o.mu.Lock()
+	l := o.logs[path]
+	o.mu.Unlock()
+	if l != nil && l.file != nil {
+		return l.file, func() {}, nil
+	}
+	f, err = logfile.Open(path, logfile.Options{Keep: o.opt.Keep, Logger: o.opt.Logger})
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, func() { _ = f.Close() }, nil
+}
+
+// Tail implements session.OutputWatcher: the last n lines of the log at
+// path, across its rotated files, in bounded memory.
+func (o *outputWatcher) Tail(path string, n int) []string {
+	f, release, err := o.open(path)
+	if err != nil {
+		return nil
+	}
+	defer release()
+	lines, err := f.TailLines(n, 64<<10)
+	if err != nil {
+		return nil
+	}
+	return lines
 }
 
 // changes returns a channel closed at the next write to the log at path,
@@ -125,64 +180,37 @@ func (l *watchedLog) wake() {
 	l.mu.Unlock()
 }
 
-// rotateCheckEvery bounds how often a busy log's size is looked at.
-const rotateCheckEvery = 500 * time.Millisecond
-
-// maybeRotate keeps the log under log_max_size: the log is copied to
-// output.log.1 and truncated in place, because the child holds it open
-// (O_APPEND, so its next write lands at the new end).
-func (o *outputWatcher) maybeRotate(l *watchedLog) {
-	if o.maxLog <= 0 {
-		return
-	}
-	now := time.Now().UnixNano()
-	if last := l.lastRotateCheck.Load(); now-last < int64(rotateCheckEvery) {
-		return
-	}
-	l.lastRotateCheck.Store(now)
-	fi, err := os.Stat(l.path)
-	if err != nil || fi.Size() <= o.maxLog {
-		return
-	}
-	data, err := os.ReadFile(l.path)
-	if err != nil {
-		o.log.Warn("rotate log", zap.Error(err))
-		return
-	}
-	if err := state.WriteFile(l.path+".1", data, 0o600); err != nil {
-		o.log.Warn("rotate log", zap.Error(err))
-		return
-	}
-	if err := os.Truncate(l.path, 0); err != nil {
-		o.log.Warn("rotate log", zap.Error(err))
-	}
-}
-
-// SessionLogs implements ipc.Sessions.
+// SessionLogs implements ipc.Sessions: the log read across its rotated
+// files, from the last opt.Tail lines (0: all that is kept), and with
+// opt.Follow what is written next, until the session ends.
 func (d *Daemon) SessionLogs(ctx context.Context, c ipc.Caller, id string, opt ipc.LogOptions, w io.Writer) error {
 	s, err := d.reg.lookup(c, id)
 	if err != nil {
 		return err
 	}
-	f, err := os.Open(s.LogPath())
+	f, release, err := d.out.open(s.LogPath())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer release()
+	from := -1
 	if opt.Tail > 0 {
-		if err := session.SeekTail(f, opt.Tail); err != nil {
-			return err
-		}
+		from = opt.Tail
 	}
+	r, err := f.NewReader(from)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
 	buf := make([]byte, 32*1024)
 	for {
 		// Ask for the wake-up before reading, so that a write between the
 		// read and the wait is not missed.
 		changed := d.out.changes(s.LogPath())
-		if err := copyAvailable(f, w, buf); err != nil {
+		if _, err := io.CopyBuffer(w, r, buf); err != nil {
 			return err
 		}
 		if !opt.Follow {
@@ -193,7 +221,8 @@ func (d *Daemon) SessionLogs(ctx context.Context, c ipc.Caller, id string, opt i
 			// more (it is ending): look again shortly.
 			select {
 			case <-s.Done():
-				return copyAvailable(f, w, buf)
+				_, err := io.CopyBuffer(w, r, buf)
+				return err
 			case <-ctx.Done():
 				return nil
 			case <-time.After(100 * time.Millisecond):
@@ -203,25 +232,10 @@ func (d *Daemon) SessionLogs(ctx context.Context, c ipc.Caller, id string, opt i
 		select {
 		case <-changed:
 		case <-s.Done():
-			return copyAvailable(f, w, buf)
+			_, err := io.CopyBuffer(w, r, buf)
+			return err
 		case <-ctx.Done():
 			return nil
 		}
 	}
-}
-
-// copyAvailable copies from f's offset to its current end; a truncated
-// (rotated) log is followed from its new start.
-func copyAvailable(f *os.File, w io.Writer, buf []byte) error {
-	off, err := f.Seek(0, io.SeekCurrent)
-	if err != nil {
-		return err
-	}
-	if fi, err := f.Stat(); err == nil && fi.Size() < off {
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return err
-		}
-	}
-	_, err = io.CopyBuffer(w, f, buf)
-	return err
 }

@@ -22,6 +22,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(holdEnv); spec != "" {
+		// This binary, re-run as another user, holds connections open.
+		os.Exit(holdConnections(spec))
+	}
 	flag.Parse()
 	os.Exit(runTests(m))
 }

@@ -34,6 +34,9 @@ func (c *Client) httpClient() *http.Client {
 				return d.DialContext(ctx, "unix", c.Socket)
 			},
 			DisableCompression: true,
+			// Requests beyond these many at once wait their turn here
+			// rather than meet the daemon's cap on connections.
+			MaxConnsPerHost: 32,
 		}}
 	})
 	return c.hc

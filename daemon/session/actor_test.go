@@ -101,6 +101,8 @@ func (o *output) WatchLog(_ string, f func(time.Time)) func() {
 	return func() {}
 }
 
+func (o *output) Tail(string, int) []string { return nil }
+
 func (o *output) write(t time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -72,6 +72,10 @@ type Scheduler interface {
 // pipe through the daemon.
 type OutputWatcher interface {
 	// WatchLog calls onWrite (which must not block) after writes to the log
-	// at path, until unwatch is called.
+	// at path, until unwatch is called; meanwhile the log is kept within
+	// its cap.
 	WatchLog(path string, onWrite func(time.Time)) (unwatch func())
+	// Tail returns the last n lines of the log at path, across its
+	// rotated files.
+	Tail(path string, n int) []string
 }

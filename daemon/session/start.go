@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sessiond/sessiond/daemon/checkpoint"
+	"github.com/sessiond/sessiond/daemon/logfile"
 	"github.com/sessiond/sessiond/daemon/proc"
 	"github.com/sessiond/sessiond/daemon/state"
 	"github.com/sessiond/sessiond/daemon/watch"
@@ -38,7 +39,9 @@ func (s *Session) start() (err error) {
 	if err := s.prepareProject(); err != nil {
 		return err
 	}
-	out, err := os.OpenFile(s.logPath(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	// The child writes its output straight into the log, through a
+	// descriptor of its own (not a pipe through the daemon).
+	out, err := logfile.OpenAppend(s.logPath())
 	if err != nil {
 		return fmt.Errorf("open session log: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -58,6 +59,9 @@ const (
 type Limits struct {
 	Total  int // connections in all; zero or less means DefaultMaxConns
 	PerUID int // connections of one peer uid; zero or less means DefaultMaxConnsPerUID
+	// Trusted are uids the per-uid cap does not apply to (root and the
+	// daemon's own user, whose sessions' agents all run as that user).
+	Trusted []int
 }
 
 // Peer is the process at the other end of a connection.
@@ -250,7 +254,7 @@ func (l *Listener) recovered() {
 func (l *Listener) admit(uid int) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if n := l.perUID[uid]; n >= l.lim.PerUID {
+	if n := l.perUID[uid]; n >= l.lim.PerUID && !slices.Contains(l.lim.Trusted, uid) {
 		return fmt.Sprintf("uid %d has %d connections open, the most one user may have", uid, n)
 	}
 	if l.open >= l.lim.Total {

@@ -858,3 +858,27 @@ func TestDefaults(t *testing.T) {
 		t.Error("PeerOf found a peer on a connection no Listener accepted")
 	}
 }
+
+// TestTrustedUIDsSkipThePerUserCap: root and the daemon's own user are
+// bounded by the total only.
+func TestTrustedUIDsSkipThePerUserCap(t *testing.T) {
+	l := NewListener(nil, Limits{Total: 5, PerUID: 2, Trusted: []int{0}}, nil, nil)
+	for i := range 4 {
+		if why := l.admit(0); why != "" {
+			t.Fatalf("root's connection %d refused: %s", i+1, why)
+		}
+	}
+	if why := l.admit(1000); why != "" {
+		t.Fatalf("a user's first connection refused: %s", why)
+	}
+	if why := l.admit(1000); why == "" || !strings.Contains(why, "the daemon has 5") {
+		t.Errorf("over the total: %q, want the total's refusal", why)
+	}
+	l.release(0)
+	if why := l.admit(1000); why != "" {
+		t.Fatalf("a user's second connection refused: %s", why)
+	}
+	if why := l.admit(1000); why == "" || !strings.Contains(why, "uid 1000 has 2") {
+		t.Errorf("a user's third connection: %q, want the per-user refusal", why)
+	}
+}

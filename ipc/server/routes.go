@@ -171,9 +171,8 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request, c ipc.Caller) erro
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
-	fw := &flushWriter{w: w, rc: http.NewResponseController(w)}
 	opt := ipc.LogOptions{Tail: tail, Follow: follow}
-	if err := s.backend.SessionLogs(r.Context(), c, r.PathValue("id"), opt, fw); err != nil && r.Context().Err() == nil {
+	if err := s.backend.SessionLogs(r.Context(), c, r.PathValue("id"), opt, s.timeouts.Stream(w)); err != nil && r.Context().Err() == nil {
 		s.log.Warn("log stream ended early", zap.String("session", r.PathValue("id")), zap.Error(err))
 	}
 	return nil
@@ -264,14 +263,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, c ipc.Caller) er
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	_ = rc.Flush()
-	enc := json.NewEncoder(w)
+	_ = http.NewResponseController(w).Flush()
+	enc := json.NewEncoder(s.timeouts.Stream(w))
 	for ev := range ch {
 		if err := enc.Encode(ev); err != nil {
-			return nil
-		}
-		if err := rc.Flush(); err != nil {
 			return nil
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -24,13 +23,21 @@ type AccessFunc func(ipc.Caller) bool
 
 // Server serves the API on a Unix socket.
 type Server struct {
-	backend ipc.Backend
-	version string
-	log     *zap.Logger
-	access  AccessFunc
-	mux     *http.ServeMux
-	routes  map[string]bool
-	http    *http.Server
+	backend  ipc.Backend
+	version  string
+	log      *zap.Logger
+	access   AccessFunc
+	limits   Limits
+	timeouts Timeouts
+	mux      *http.ServeMux
+	routes   map[string]bool
+	http     *http.Server
+}
+
+// Options tune a Server; the zero value is the defaults.
+type Options struct {
+	// Limits bound the connections open at once (see Listener).
+	Limits Limits
 }
 
 // handler is a route's adapter: it decodes the request, calls the backend
@@ -38,21 +45,28 @@ type Server struct {
 type handler func(w http.ResponseWriter, r *http.Request, c ipc.Caller) error
 
 // New returns a server for b; access says who may connect.
-func New(b ipc.Backend, access AccessFunc, log *zap.Logger) *Server {
+func New(b ipc.Backend, access AccessFunc, log *zap.Logger, opts ...Options) *Server {
+	var opt Options
+	if len(opts) > 0 {
+		opt = opts[0]
+	}
 	s := &Server{
 		backend: b, version: b.Version(context.Background()).Version,
-		log: log.Named("api"), access: access, mux: http.NewServeMux(), routes: map[string]bool{},
+		log: log.Named("api"), access: access, limits: opt.Limits, timeouts: DefaultTimeouts(),
+		mux: http.NewServeMux(), routes: map[string]bool{},
 	}
 	s.register()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, ipc.NotFound("no such endpoint: %s %s (the API is under /%s)", r.Method, r.URL.Path, ipc.APIVersion))
 	})
 	s.http = &http.Server{
-		Handler:           s,
-		ReadHeaderTimeout: 10 * time.Second,
-		ConnContext:       connContext,
-		ErrorLog:          zap.NewStdLog(s.log),
+		Handler:     s.timeouts.BoundBody(s),
+		ConnContext: connContext,
+		ErrorLog:    zap.NewStdLog(s.log),
 	}
+	// Header and idle timeouts, none on whole requests: streams (logs -f,
+	// events -f) are bounded per write instead (Timeouts.Stream).
+	s.timeouts.Apply(s.http)
 	return s
 }
 
@@ -94,8 +108,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// Serve accepts connections on l until Shutdown or Close is called.
+// Serve accepts connections on l until Shutdown or Close is called, within
+// the server's bounds on connections (a Listener around l).
 func (s *Server) Serve(l net.Listener) error {
+	if _, ok := l.(*Listener); !ok {
+		l = NewListener(l, s.limits, listenerCredentials, s.log)
+	}
 	err := s.http.Serve(l)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
@@ -114,7 +132,12 @@ func (s *Server) Close() error { return s.http.Close() }
 
 type callerKey struct{}
 
+// connContext attaches the peer's identity, as the listener learnt it, to
+// every request of the connection.
 func connContext(ctx context.Context, c net.Conn) context.Context {
+	if p, ok := PeerOf(c); ok {
+		return context.WithValue(ctx, callerKey{}, ipc.Caller{UID: p.UID, GID: p.GID, PID: p.PID})
+	}
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
 		return ctx
@@ -124,6 +147,11 @@ func connContext(ctx context.Context, c net.Conn) context.Context {
 		return ctx
 	}
 	return context.WithValue(ctx, callerKey{}, caller)
+}
+
+func listenerCredentials(c *net.UnixConn) (Peer, error) {
+	caller, err := peerCredentials(c)
+	return Peer{UID: caller.UID, GID: caller.GID, PID: caller.PID}, err
 }
 
 // decodeBody decodes a JSON request body strictly: unknown fields, trailing
@@ -199,19 +227,4 @@ func writeError(w http.ResponseWriter, e *ipc.Error) {
 		status = http.StatusInternalServerError
 	}
 	_ = writeJSON(w, status, ipc.ErrorBody{Error: e.Message, Code: e.Code, Candidates: e.Candidates})
-}
-
-// flushWriter flushes after every write, so that followed logs arrive as
-// they are written.
-type flushWriter struct {
-	w  io.Writer
-	rc *http.ResponseController
-}
-
-func (f *flushWriter) Write(p []byte) (int, error) {
-	n, err := f.w.Write(p)
-	if err == nil {
-		err = f.rc.Flush()
-	}
-	return n, err
 }

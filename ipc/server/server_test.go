@@ -16,13 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	"go.uber.org/zap"
 
 	"github.com/sessiond/sessiond/ipc"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // backend is a small Backend that answers from a fixed list, to test the
 // adapter: routing, errors, bodies, streams.
