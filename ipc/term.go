@@ -320,6 +320,8 @@ const (
 	TermErrBadRequest = "bad_request"
 	// TermErrEnded: the session's child has ended.
 	TermErrEnded = "ended"
+	// TermErrForbidden: the caller is neither the holder's user nor root.
+	TermErrForbidden = "forbidden"
 	// TermErrInternal: the holder failed to do what was asked.
 	TermErrInternal = "internal"
 )

@@ -55,7 +55,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(), newConfigCmd(), newVersionCmd())
+	root.AddCommand(newRunCmd(), newConfigCmd(), newVersionCmd(), newHolderCmd())
 	root.AddCommand(newServiceCmds()...)
 	return root
 }

@@ -1,0 +1,251 @@
+package term
+
+import (
+	"io"
+	"reflect"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/vt"
+
+	"github.com/sessiond/sessiond/ipc"
+)
+
+// screen is the holder's picture of the terminal: an emulator fed with
+// everything the child writes, and the lines that scrolled off its top kept
+// as text. It is owned by the holder's loop; nothing else touches it.
+type screen struct {
+	emu   *vt.Emulator
+	title string
+	// modes are the DEC private modes set now that a new viewer's terminal
+	// must be told about (cursor keys, mouse, bracketed paste, focus).
+	modes      map[int]bool
+	keypad     bool
+	scrollback lineRing
+}
+
+// feedPiece bounds what the emulator is given at once, so that the lines
+// one piece can push into the emulator's own scrollback stay below
+// emuScrollback and are all moved into the text scrollback.
+const (
+	feedPiece     = 1024
+	emuScrollback = 2048
+)
+
+// replayedModes are the modes a repaint sets on a new viewer's terminal.
+var replayedModes = []int{1, 1000, 1002, 1003, 1004, 1006, 2004}
+
+func newScreen(size ipc.TermSize, scrollback int) *screen {
+	s := &screen{emu: vt.NewEmulator(size.Cols, size.Rows), modes: map[int]bool{}}
+	s.scrollback.max = scrollback
+	s.emu.SetScrollbackSize(emuScrollback)
+	dropAltScrollback(s.emu)
+	s.emu.SetCallbacks(vt.Callbacks{
+		Title:       func(t string) { s.title = t },
+		EnableMode:  func(m ansi.Mode) { s.setMode(m, true) },
+		DisableMode: func(m ansi.Mode) { s.setMode(m, false) },
+	})
+	return s
+}
+
+func (s *screen) setMode(m ansi.Mode, on bool) {
+	switch m := m.(type) {
+	case ansi.DECMode:
+		if m == ansi.ModeNumericKeypad {
+			s.keypad = on
+			return
+		}
+		for _, r := range replayedModes {
+			if int(m) == r {
+				s.modes[r] = on
+			}
+		}
+	}
+}
+
+// dropAltScrollback turns off the alternate screen's scrollback. The
+// emulator gives each of its two screens a scrollback of 10,000 lines but
+// exposes only the main one's; lines a full-screen program scrolls on the
+// alternate screen would pile up there out of reach, at over 100 bytes a
+// cell. The screens are not exported, hence reflect; a test checks that
+// this still finds them.
+func dropAltScrollback(e *vt.Emulator) bool {
+	v := reflect.ValueOf(e).Elem().FieldByName("scrs")
+	if !v.IsValid() || v.Kind() != reflect.Array || v.Len() != 2 || v.Type().Elem() != reflect.TypeFor[vt.Screen]() {
+		return false
+	}
+	alt := (*vt.Screen)(unsafe.Pointer(v.Index(1).UnsafeAddr()))
+	alt.SetScrollback(nil)
+	return true
+}
+
+// write feeds terminal output to the emulator and moves what scrolled off
+// the top into the text scrollback.
+func (s *screen) write(p []byte) {
+	for len(p) > 0 {
+		n := min(len(p), feedPiece)
+		_, _ = s.emu.Write(p[:n])
+		p = p[n:]
+		s.drainScrollback()
+	}
+}
+
+func (s *screen) drainScrollback() {
+	sb := s.emu.Scrollback()
+	if sb == nil || sb.Len() == 0 {
+		return
+	}
+	lines := sb.Lines()
+	for i, l := range lines {
+		s.scrollback.push(l.String())
+		lines[i] = nil // let the cells go now, not when the slot is reused
+	}
+	sb.Clear()
+}
+
+// replies is where the emulator writes its answers to the child's queries
+// (cursor position, device attributes).
+func (s *screen) replies() io.Reader { return s.emu }
+
+func (s *screen) resize(size ipc.TermSize) {
+	if size.Cols != s.emu.Width() || size.Rows != s.emu.Height() {
+		s.emu.Resize(size.Cols, size.Rows)
+		s.drainScrollback()
+	}
+}
+
+func (s *screen) size() ipc.TermSize {
+	return ipc.TermSize{Cols: s.emu.Width(), Rows: s.emu.Height()}
+}
+
+// lineText is row y as text: wide characters once, trailing spaces removed.
+func (s *screen) lineText(y int) string {
+	var b strings.Builder
+	for x := 0; x < s.emu.Width(); x++ {
+		c := s.emu.CellAt(x, y)
+		if c == nil || c.IsZero() {
+			continue // the second column of a wide character
+		}
+		if c.Content == "" {
+			b.WriteByte(' ')
+		} else {
+			b.WriteString(c.Content)
+		}
+	}
+	return strings.TrimRight(b.String(), " ")
+}
+
+// snapshot is the screen as text, with up to scrollback lines of history,
+// cut so that the whole answer fits in one frame.
+func (s *screen) snapshot(scrollback int) ipc.TermScreen {
+	pos := s.emu.CursorPosition()
+	out := ipc.TermScreen{
+		Size:      s.size(),
+		Cursor:    ipc.TermCursor{X: pos.X, Y: pos.Y, Visible: !s.emu.CursorHidden()},
+		AltScreen: s.emu.IsAltScreen(),
+		Title:     s.title,
+		Lines:     make([]string, s.emu.Height()),
+	}
+	budget := ipc.MaxTermPayload - 4096
+	for y := range out.Lines {
+		out.Lines[y] = s.lineText(y)
+		budget -= len(out.Lines[y])*2 + 4 // JSON escaping may double a line
+	}
+	if scrollback > 0 {
+		out.Scrollback = s.scrollback.last(scrollback, max(budget, 0))
+	}
+	return out
+}
+
+// repaint is what a new viewer's terminal is sent first: the screen as the
+// child drew it, its modes, the cursor, so that the live output that follows
+// lands where the child expects.
+func (s *screen) repaint() []byte {
+	var b strings.Builder
+	b.WriteString("\x1b[0m")
+	if s.emu.IsAltScreen() {
+		b.WriteString("\x1b[?1049h")
+	}
+	b.WriteString("\x1b[H\x1b[2J")
+	for y, line := range strings.Split(s.emu.Render(), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		b.WriteString("\x1b[" + strconv.Itoa(y+1) + ";1H")
+		b.WriteString(line)
+	}
+	b.WriteString("\x1b[0m")
+	if s.title != "" {
+		b.WriteString("\x1b]2;" + ansiSafe(s.title) + "\x07")
+	}
+	for _, m := range replayedModes {
+		if s.modes[m] {
+			b.WriteString("\x1b[?" + strconv.Itoa(m) + "h")
+		}
+	}
+	if s.keypad {
+		b.WriteString("\x1b=")
+	}
+	pos := s.emu.CursorPosition()
+	b.WriteString(ansi.CursorPosition(pos.X+1, pos.Y+1))
+	if s.emu.CursorHidden() {
+		b.WriteString("\x1b[?25l")
+	} else {
+		b.WriteString("\x1b[?25h")
+	}
+	return []byte(b.String())
+}
+
+// ansiSafe drops control characters from a string replayed inside an escape
+// sequence, so that a title cannot end the sequence early.
+func ansiSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// lineRing keeps the last max lines of scrollback text.
+type lineRing struct {
+	lines []string
+	start int // index of the oldest line once the ring is full
+	max   int
+}
+
+func (r *lineRing) push(line string) {
+	if r.max <= 0 {
+		return
+	}
+	if len(r.lines) < r.max {
+		r.lines = append(r.lines, line)
+		return
+	}
+	r.lines[r.start] = line
+	r.start = (r.start + 1) % r.max
+}
+
+func (r *lineRing) len() int { return len(r.lines) }
+
+// last returns up to n of the newest lines, oldest first, whose total
+// length stays within budget bytes.
+func (r *lineRing) last(n, budget int) []string {
+	n = min(n, len(r.lines))
+	out := make([]string, 0, n)
+	for i := 0; i < n; i++ {
+		// Walk from the newest back, then reverse.
+		idx := (r.start + len(r.lines) - 1 - i) % len(r.lines)
+		budget -= len(r.lines[idx])*2 + 4
+		if budget < 0 {
+			break
+		}
+		out = append(out, r.lines[idx])
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}
