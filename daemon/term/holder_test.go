@@ -143,7 +143,7 @@ type attachStream struct {
 	seen strings.Builder
 }
 
-func attach(t *testing.T, h *Holder, readOnly bool) *attachStream {
+func openStream(t *testing.T, h *Holder, readOnly bool) *attachStream {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -192,14 +192,14 @@ func (a *attachStream) send(typ ipc.TermFrameType, payload []byte) {
 func TestOneWriter(t *testing.T) {
 	spec := testSpec(t, "/bin/sh", "-c", `while read line; do echo "got:$line"; done`)
 	h := startHolder(t, spec)
-	w1 := attach(t, h, false)
+	w1 := openStream(t, h, false)
 	w1.until("")
 	ctx := context.Background()
 	if _, _, err := h.Attach(ctx, false); !errors.Is(err, ErrWriterTaken) {
 		t.Fatalf("second writer: %v, want ErrWriterTaken", err)
 	}
-	r1 := attach(t, h, true)
-	r2 := attach(t, h, true)
+	r1 := openStream(t, h, true)
+	r2 := openStream(t, h, true)
 	st, err := h.Status(ctx)
 	if err != nil || !st.Writer || st.Viewers != 3 {
 		t.Fatalf("status %+v, %v; want a writer among 3 viewers", st, err)
@@ -227,7 +227,7 @@ func TestOneWriter(t *testing.T) {
 		st, err := h.Status(ctx)
 		return err == nil && !st.Writer && st.Viewers == 2
 	})
-	w2 := attach(t, h, false)
+	w2 := openStream(t, h, false)
 	w2.send(ipc.TermFrameData, []byte("delta\r"))
 	w2.until("got:delta")
 }
@@ -238,9 +238,9 @@ func TestOneWriter(t *testing.T) {
 func TestSlowViewer(t *testing.T) {
 	spec := testSpec(t, "/bin/sh", "-c", `read go; i=0; while [ $i -lt 4000 ]; do echo "line $i of the flood, padded to make it longer than it needs to be"; i=$((i+1)); done; echo FLOOD-DONE; read x`)
 	h := startHolder(t, spec)
-	stuck := attach(t, h, true) // never read from again
+	stuck := openStream(t, h, true) // never read from again
 	stuck.until("")
-	reader := attach(t, h, false)
+	reader := openStream(t, h, false)
 	reader.until("")
 	reader.send(ipc.TermFrameData, []byte("go\r"))
 	reader.until("FLOOD-DONE")
@@ -291,7 +291,7 @@ func TestWindowSizes(t *testing.T) {
 	_ = h.Send(ctx, "", true)
 	waitScreen(t, h, "size:256 512")
 
-	w := attach(t, h, false)
+	w := openStream(t, h, false)
 	w.send(ipc.TermFrameResize, ipc.EncodeTermSize(ipc.TermSize{Cols: 0, Rows: 0}))
 	f := w.until("never printed")
 	if f.Type != ipc.TermFrameError || !strings.Contains(string(f.Payload), "at least 1") {
@@ -419,7 +419,7 @@ func TestAttachRepaints(t *testing.T) {
 	spec := testSpec(t, "/bin/sh", "-c", `printf '\033[31mred words\033[0m\n'; echo plain; read x; echo after`)
 	h := startHolder(t, spec)
 	waitScreen(t, h, "plain")
-	v := attach(t, h, false)
+	v := openStream(t, h, false)
 	v.until("plain")
 	first := v.seen.String()
 	if !strings.HasPrefix(first, "\x1b[0m") || !strings.Contains(first, "\x1b[2J") || !strings.Contains(first, "red words") {

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/charmbracelet/x/ansi"
@@ -164,9 +165,13 @@ func (s *screen) snapshot(scrollback int) ipc.TermScreen {
 // lands where the child expects.
 func (s *screen) repaint() []byte {
 	var b strings.Builder
+	// Every mode is stated, on or off: a viewer that lagged behind may have
+	// missed the change either way.
 	b.WriteString("\x1b[0m")
 	if s.emu.IsAltScreen() {
 		b.WriteString("\x1b[?1049h")
+	} else {
+		b.WriteString("\x1b[?1049l")
 	}
 	b.WriteString("\x1b[H\x1b[2J")
 	for y, line := range strings.Split(s.emu.Render(), "\n") {
@@ -181,12 +186,17 @@ func (s *screen) repaint() []byte {
 		b.WriteString("\x1b]2;" + ansiSafe(s.title) + "\x07")
 	}
 	for _, m := range replayedModes {
+		b.WriteString("\x1b[?" + strconv.Itoa(m))
 		if s.modes[m] {
-			b.WriteString("\x1b[?" + strconv.Itoa(m) + "h")
+			b.WriteByte('h')
+		} else {
+			b.WriteByte('l')
 		}
 	}
 	if s.keypad {
 		b.WriteString("\x1b=")
+	} else {
+		b.WriteString("\x1b>")
 	}
 	pos := s.emu.CursorPosition()
 	b.WriteString(ansi.CursorPosition(pos.X+1, pos.Y+1))
@@ -198,11 +208,12 @@ func (s *screen) repaint() []byte {
 	return []byte(b.String())
 }
 
-// ansiSafe drops control characters from a string replayed inside an escape
-// sequence, so that a title cannot end the sequence early.
+// ansiSafe drops control characters (and bytes that are not UTF-8) from a
+// string replayed inside an escape sequence, so that a title cannot end the
+// sequence early.
 func ansiSafe(s string) string {
 	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == utf8.RuneError {
 			return -1
 		}
 		return r

@@ -1,6 +1,7 @@
 package term
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -143,7 +144,7 @@ func ReadSpec(r io.Reader) (Spec, error) {
 		return Spec{}, fmt.Errorf("%w: larger than %d bytes", ErrSpec, maxSpecSize)
 	}
 	var s Spec
-	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
 		return Spec{}, fmt.Errorf("%w: %v", ErrSpec, err)
