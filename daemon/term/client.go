@@ -253,12 +253,28 @@ func (h *Holder) Wait(ctx context.Context) (ipc.TermExit, error) {
 	if ex, err := ReadExit(h.dir); err == nil {
 		return ex, nil
 	}
+	ex, err := h.wait(ctx)
+	if err == nil {
+		return ex, nil
+	}
+	if ctx.Err() != nil {
+		return ipc.TermExit{}, ctx.Err()
+	}
+	// The holder ends right after it records the exit: a connection that
+	// broke, or a holder gone, may still have left the record.
+	var ee *ExitedError
+	if errors.As(err, &ee) {
+		return ee.Exit, nil
+	}
+	if errors.As(h.explain(err), &ee) {
+		return ee.Exit, nil
+	}
+	return ipc.TermExit{}, h.explain(err)
+}
+
+func (h *Holder) wait(ctx context.Context) (ipc.TermExit, error) {
 	c, err := h.dial(ctx)
 	if err != nil {
-		var ee *ExitedError
-		if errors.As(err, &ee) {
-			return ee.Exit, nil
-		}
 		return ipc.TermExit{}, err
 	}
 	defer c.Close()
@@ -266,19 +282,7 @@ func (h *Holder) Wait(ctx context.Context) (ipc.TermExit, error) {
 	defer stop()
 	var ex ipc.TermExit
 	err = h.exchange(context.Background(), c, ipc.TermRequest{Op: ipc.TermOpWait}, &ex)
-	if ctx.Err() != nil {
-		return ipc.TermExit{}, ctx.Err()
-	}
-	if err != nil {
-		var ee *ExitedError
-		if errors.As(err, &ee) {
-			return ee.Exit, nil
-		}
-		// The connection broke: the holder may have ended right after
-		// recording the exit, or died.
-		return ipc.TermExit{}, h.explain(err)
-	}
-	return ex, nil
+	return ex, err
 }
 
 // roundTrip sends one request and decodes the answer into out.

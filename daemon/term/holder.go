@@ -41,6 +41,10 @@ const (
 	// helloTimeout bounds how long a new connection may take to say what
 	// it wants.
 	helloTimeout = 10 * time.Second
+	// The emulator is fed once output has paused for emuQuiet, and at
+	// least every emuMaxLag while it flows (see screen.queue).
+	emuQuiet  = 20 * time.Millisecond
+	emuMaxLag = 200 * time.Millisecond
 )
 
 // ready is the one line a holder writes on its stdout: its Info once the
@@ -76,6 +80,8 @@ func RunHolder(ctx context.Context, stdin io.Reader, stdout *os.File) error {
 // tuneRuntime keeps the holder small: one P is plenty for a loop that
 // mostly waits, and a low GC target keeps the heap near its live size.
 func tuneRuntime() {
+	// Nobody profiles a holder: no allocation is sampled, no stack kept.
+	runtime.MemProfileRate = 0
 	runtime.GOMAXPROCS(1)
 	debug.SetGCPercent(50)
 	debug.SetMemoryLimit(32 << 20)
@@ -122,6 +128,7 @@ type holder struct {
 
 	// Owned by the loop.
 	log     *logFile
+	logBuf  []byte
 	logErr  bool
 	scr     *screen
 	viewers map[*viewer]struct{}
@@ -134,6 +141,12 @@ type holder struct {
 	compact        *time.Timer
 	compactArmed   bool
 	outputSinceArm bool
+	// emuTimer feeds the emulator what is pending; lastOutput and
+	// pendingSince say when.
+	emuTimer     *time.Timer
+	emuArmed     bool
+	lastOutput   time.Time
+	pendingSince time.Time
 }
 
 type inputJob struct {
@@ -299,41 +312,46 @@ func setWinsize(master *os.File, size ipc.TermSize) error {
 }
 
 func (h *holder) waitChild() {
-	st, err := h.child.Wait()
+	ws, err := waitProcess(h.child)
 	ex := ipc.TermExit{PID: h.child.Pid, Code: -1, ExitedAt: time.Now().UTC()}
-	if err == nil {
-		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			ex.Signal = unix.SignalName(ws.Signal())
-		} else {
-			ex.Code = st.ExitCode()
-		}
-	} else {
+	switch {
+	case err != nil:
+		h.diag.Printf("%v", err)
 		ex.Signal = "unknown"
+	case ws.Signaled():
+		ex.Signal = unix.SignalName(ws.Signal())
+	default:
+		ex.Code = ws.ExitStatus()
 	}
 	h.childExit <- ex
 }
 
 // run serves the terminal until the child has exited and everyone is told.
 func (h *holder) run(ctx context.Context) error {
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	defer signal.Stop(sigs)
+	// The holder ends when its child does, and only then can it record how:
+	// a stray SIGTERM (an admin's pkill, a whole cgroup told to stop) must
+	// not end it first. The child gets such signals on its own. SIGKILL
+	// still works, and is reported as the holder's death. (Ignoring, unlike
+	// Notify, keeps no thread waiting for signals.)
+	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 
 	go h.readOutput()
 	go h.writeInput()
 	go h.forwardReplies()
 	go h.accept()
-	h.loop(ctx, sigs)
+	h.loop(ctx)
 	h.finish()
 	return nil
 }
 
 // loop is the single owner of the screen, the log and the viewers.
-func (h *holder) loop(ctx context.Context, sigs <-chan os.Signal) {
+func (h *holder) loop(ctx context.Context) {
 	var drainQuietC, drainMaxC <-chan time.Time
 	var quiet *time.Timer
 	h.compact = time.NewTimer(compactAfter)
 	h.compact.Stop()
+	h.emuTimer = time.NewTimer(emuQuiet)
+	h.emuTimer.Stop()
 	done := ctx.Done()
 	for {
 		select {
@@ -356,10 +374,8 @@ func (h *holder) loop(ctx context.Context, sigs <-chan os.Signal) {
 			return
 		case <-h.compact.C:
 			h.compactMemory()
-		case s := <-sigs:
-			if s != syscall.SIGHUP {
-				h.hangUp(s.String())
-			}
+		case now := <-h.emuTimer.C:
+			h.feedEmulator(now)
 		case <-done:
 			done = nil
 			h.hangUp("context cancelled")
@@ -381,25 +397,27 @@ func (h *holder) hangUp(why string) {
 
 func (h *holder) handleOutput(frame []byte) {
 	payload := frame[ipc.TermHeaderSize:]
-	if _, err := h.log.Write(payload); err != nil {
-		if !h.logErr {
-			h.diag.Printf("session log: %v (reported once until a write succeeds)", err)
-		}
-		h.logErr = true
-	} else {
-		h.logErr = false
+	// Writes to the log are gathered while more output waits: one write
+	// for a burst rather than one per read of the terminal.
+	h.logBuf = append(h.logBuf, payload...)
+	if len(h.logBuf) >= logBatch || len(h.output) == 0 {
+		h.flushLog()
 	}
-	h.scr.write(payload)
-	var repaint [][]byte
+	now := time.Now()
+	h.scr.queue(payload)
+	h.lastOutput = now
+	if !h.emuArmed {
+		h.emuArmed = true
+		h.pendingSince = now
+		h.emuTimer.Reset(emuQuiet)
+	}
 	for v := range h.viewers {
 		if v.lagged {
 			// Whatever was dropped, a repaint puts the viewer back in step;
-			// it already shows this frame's output.
-			if v.hasRoomForRepaint() {
-				if repaint == nil {
-					repaint = dataFrames(h.scr.repaint())
-				}
-				if v.offer(repaint...) {
+			// it shows this frame's output already.
+			if v.hasRoomForRepaint() && now.Sub(v.lastRepaint) >= lagRepaintEvery {
+				v.lastRepaint = now
+				if v.offer(dataFrames(h.repaint())...) {
 					v.lagged = false
 				}
 			}
@@ -418,6 +436,47 @@ func (h *holder) handleOutput(frame []byte) {
 	}
 }
 
+// logBatch bounds the output gathered for one write to the log.
+const logBatch = 64 << 10
+
+func (h *holder) flushLog() {
+	if len(h.logBuf) == 0 {
+		return
+	}
+	if _, err := h.log.Write(h.logBuf); err != nil {
+		if !h.logErr {
+			h.diag.Printf("session log: %v (reported once until a write succeeds)", err)
+		}
+		h.logErr = true
+	} else {
+		h.logErr = false
+	}
+	h.logBuf = h.logBuf[:0]
+}
+
+// feedEmulator hands the emulator its pending output once output has
+// paused, or has flowed for emuMaxLag.
+func (h *holder) feedEmulator(now time.Time) {
+	quiet, lag := now.Sub(h.lastOutput), now.Sub(h.pendingSince)
+	if quiet < emuQuiet && lag < emuMaxLag {
+		h.emuTimer.Reset(min(emuQuiet-quiet, emuMaxLag-lag))
+		return
+	}
+	h.emuArmed = false
+	h.scr.flush()
+}
+
+// screenNow brings the screen up to date with the output so far, for
+// whoever needs to see it (a snapshot, a repaint, a resize).
+func (h *holder) screenNow() *screen {
+	if h.scr.hasPending() {
+		h.scr.flush()
+	}
+	return h.scr
+}
+
+func (h *holder) repaint() []byte { return h.screenNow().repaint() }
+
 // compactMemory gives memory back once output has been quiet for a while.
 func (h *holder) compactMemory() {
 	if h.outputSinceArm {
@@ -426,6 +485,7 @@ func (h *holder) compactMemory() {
 		return
 	}
 	h.compactArmed = false
+	h.logBuf = nil
 	releaseMemory()
 }
 
@@ -532,6 +592,7 @@ func (h *holder) call(f func()) bool {
 // finish records the exit, tells every viewer and waiter, and closes the
 // terminal, which hangs up whatever still runs on it.
 func (h *holder) finish() {
+	h.flushLog()
 	ex := *h.exit
 	if err := writeExit(h.spec.SessionDir, ex); err != nil {
 		h.diag.Printf("record exit status: %v", err)

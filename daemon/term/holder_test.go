@@ -314,18 +314,21 @@ func TestWindowSizes(t *testing.T) {
 // A child that closes its terminal neither ends the holder nor makes it
 // spin; its exit is still recorded.
 func TestChildClosesTerminal(t *testing.T) {
-	spec := testSpec(t, "/bin/sh", "-c", `echo closing; exec 0<&- 1>&- 2>&-; sleep 1; exit 7`)
+	spec := testSpec(t, "/bin/sh", "-c", `echo closing; exec 0<&- 1>&- 2>&-; sleep 1; : > slept; sleep 0.2; exit 7`)
 	h := startHolder(t, spec)
 	waitScreen(t, h, "closing")
 	before := cpuTicks(t, h.Info().HolderPID)
-	ex := waitExit(t, h)
-	if ex.Code != 7 {
-		t.Fatalf("exit %s, want code 7", ex)
-	}
-	// A holder spinning on a closed terminal would burn a full second of
-	// CPU here (100 ticks); reading the stat once more must still work.
+	waitFor(t, 10*time.Second, "the child to sleep a second", func() bool {
+		_, err := os.Stat(filepath.Join(spec.Dir, "slept"))
+		return err == nil
+	})
+	// A holder spinning on a closed terminal would have burnt a full
+	// second of CPU by now (100 ticks).
 	if used := cpuTicks(t, h.Info().HolderPID) - before; used > 30 {
 		t.Fatalf("the holder used %d ticks of CPU while the child slept", used)
+	}
+	if ex := waitExit(t, h); ex.Code != 7 {
+		t.Fatalf("exit %s, want code 7", ex)
 	}
 }
 
@@ -369,13 +372,38 @@ func TestHolderKilled(t *testing.T) {
 	waitFor(t, 5*time.Second, "the child to go with the hang-up", func() bool { return !alive(info.ChildPID) })
 }
 
-// A holder asked to stop (SIGTERM, as systemd might) hangs up its terminal
-// and still records how the child ended.
-func TestHolderTerminated(t *testing.T) {
+// A holder survives stray signals (an admin's pkill, a cgroup told to
+// stop) so that it can still record how its child ends.
+func TestHolderIgnoresStraySignals(t *testing.T) {
+	spec := testSpec(t, "/bin/sh", "-c", `trap '' INT; echo up; read x; exit 5`)
+	h := startHolder(t, spec)
+	waitScreen(t, h, "up")
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
+		if err := syscall.Kill(h.Info().HolderPID, sig); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Signals are asynchronous: a status answered after a round trip that
+	// follows them shows the holder lived through them.
+	for range 3 {
+		if _, err := h.Status(context.Background()); err != nil {
+			t.Fatalf("after stray signals: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = h.Send(context.Background(), "", true)
+	if ex := waitExit(t, h); ex.Code != 5 {
+		t.Fatalf("exit %s, want code 5", ex)
+	}
+}
+
+// A holder whose context ends hangs up its terminal and still records how
+// the child ended. (The test holder's context ends on SIGUSR1.)
+func TestHolderContextHangsUp(t *testing.T) {
 	spec := testSpec(t, "/bin/sh", "-c", `trap 'echo hung up; exit 5' HUP; echo up; while :; do sleep 0.1; done`)
 	h := startHolder(t, spec)
 	waitScreen(t, h, "up")
-	if err := syscall.Kill(h.Info().HolderPID, syscall.SIGTERM); err != nil {
+	if err := syscall.Kill(h.Info().HolderPID, syscall.SIGUSR1); err != nil {
 		t.Fatal(err)
 	}
 	if ex := waitExit(t, h); ex.Code != 5 {

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,7 +25,15 @@ import (
 func TestMain(m *testing.M) {
 	switch os.Getenv("TERMTEST_MODE") {
 	case "holder":
-		if err := RunHolder(context.Background(), os.Stdin, os.Stdout); err != nil {
+		if p := os.Getenv("TERMTEST_CPUPROFILE"); p != "" {
+			f, _ := os.Create(p)
+			_ = pprof.StartCPUProfile(f)
+			defer pprof.StopCPUProfile()
+		}
+		ctx, _ := signal.NotifyContext(context.Background(), syscall.SIGUSR1)
+		err := RunHolder(ctx, os.Stdin, os.Stdout)
+		pprof.StopCPUProfile()
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "holder:", err)
 			os.Exit(1)
 		}

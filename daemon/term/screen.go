@@ -1,6 +1,8 @@
 package term
 
 import (
+	"bytes"
+	"fmt"
 	"io"
 	"reflect"
 	"strconv"
@@ -18,8 +20,12 @@ import (
 // everything the child writes, and the lines that scrolled off its top kept
 // as text. It is owned by the holder's loop; nothing else touches it.
 type screen struct {
-	emu   *vt.Emulator
-	title string
+	emu *vt.Emulator
+	// pending is output the emulator has not seen yet, and skipped counts
+	// what was dropped from its front (see queue).
+	pending []byte
+	skipped int
+	title   string
 	// modes are the DEC private modes set now that a new viewer's terminal
 	// must be told about (cursor keys, mouse, bracketed paste, focus).
 	modes      map[int]bool
@@ -42,7 +48,7 @@ func newScreen(size ipc.TermSize, scrollback int) *screen {
 	s := &screen{emu: vt.NewEmulator(size.Cols, size.Rows), modes: map[int]bool{}}
 	s.scrollback.max = scrollback
 	s.emu.SetScrollbackSize(emuScrollback)
-	dropAltScrollback(s.emu)
+	trimEmulator(s.emu)
 	s.emu.SetCallbacks(vt.Callbacks{
 		Title:       func(t string) { s.title = t },
 		EnableMode:  func(m ansi.Mode) { s.setMode(m, true) },
@@ -66,21 +72,87 @@ func (s *screen) setMode(m ansi.Mode, on bool) {
 	}
 }
 
-// dropAltScrollback turns off the alternate screen's scrollback. The
-// emulator gives each of its two screens a scrollback of 10,000 lines but
-// exposes only the main one's; lines a full-screen program scrolls on the
-// alternate screen would pile up there out of reach, at over 100 bytes a
-// cell. The screens are not exported, hence reflect; a test checks that
-// this still finds them.
-func dropAltScrollback(e *vt.Emulator) bool {
-	v := reflect.ValueOf(e).Elem().FieldByName("scrs")
-	if !v.IsValid() || v.Kind() != reflect.Array || v.Len() != 2 || v.Type().Elem() != reflect.TypeFor[vt.Screen]() {
+// parserData bounds the emulator's buffer for the payload of OSC, DCS and
+// APC strings (titles, hyperlinks, clipboard and image data). The emulator
+// sets 4 MiB, which a holder would keep for the whole session once a long
+// string has touched it; longer strings are cut, and a holder has no use
+// for images anyway.
+const parserData = 64 << 10
+
+// trimEmulator makes the emulator fit a small holder: it turns off the
+// alternate screen's scrollback and shrinks the parser's string buffer.
+// The emulator gives each of its two screens a scrollback of 10,000 lines
+// but exposes only the main one's; lines a full-screen program scrolls on
+// the alternate screen would pile up there out of reach, at over 100 bytes
+// a cell. Neither the screens nor the parser are exported, hence reflect;
+// a test checks that this still finds them.
+func trimEmulator(e *vt.Emulator) bool {
+	ev := reflect.ValueOf(e).Elem()
+	scrs := ev.FieldByName("scrs")
+	if !scrs.IsValid() || scrs.Kind() != reflect.Array || scrs.Len() != 2 || scrs.Type().Elem() != reflect.TypeFor[vt.Screen]() {
 		return false
 	}
-	alt := (*vt.Screen)(unsafe.Pointer(v.Index(1).UnsafeAddr()))
+	alt := (*vt.Screen)(unsafe.Pointer(scrs.Index(1).UnsafeAddr()))
 	alt.SetScrollback(nil)
+	p := ev.FieldByName("parser")
+	if !p.IsValid() || p.Type() != reflect.TypeFor[*ansi.Parser]() || p.IsNil() {
+		return false
+	}
+	(*ansi.Parser)(p.UnsafePointer()).SetDataSize(parserData)
 	return true
 }
+
+// maxPending bounds the output that waits for the emulator.
+const maxPending = 64 << 10
+
+// queue sets output aside for the emulator. The emulator costs a copy of
+// the whole screen for every line it scrolls (some 30 µs at 80x24), so fed
+// every byte it would hold the child to a megabyte or two a second. Output
+// therefore waits here and is fed in batches (flush); when more arrives
+// than the emulator can take, the oldest is dropped, so that the screen
+// shows the end of a burst, the log keeps all of it, and the child runs at
+// the speed of the log.
+func (s *screen) queue(p []byte) {
+	s.pending = append(s.pending, p...)
+	if len(s.pending) > 2*maxPending {
+		drop := len(s.pending) - maxPending
+		s.skipped += drop
+		s.pending = s.pending[:copy(s.pending, s.pending[drop:])]
+	}
+}
+
+// flush feeds the pending output to the emulator. After a drop it starts
+// at a line boundary, and the scrollback says that lines are missing.
+func (s *screen) flush() {
+	p := s.pending
+	if s.skipped > 0 {
+		// Output is being dropped already: only the end matters for the
+		// screen, and the emulator's time is better left to the child.
+		if keep := max(16<<10, 4*s.emu.Width()*s.emu.Height()); len(p) > keep {
+			s.skipped += len(p) - keep
+			p = p[len(p)-keep:]
+		}
+		if i := bytes.IndexByte(p, '\n'); i >= 0 {
+			s.skipped += i + 1
+			p = p[i+1:]
+		}
+		// The note goes through the emulator, so that it is on the screen
+		// and in the scrollback where the missing lines would be.
+		note := fmt.Sprintf("[%d bytes of output skipped here; the session log has them]\r\n", s.skipped)
+		if s.emu.CursorPosition().X != 0 {
+			note = "\r\n" + note
+		}
+		s.write([]byte("\x1b[0m" + note))
+		s.skipped = 0
+	}
+	s.write(p)
+	s.pending = s.pending[:0]
+	if cap(s.pending) > 2*maxPending+64<<10 {
+		s.pending = nil
+	}
+}
+
+func (s *screen) hasPending() bool { return len(s.pending) > 0 || s.skipped > 0 }
 
 // write feeds terminal output to the emulator and moves what scrolled off
 // the top into the text scrollback.

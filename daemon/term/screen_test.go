@@ -12,10 +12,24 @@ import (
 	"github.com/sessiond/sessiond/ipc"
 )
 
-// The emulator's screens are found, and the alternate one keeps no
-// scrollback of its own (it would grow out of reach).
-func TestDropAltScrollback(t *testing.T) {
+// The emulator's screens and parser are found: the alternate screen keeps
+// no scrollback of its own (it would grow out of reach), and the parser's
+// string buffer is small.
+func TestTrimEmulator(t *testing.T) {
 	s := newScreen(ipc.TermSize{Cols: 20, Rows: 5}, 100)
+	if !trimEmulator(vt.NewEmulator(10, 10)) {
+		t.Fatal("trimEmulator no longer finds the emulator's screens and parser")
+	}
+	p := reflect.ValueOf(s.emu).Elem().FieldByName("parser").Elem().FieldByName("data")
+	if p.Len() != parserData {
+		t.Fatalf("parser data buffer of %d bytes, want %d", p.Len(), parserData)
+	}
+	// A long OSC string is cut, not a crash.
+	long := newScreen(ipc.TermSize{Cols: 20, Rows: 5}, 100)
+	long.write([]byte("\x1b]2;" + strings.Repeat("t", 100<<10) + "\x07after"))
+	if long.lineText(0) != "after" {
+		t.Fatalf("the screen after a long OSC string: %q", long.lineText(0))
+	}
 	v := reflect.ValueOf(s.emu).Elem().FieldByName("scrs")
 	if !v.IsValid() {
 		t.Fatal("the emulator has no screens field any more: dropAltScrollback needs updating")
@@ -133,5 +147,49 @@ func TestRepaint(t *testing.T) {
 func TestAnsiSafe(t *testing.T) {
 	if got := ansiSafe("a\x07b\x1b]c\u009cd\x9ce"); got != "ab]cde" {
 		t.Fatalf("got %q", got)
+	}
+}
+
+// Output faster than the emulator is dropped from the front: the screen
+// shows the end of the burst, the scrollback says what is missing.
+func TestScreenQueueSkips(t *testing.T) {
+	s := newScreen(ipc.TermSize{Cols: 80, Rows: 5}, 100000)
+	s.queue([]byte("kept before\r\n"))
+	s.flush()
+	var b strings.Builder
+	for i := 0; i < 20000; i++ {
+		fmt.Fprintf(&b, "burst line %d\r\n", i)
+	}
+	burst := b.String()
+	for len(burst) > 0 {
+		n := min(len(burst), 4096)
+		s.queue([]byte(burst[:n]))
+		burst = burst[n:]
+	}
+	if len(s.pending) > 2*maxPending {
+		t.Fatalf("%d bytes pending, over the bound of %d", len(s.pending), 2*maxPending)
+	}
+	s.flush()
+	if s.hasPending() {
+		t.Fatal("output still pending after a flush")
+	}
+	scr := s.snapshot(100000)
+	if scr.Lines[3] != "burst line 19999" {
+		t.Fatalf("screen %q", scr.Lines)
+	}
+	sb := strings.Join(scr.Scrollback, "\n")
+	if !strings.HasPrefix(sb, "kept before\n[") || !strings.Contains(sb, "bytes of output skipped here; the session log has them]\nburst line") {
+		t.Fatalf("scrollback starts %q", sb[:min(len(sb), 200)])
+	}
+	// After the marker the lines follow each other without a gap.
+	after := scr.Scrollback[2:]
+	var first int
+	if _, err := fmt.Sscanf(after[0], "burst line %d", &first); err != nil {
+		t.Fatalf("first line after the marker: %q", after[0])
+	}
+	for i, l := range after {
+		if l != fmt.Sprintf("burst line %d", first+i) {
+			t.Fatalf("line %d after the marker is %q", i, l)
+		}
 	}
 }

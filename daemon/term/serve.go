@@ -99,7 +99,7 @@ func (h *holder) serveConn(c *net.UnixConn) {
 		reply(c, ipc.TermFrameOK, st)
 	case ipc.TermOpScreen:
 		var scr ipc.TermScreen
-		if !h.call(func() { scr = h.scr.snapshot(req.Scrollback) }) {
+		if !h.call(func() { scr = h.screenNow().snapshot(req.Scrollback) }) {
 			reply(c, ipc.TermFrameError, ended())
 			return
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net"
 	"sync/atomic"
+	"time"
 
 	"github.com/sessiond/sessiond/ipc"
 )
@@ -16,6 +17,10 @@ const (
 	viewerQueueFrames = 256
 	// repaintPiece bounds the frames a repaint is cut into.
 	repaintPiece = 32 << 10
+	// lagRepaintEvery bounds how often a lagging viewer is repainted: a
+	// repaint brings the emulator up to date, which costs time that a
+	// slow viewer must not take from the child.
+	lagRepaintEvery = 250 * time.Millisecond
 )
 
 // viewer is one attached connection.
@@ -29,8 +34,9 @@ type viewer struct {
 	sent chan struct{}
 
 	// Owned by the loop.
-	lagged bool
-	drops  int
+	lagged      bool
+	drops       int
+	lastRepaint time.Time
 }
 
 func newViewer(c *net.UnixConn, readOnly bool) *viewer {
@@ -113,7 +119,7 @@ func (h *holder) attach(v *viewer) *ipc.TermError {
 		h.setWriter(v)
 	}
 	v.force(jsonFrame(ipc.TermFrameOK, h.status()))
-	v.force(dataFrames(h.scr.repaint())...)
+	v.force(dataFrames(h.repaint())...)
 	return nil
 }
 
@@ -154,6 +160,6 @@ func (h *holder) resize(size ipc.TermSize) (ipc.TermSize, error) {
 	if err := setWinsize(h.master, s); err != nil {
 		return ipc.TermSize{}, err
 	}
-	h.scr.resize(s)
+	h.screenNow().resize(s)
 	return s, nil
 }
