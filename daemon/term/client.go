@@ -113,7 +113,9 @@ func Start(ctx context.Context, spec Spec, opt StartOptions) (*Holder, error) {
 		return nil, fmt.Errorf("start terminal holder for %s: %w", spec.SessionDir, err)
 	}
 	h := &Holder{dir: spec.SessionDir, info: info}
-	if _, err := h.Status(ctx); err != nil {
+	// A command that ends at once may take its holder along before the
+	// socket is asked: it did start, and Wait will say how it ended.
+	if _, err := h.Status(ctx); err != nil && !errors.Is(err, ErrExited) {
 		return nil, fmt.Errorf("start terminal holder for %s: its socket does not answer: %w", spec.SessionDir, err)
 	}
 	return h, nil

@@ -124,8 +124,6 @@ type holder struct {
 	writerMu       sync.Mutex
 	writerAttached bool
 
-	conns sync.WaitGroup
-
 	// Owned by the loop.
 	log     *logFile
 	logBuf  []byte
@@ -491,7 +489,8 @@ func (h *holder) compactMemory() {
 
 // readOutput copies the master's output to the loop, one frame per read.
 func (h *holder) readOutput() {
-	buf := make([]byte, 32<<10)
+	// A read of a terminal returns at most its line buffer (4 KiB on Linux).
+	buf := make([]byte, 8<<10)
 	for {
 		n, err := h.master.Read(buf)
 		if n > 0 {
@@ -606,6 +605,7 @@ func (h *holder) finish() {
 	ctx, cancel := context.WithTimeout(context.Background(), flushMax)
 	defer cancel()
 	for v := range h.viewers {
+		v.queued.Add(int64(len(frame)))
 		select {
 		case v.q <- frame:
 		case <-ctx.Done():

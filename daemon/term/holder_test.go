@@ -332,6 +332,18 @@ func TestChildClosesTerminal(t *testing.T) {
 	}
 }
 
+// A command that ends at once still starts: Start returns, Wait says how it
+// ended.
+func TestQuickExit(t *testing.T) {
+	for range 5 {
+		spec := testSpec(t, "/bin/sh", "-c", "exit 2")
+		h := startHolder(t, spec)
+		if ex := waitExit(t, h); ex.Code != 2 {
+			t.Fatalf("exit %s, want code 2", ex)
+		}
+	}
+}
+
 // A child killed by a signal is recorded as such.
 func TestExitBySignal(t *testing.T) {
 	spec := testSpec(t, "/bin/sh", "-c", `echo ready; kill -TERM $$; sleep 5`)
