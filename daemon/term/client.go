@@ -37,8 +37,7 @@ type StartOptions struct {
 
 // Holder is the daemon's handle on the holder of one session's terminal.
 // It holds no connection: each call dials the holder's socket, so a handle
-// stays valid across holder restarts of the daemon's own connections and
-// costs nothing between calls.
+// costs nothing between calls and is safe for concurrent use.
 type Holder struct {
 	dir  string
 	info Info

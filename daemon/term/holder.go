@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -121,8 +121,7 @@ type holder struct {
 	finished chan struct{}
 	// writerAttached tells the replies goroutine that a viewer's own
 	// terminal answers the child's queries.
-	writerMu       sync.Mutex
-	writerAttached bool
+	writerAttached atomic.Bool
 
 	// Owned by the loop.
 	log     *logFile
@@ -134,8 +133,9 @@ type holder struct {
 	waiters []chan ipc.TermExit
 	exit    *ipc.TermExit
 	hungUp  bool
-	// compact fires compactAfter after output began; output since then
-	// (active) re-arms it, and a quiet period gives memory back.
+	// compact fires compactAfter after output began; output since it was
+	// armed (outputSinceArm) arms it again, and a quiet period gives memory
+	// back.
 	compact        *time.Timer
 	compactArmed   bool
 	outputSinceArm bool
@@ -556,10 +556,7 @@ func (h *holder) forwardReplies() {
 		if err != nil {
 			return
 		}
-		h.writerMu.Lock()
-		attached := h.writerAttached
-		h.writerMu.Unlock()
-		if attached || n == 0 {
+		if h.writerAttached.Load() || n == 0 {
 			continue
 		}
 		select {
@@ -571,9 +568,7 @@ func (h *holder) forwardReplies() {
 
 func (h *holder) setWriter(v *viewer) {
 	h.writer = v
-	h.writerMu.Lock()
-	h.writerAttached = v != nil
-	h.writerMu.Unlock()
+	h.writerAttached.Store(v != nil)
 }
 
 // call runs f in the loop and waits for it; false means the loop is gone.

@@ -117,6 +117,11 @@ func (h *holder) serveConn(c *net.UnixConn) {
 		}
 		reply(c, ipc.TermFrameOK, size)
 	case ipc.TermOpSend:
+		var over bool
+		if !h.call(func() { over = h.exit != nil }) || over {
+			reply(c, ipc.TermFrameError, ended())
+			return
+		}
 		data := []byte(req.Text)
 		if req.Enter {
 			data = append(data, '\r')

@@ -39,7 +39,8 @@ type Spec struct {
 	// LogKeep is how many rotated logs are kept (0: none, the full log is
 	// dropped at the cap).
 	LogKeep int `json:"log_keep,omitempty"`
-	// Size is the initial window size (0 means 80x24).
+	// Size is the initial window size (0x0 means 80x24; larger than
+	// ipc.MaxTermCols by ipc.MaxTermRows is clamped).
 	Size ipc.TermSize `json:"size,omitzero"`
 	// Scrollback is how many lines scrolled off the top are kept as text
 	// (0 means DefaultScrollback).
@@ -82,6 +83,9 @@ var ErrSpec = errors.New("invalid terminal spec")
 func (s Spec) withDefaults() Spec {
 	if s.Size == (ipc.TermSize{}) {
 		s.Size = ipc.TermSize{Cols: DefaultCols, Rows: DefaultRows}
+	}
+	if size, err := ipc.CheckTermSize(s.Size.Cols, s.Size.Rows); err == nil {
+		s.Size = size // clamped
 	}
 	if s.Scrollback == 0 {
 		s.Scrollback = DefaultScrollback

@@ -95,3 +95,15 @@ func FuzzReadSpec(f *testing.F) {
 		}
 	})
 }
+
+func TestSpecDefaults(t *testing.T) {
+	s := validSpec().withDefaults()
+	if s.Size != (ipc.TermSize{Cols: DefaultCols, Rows: DefaultRows}) || s.Scrollback != DefaultScrollback {
+		t.Fatalf("defaults %v, %d", s.Size, s.Scrollback)
+	}
+	big := validSpec()
+	big.Size = ipc.TermSize{Cols: 65535, Rows: 65535}
+	if got := big.withDefaults().Size; got != (ipc.TermSize{Cols: ipc.MaxTermCols, Rows: ipc.MaxTermRows}) {
+		t.Fatalf("65535x65535 became %v", got)
+	}
+}
