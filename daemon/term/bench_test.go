@@ -111,16 +111,23 @@ func ticksOf(b *testing.B, pid int) int {
 	return u + s
 }
 
-// BenchmarkIdleHolders runs 20 holders with an idle shell each and reports
-// their memory once they have settled (start-up, the first output and the
-// holder's compaction after 10 quiet seconds) and their CPU over 10 idle
-// seconds. Run with -benchtime 1x.
+// BenchmarkIdleHolders runs 20 holders with an idle shell each, at 80x24
+// and at 200x50, and reports their memory once they have settled (start-up,
+// the first output and the holder's compaction after 10 quiet seconds) and
+// their CPU over 10 idle seconds. Run with -benchtime 1x.
 func BenchmarkIdleHolders(b *testing.B) {
+	for _, size := range []ipc.TermSize{{Cols: 80, Rows: 24}, {Cols: 200, Rows: 50}} {
+		b.Run(size.String(), func(b *testing.B) { benchIdle(b, size) })
+	}
+}
+
+func benchIdle(b *testing.B, size ipc.TermSize) {
 	const n = 20
 	for range b.N {
 		holders := make([]*Holder, n)
 		for i := range holders {
 			spec := benchSpec(b, "/bin/sh", "-c", "echo ready; read x")
+			spec.Size = size
 			holders[i] = startBench(b, spec)
 		}
 		for _, h := range holders {

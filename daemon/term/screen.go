@@ -21,6 +21,12 @@ import (
 // as text. It is owned by the holder's loop; nothing else touches it.
 type screen struct {
 	emu *vt.Emulator
+	// alt is the emulator's alternate screen, kept at 1x1 while the main
+	// screen is in use (nil if the emulator's layout is not as expected);
+	// cols and rows are the terminal's size.
+	alt        *vt.Screen
+	cols, rows int
+	callbacks  vt.Callbacks
 	// pending is output the emulator has not seen yet, and skipped counts
 	// what was dropped from its front (see queue).
 	pending []byte
@@ -45,16 +51,46 @@ const (
 var replayedModes = []int{1, 1000, 1002, 1003, 1004, 1006, 2004}
 
 func newScreen(size ipc.TermSize, scrollback int) *screen {
-	s := &screen{emu: vt.NewEmulator(size.Cols, size.Rows), modes: map[int]bool{}}
+	s := &screen{emu: vt.NewEmulator(size.Cols, size.Rows), cols: size.Cols, rows: size.Rows, modes: map[int]bool{}}
 	s.scrollback.max = scrollback
 	s.emu.SetScrollbackSize(emuScrollback)
-	trimEmulator(s.emu)
-	s.emu.SetCallbacks(vt.Callbacks{
+	s.callbacks = vt.Callbacks{
 		Title:       func(t string) { s.title = t },
 		EnableMode:  func(m ansi.Mode) { s.setMode(m, true) },
 		DisableMode: func(m ansi.Mode) { s.setMode(m, false) },
-	})
+		AltScreen:   s.altScreen,
+	}
+	s.emu.SetCallbacks(s.callbacks)
+	s.alt = trimEmulator(s.emu)
+	s.parkAlt()
 	return s
+}
+
+// parkAlt shrinks the alternate screen to a single cell while the main
+// screen is in use: most agents never leave the main screen, and a cell
+// grid costs over 100 bytes a cell (a megabyte at 200x50). A fresh screen
+// replaces it because shrinking one keeps its cells.
+func (s *screen) parkAlt() {
+	if s.alt == nil || s.emu.IsAltScreen() {
+		return
+	}
+	*s.alt = *vt.NewScreen(1, 1)
+	s.alt.SetScrollback(nil)
+	s.emu.SetCallbacks(s.callbacks) // the fresh screen needs them too
+}
+
+// altScreen follows the child onto the alternate screen and back; on the
+// way in, the parked screen gets the terminal's size before anything is
+// drawn on it.
+func (s *screen) altScreen(on bool) {
+	if s.alt == nil {
+		return
+	}
+	if on {
+		s.alt.Resize(s.cols, s.rows)
+		return
+	}
+	s.parkAlt()
 }
 
 func (s *screen) setMode(m ansi.Mode, on bool) {
@@ -80,26 +116,25 @@ func (s *screen) setMode(m ansi.Mode, on bool) {
 const parserData = 64 << 10
 
 // trimEmulator makes the emulator fit a small holder: it turns off the
-// alternate screen's scrollback and shrinks the parser's string buffer.
+// alternate screen's scrollback, shrinks the parser's string buffer, and
+// returns the alternate screen (nil if it is not where it was).
 // The emulator gives each of its two screens a scrollback of 10,000 lines
 // but exposes only the main one's; lines a full-screen program scrolls on
 // the alternate screen would pile up there out of reach, at over 100 bytes
 // a cell. Neither the screens nor the parser are exported, hence reflect;
 // a test checks that this still finds them.
-func trimEmulator(e *vt.Emulator) bool {
+func trimEmulator(e *vt.Emulator) *vt.Screen {
 	ev := reflect.ValueOf(e).Elem()
 	scrs := ev.FieldByName("scrs")
 	if !scrs.IsValid() || scrs.Kind() != reflect.Array || scrs.Len() != 2 || scrs.Type().Elem() != reflect.TypeFor[vt.Screen]() {
-		return false
+		return nil
 	}
 	alt := (*vt.Screen)(unsafe.Pointer(scrs.Index(1).UnsafeAddr()))
 	alt.SetScrollback(nil)
-	p := ev.FieldByName("parser")
-	if !p.IsValid() || p.Type() != reflect.TypeFor[*ansi.Parser]() || p.IsNil() {
-		return false
+	if p := ev.FieldByName("parser"); p.IsValid() && p.Type() == reflect.TypeFor[*ansi.Parser]() && !p.IsNil() {
+		(*ansi.Parser)(p.UnsafePointer()).SetDataSize(parserData)
 	}
-	(*ansi.Parser)(p.UnsafePointer()).SetDataSize(parserData)
-	return true
+	return alt
 }
 
 // maxPending bounds the output that waits for the emulator.
@@ -183,14 +218,16 @@ func (s *screen) drainScrollback() {
 func (s *screen) replies() io.Reader { return s.emu }
 
 func (s *screen) resize(size ipc.TermSize) {
-	if size.Cols != s.emu.Width() || size.Rows != s.emu.Height() {
-		s.emu.Resize(size.Cols, size.Rows)
+	if size.Cols != s.cols || size.Rows != s.rows {
+		s.cols, s.rows = size.Cols, size.Rows
+		s.emu.Resize(size.Cols, size.Rows) // both screens
+		s.parkAlt()
 		s.drainScrollback()
 	}
 }
 
 func (s *screen) size() ipc.TermSize {
-	return ipc.TermSize{Cols: s.emu.Width(), Rows: s.emu.Height()}
+	return ipc.TermSize{Cols: s.cols, Rows: s.rows}
 }
 
 // lineText is row y as text: wide characters once, trailing spaces removed.

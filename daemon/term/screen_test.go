@@ -17,7 +17,7 @@ import (
 // string buffer is small.
 func TestTrimEmulator(t *testing.T) {
 	s := newScreen(ipc.TermSize{Cols: 20, Rows: 5}, 100)
-	if !trimEmulator(vt.NewEmulator(10, 10)) {
+	if trimEmulator(vt.NewEmulator(10, 10)) == nil {
 		t.Fatal("trimEmulator no longer finds the emulator's screens and parser")
 	}
 	p := reflect.ValueOf(s.emu).Elem().FieldByName("parser").Elem().FieldByName("data")
@@ -191,5 +191,44 @@ func TestScreenQueueSkips(t *testing.T) {
 		if l != fmt.Sprintf("burst line %d", first+i) {
 			t.Fatalf("line %d after the marker is %q", i, l)
 		}
+	}
+}
+
+// The alternate screen costs one cell while unused, and has the terminal's
+// size whenever the child is on it.
+func TestAltScreenParked(t *testing.T) {
+	s := newScreen(ipc.TermSize{Cols: 30, Rows: 6}, 100)
+	if s.alt == nil || s.alt.Width() != 1 || s.alt.Height() != 1 {
+		t.Fatalf("alternate screen not parked at start")
+	}
+	s.write([]byte("main text"))
+	s.write([]byte("\x1b[?1049h\x1b[6;1Hbottom of alt"))
+	if s.alt.Width() != 30 || s.alt.Height() != 6 {
+		t.Fatalf("alternate screen is %dx%d on entry", s.alt.Width(), s.alt.Height())
+	}
+	scr := s.snapshot(0)
+	if !scr.AltScreen || scr.Lines[5] != "bottom of alt" || scr.Lines[0] != "" {
+		t.Fatalf("on the alternate screen: %q", scr.Lines)
+	}
+	s.resize(ipc.TermSize{Cols: 40, Rows: 8})
+	if s.alt.Width() != 40 || s.alt.Height() != 8 {
+		t.Fatalf("alternate screen is %dx%d after a resize on it", s.alt.Width(), s.alt.Height())
+	}
+	s.write([]byte("\x1b[?1049l"))
+	if s.alt.Width() != 1 {
+		t.Fatal("alternate screen not parked after leaving it")
+	}
+	scr = s.snapshot(0)
+	if scr.AltScreen || scr.Lines[0] != "main text" || scr.Size != (ipc.TermSize{Cols: 40, Rows: 8}) || len(scr.Lines) != 8 {
+		t.Fatalf("back on the main screen: %v %q", scr.Size, scr.Lines)
+	}
+	s.resize(ipc.TermSize{Cols: 50, Rows: 10})
+	if s.alt.Width() != 1 {
+		t.Fatal("a resize on the main screen unparked the alternate one")
+	}
+	// Titles and modes still arrive after the callbacks were set again.
+	s.write([]byte("\x1b]2;still here\x07\x1b[?2004h\x1b[?1047h\x1b[?1047l"))
+	if s.title != "still here" || !s.modes[2004] {
+		t.Fatalf("callbacks lost: title %q, modes %v", s.title, s.modes)
 	}
 }
