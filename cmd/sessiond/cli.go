@@ -67,7 +67,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(), newExecCmd(), newConfigCmd(), newVersionCmd())
+	root.AddCommand(newRunCmd(), newExecCmd(), newConfigCmd(), newVersionCmd(), newHolderCmd())
 	root.AddCommand(newServiceCmds()...)
 	root.AddCommand(newManCmd())
 	return root

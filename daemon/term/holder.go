@@ -1,0 +1,624 @@
+package term
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+
+	"github.com/sessiond/sessiond/daemon/proc"
+	"github.com/sessiond/sessiond/daemon/state"
+	"github.com/sessiond/sessiond/ipc"
+)
+
+// Timings of the holder.
+const (
+	// drainQuiet and drainMax bound how long output is still read after the
+	// child exits: until the terminal has been quiet for drainQuiet, at most
+	// drainMax (a background process may keep writing).
+	drainQuiet = 50 * time.Millisecond
+	drainMax   = time.Second
+	// flushMax bounds how long viewers are given to take their last frames
+	// and the exit status.
+	flushMax = 2 * time.Second
+	// compactAfter is how long output must have been quiet before the
+	// holder gives memory back.
+	compactAfter = 10 * time.Second
+	// helloTimeout bounds how long a new connection may take to say what
+	// it wants.
+	helloTimeout = 10 * time.Second
+	// The emulator is fed once output has paused for emuQuiet, and at
+	// least every emuMaxLag while it flows (see screen.queue).
+	emuQuiet  = 20 * time.Millisecond
+	emuMaxLag = 200 * time.Millisecond
+)
+
+// ready is the one line a holder writes on its stdout: its Info once the
+// child runs, or why it could not start.
+type ready struct {
+	Info  *Info  `json:"info,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// RunHolder is the holder mode of the sessiond binary. It reads the Spec as
+// JSON from stdin, starts the command on a new pseudo-terminal, writes one
+// line of JSON on stdout (the Info, or the error that stopped it) and points
+// stdout at /dev/null, then serves the terminal until the command exits.
+// It returns once the exit status is recorded and the viewers are told.
+// The holder's own diagnostics go to stderr, which the daemon points at
+// DiagName in the session directory.
+func RunHolder(ctx context.Context, stdin io.Reader, stdout *os.File) error {
+	tuneRuntime()
+	h, err := newHolder(stdin)
+	if err != nil {
+		_ = json.NewEncoder(stdout).Encode(ready{Error: err.Error()})
+		return err
+	}
+	if err := json.NewEncoder(stdout).Encode(ready{Info: &h.info}); err != nil {
+		h.abort()
+		return fmt.Errorf("report readiness: %w", err)
+	}
+	quietStdio(stdout)
+	releaseMemory()
+	return h.run(ctx)
+}
+
+// tuneRuntime keeps the holder small: one P is plenty for a loop that
+// mostly waits, and a low GC target keeps the heap near its live size.
+func tuneRuntime() {
+	// Nobody profiles a holder: no allocation is sampled, no stack kept.
+	runtime.MemProfileRate = 0
+	runtime.GOMAXPROCS(1)
+	debug.SetGCPercent(50)
+	debug.SetMemoryLimit(32 << 20)
+}
+
+// quietStdio points stdout at /dev/null once the daemon has read the ready
+// line, so that the daemon's pipe is not held open.
+func quietStdio(stdout *os.File) {
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return
+	}
+	defer null.Close()
+	_ = dupOnto(int(null.Fd()), int(stdout.Fd()))
+}
+
+// holder is one terminal holder. Its loop goroutine owns everything below
+// the channels; other goroutines reach that state only through ops.
+type holder struct {
+	spec   Spec
+	diag   *log.Logger
+	master *os.File
+	// slave stays open in the holder, so that a child that closes its
+	// terminal does not make every read of the master fail at once.
+	slave *os.File
+	child *os.Process
+	info  Info
+	ln    *net.UnixListener
+	sock  string
+
+	ops       chan func()
+	output    chan []byte // encoded TermFrameData frames from the pty
+	input     chan inputJob
+	childExit chan ipc.TermExit
+	// finished is closed when the loop is done; connection goroutines then
+	// stop waiting for it.
+	finished chan struct{}
+	// writerAttached tells the replies goroutine that a viewer's own
+	// terminal answers the child's queries.
+	writerAttached atomic.Bool
+
+	// Owned by the loop.
+	log     *logFile
+	logBuf  []byte
+	logErr  bool
+	scr     *screen
+	viewers map[*viewer]struct{}
+	writer  *viewer
+	waiters []chan ipc.TermExit
+	exit    *ipc.TermExit
+	hungUp  bool
+	// compact fires compactAfter after output began; output since it was
+	// armed (outputSinceArm) arms it again, and a quiet period gives memory
+	// back.
+	compact        *time.Timer
+	compactArmed   bool
+	outputSinceArm bool
+	// emuTimer feeds the emulator what is pending; lastOutput and
+	// pendingSince say when.
+	emuTimer     *time.Timer
+	emuArmed     bool
+	lastOutput   time.Time
+	pendingSince time.Time
+}
+
+type inputJob struct {
+	data []byte
+	done chan error // nil: nobody waits (the emulator's replies)
+}
+
+func newHolder(stdin io.Reader) (*holder, error) {
+	spec, err := ReadSpec(stdin)
+	if err != nil {
+		return nil, err
+	}
+	spec = spec.withDefaults()
+	h := &holder{
+		spec:      spec,
+		diag:      log.New(os.Stderr, fmt.Sprintf("holder[%d] ", os.Getpid()), log.LstdFlags|log.Lmicroseconds|log.LUTC),
+		sock:      filepath.Join(spec.SessionDir, SocketName),
+		ops:       make(chan func()),
+		output:    make(chan []byte, 8),
+		input:     make(chan inputJob, 16),
+		childExit: make(chan ipc.TermExit, 1),
+		finished:  make(chan struct{}),
+		viewers:   map[*viewer]struct{}{},
+	}
+	if err := h.setUp(); err != nil {
+		h.abort()
+		return nil, err
+	}
+	return h, nil
+}
+
+// setUp opens everything and starts the child; on error, abort undoes it.
+func (h *holder) setUp() error {
+	s := h.spec
+	if err := state.EnsureDir(s.SessionDir); err != nil {
+		return err
+	}
+	if err := removeStaleExit(s.SessionDir); err != nil {
+		return err
+	}
+	ln, err := listen(h.sock)
+	if err != nil {
+		return err
+	}
+	h.ln = ln
+	if h.log, err = openLog(s.LogPath, s.LogMaxSize, s.LogKeep); err != nil {
+		return err
+	}
+	master, slave, err := pty.Open()
+	if err != nil {
+		return fmt.Errorf("open a pseudo-terminal: %w", err)
+	}
+	h.slave = slave
+	if h.master, err = pollable(master); err != nil {
+		master.Close()
+		return err
+	}
+	if err := setWinsize(h.master, s.Size); err != nil {
+		return fmt.Errorf("set the terminal size: %w", err)
+	}
+	h.scr = newScreen(s.Size, s.Scrollback)
+
+	path, err := proc.LookPath(s.Argv[0], s.Dir, s.Env)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", s.Argv[0], err)
+	}
+	attr := &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if c := s.Credential; c != nil {
+		attr.Credential = &syscall.Credential{Uid: c.UID, Gid: c.GID, Groups: c.Groups}
+		// The user must own the terminal to open it by name (ssh, sudo
+		// and the like do); its fds alone would not need that.
+		if err := os.Chown(slave.Name(), int(c.UID), -1); err != nil {
+			return fmt.Errorf("give the terminal to uid %d: %w", c.UID, err)
+		}
+	}
+	child, err := os.StartProcess(path, s.Argv, &os.ProcAttr{
+		Dir:   s.Dir,
+		Env:   s.childEnv(),
+		Files: []*os.File{slave, slave, slave},
+		Sys:   attr,
+	})
+	if err != nil {
+		return fmt.Errorf("start %s: %w", s.Argv[0], err)
+	}
+	h.child = child
+	self := os.Getpid()
+	holderStart, _ := proc.StartTime(self)
+	childStart, _ := proc.StartTime(child.Pid)
+	h.info = Info{
+		HolderPID:   self,
+		HolderStart: holderStart,
+		ChildPID:    child.Pid,
+		ChildStart:  childStart,
+		StartedAt:   time.Now().UTC(),
+		BootID:      proc.BootID(),
+		Socket:      h.sock,
+	}
+	go h.waitChild()
+	if err := writeInfo(s.SessionDir, h.info); err != nil {
+		return err
+	}
+	h.diag.Printf("started %s as pid %d on %s, %s", s.Argv[0], child.Pid, slave.Name(), s.Size)
+	return nil
+}
+
+// abort undoes a setUp that failed half-way.
+func (h *holder) abort() {
+	if h.child != nil {
+		_ = unix.Kill(-h.child.Pid, unix.SIGKILL)
+		<-h.childExit
+	}
+	if h.ln != nil {
+		_ = h.ln.Close()
+	}
+	if h.master != nil {
+		_ = h.master.Close()
+	}
+	if h.slave != nil {
+		_ = h.slave.Close()
+	}
+	if h.log != nil {
+		_ = h.log.Close()
+	}
+}
+
+// listen opens the holder's socket. A live holder on the path is an error; a
+// socket left by a dead one is replaced.
+func listen(path string) (*net.UnixListener, error) {
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("a terminal holder already serves %s", path)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale terminal socket: %w", err)
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	// The peer-credential check guards the moment between bind and chmod.
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("set terminal socket permissions: %w", err)
+	}
+	return ln, nil
+}
+
+// setWinsize sets the terminal's size through the poller-managed fd (asking
+// for the raw fd would switch the master back to blocking mode).
+func setWinsize(master *os.File, size ipc.TermSize) error {
+	rc, err := master.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	err = rc.Control(func(fd uintptr) {
+		serr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: uint16(size.Rows), Col: uint16(size.Cols)})
+	})
+	if err != nil {
+		return err
+	}
+	return serr
+}
+
+func (h *holder) waitChild() {
+	ws, err := waitProcess(h.child)
+	ex := ipc.TermExit{PID: h.child.Pid, Code: -1, ExitedAt: time.Now().UTC()}
+	switch {
+	case err != nil:
+		h.diag.Printf("%v", err)
+		ex.Signal = "unknown"
+	case ws.Signaled():
+		ex.Signal = unix.SignalName(ws.Signal())
+	default:
+		ex.Code = ws.ExitStatus()
+	}
+	h.childExit <- ex
+}
+
+// run serves the terminal until the child has exited and everyone is told.
+func (h *holder) run(ctx context.Context) error {
+	// The holder ends when its child does, and only then can it record how:
+	// a stray SIGTERM (an admin's pkill, a whole cgroup told to stop) must
+	// not end it first. The child gets such signals on its own. SIGKILL
+	// still works, and is reported as the holder's death. (Ignoring, unlike
+	// Notify, keeps no thread waiting for signals.)
+	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+
+	go h.readOutput()
+	go h.writeInput()
+	go h.forwardReplies()
+	go h.accept()
+	h.loop(ctx)
+	h.finish()
+	return nil
+}
+
+// loop is the single owner of the screen, the log and the viewers.
+func (h *holder) loop(ctx context.Context) {
+	var drainQuietC, drainMaxC <-chan time.Time
+	var quiet *time.Timer
+	h.compact = time.NewTimer(compactAfter)
+	h.compact.Stop()
+	h.emuTimer = time.NewTimer(emuQuiet)
+	h.emuTimer.Stop()
+	done := ctx.Done()
+	for {
+		select {
+		case f := <-h.ops:
+			f()
+		case frame := <-h.output:
+			h.handleOutput(frame)
+			if quiet != nil {
+				quiet.Reset(drainQuiet)
+			}
+		case ex := <-h.childExit:
+			h.exit = &ex
+			h.diag.Printf("child %d ended: %s", ex.PID, ex)
+			quiet = time.NewTimer(drainQuiet)
+			drainQuietC = quiet.C
+			drainMaxC = time.After(drainMax)
+		case <-drainQuietC:
+			return
+		case <-drainMaxC:
+			return
+		case <-h.compact.C:
+			h.compactMemory()
+		case now := <-h.emuTimer.C:
+			h.feedEmulator(now)
+		case <-done:
+			done = nil
+			h.hangUp("context cancelled")
+		}
+	}
+}
+
+// hangUp asks the child to end as a closed terminal would, and keeps
+// serving until it does, so that its exit status is still recorded.
+func (h *holder) hangUp(why string) {
+	if h.exit != nil || h.hungUp {
+		return
+	}
+	h.hungUp = true
+	h.diag.Printf("%s: hanging up the terminal of %d", why, h.child.Pid)
+	_ = unix.Kill(-h.child.Pid, unix.SIGHUP)
+	_ = unix.Kill(-h.child.Pid, unix.SIGCONT)
+}
+
+func (h *holder) handleOutput(frame []byte) {
+	payload := frame[ipc.TermHeaderSize:]
+	// Writes to the log are gathered while more output waits: one write
+	// for a burst rather than one per read of the terminal.
+	h.logBuf = append(h.logBuf, payload...)
+	if len(h.logBuf) >= logBatch || len(h.output) == 0 {
+		h.flushLog()
+	}
+	now := time.Now()
+	h.scr.queue(payload)
+	h.lastOutput = now
+	if !h.emuArmed {
+		h.emuArmed = true
+		h.pendingSince = now
+		h.emuTimer.Reset(emuQuiet)
+	}
+	for v := range h.viewers {
+		if v.lagged {
+			// Whatever was dropped, a repaint puts the viewer back in step;
+			// it shows this frame's output already.
+			if v.hasRoomForRepaint() && now.Sub(v.lastRepaint) >= lagRepaintEvery {
+				v.lastRepaint = now
+				if v.offer(dataFrames(h.repaint())...) {
+					v.lagged = false
+				}
+			}
+			continue
+		}
+		if !v.offer(frame) {
+			v.lagged = true
+			v.drops++
+		}
+	}
+	h.outputSinceArm = true
+	if !h.compactArmed {
+		h.compactArmed = true
+		h.outputSinceArm = false
+		h.compact.Reset(compactAfter)
+	}
+}
+
+// logBatch bounds the output gathered for one write to the log.
+const logBatch = 64 << 10
+
+func (h *holder) flushLog() {
+	if len(h.logBuf) == 0 {
+		return
+	}
+	if _, err := h.log.Write(h.logBuf); err != nil {
+		if !h.logErr {
+			h.diag.Printf("session log: %v (reported once until a write succeeds)", err)
+		}
+		h.logErr = true
+	} else {
+		h.logErr = false
+	}
+	h.logBuf = h.logBuf[:0]
+}
+
+// feedEmulator hands the emulator its pending output once output has
+// paused, or has flowed for emuMaxLag.
+func (h *holder) feedEmulator(now time.Time) {
+	quiet, lag := now.Sub(h.lastOutput), now.Sub(h.pendingSince)
+	if quiet < emuQuiet && lag < emuMaxLag {
+		h.emuTimer.Reset(min(emuQuiet-quiet, emuMaxLag-lag))
+		return
+	}
+	h.emuArmed = false
+	h.scr.flush()
+}
+
+// screenNow brings the screen up to date with the output so far, for
+// whoever needs to see it (a snapshot, a repaint, a resize).
+func (h *holder) screenNow() *screen {
+	if h.scr.hasPending() {
+		h.scr.flush()
+	}
+	return h.scr
+}
+
+func (h *holder) repaint() []byte { return h.screenNow().repaint() }
+
+// compactMemory gives memory back once output has been quiet for a while.
+func (h *holder) compactMemory() {
+	if h.outputSinceArm {
+		h.outputSinceArm = false
+		h.compact.Reset(compactAfter)
+		return
+	}
+	h.compactArmed = false
+	h.logBuf = nil
+	releaseMemory()
+}
+
+// readOutput copies the master's output to the loop, one frame per read.
+func (h *holder) readOutput() {
+	// A read of a terminal returns at most its line buffer (4 KiB on Linux).
+	buf := make([]byte, 8<<10)
+	for {
+		n, err := h.master.Read(buf)
+		if n > 0 {
+			frame := ipc.AppendTermFrame(make([]byte, 0, ipc.TermHeaderSize+n), ipc.TermFrameData, buf[:n])
+			select {
+			case h.output <- frame:
+			case <-h.finished:
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// writeInput is the one writer of the master, so that keystrokes, sends and
+// the emulator's replies never interleave mid-write, and a child that does
+// not read its input blocks only the callers that wait for their write.
+func (h *holder) writeInput() {
+	for {
+		select {
+		case job := <-h.input:
+			_, err := h.master.Write(job.data)
+			if job.done != nil {
+				job.done <- err
+			}
+		case <-h.finished:
+			return
+		}
+	}
+}
+
+// typeInput writes to the terminal as if typed, and waits until it is
+// written (or the holder is finishing).
+func (h *holder) typeInput(data []byte) error {
+	job := inputJob{data: data, done: make(chan error, 1)}
+	select {
+	case h.input <- job:
+	case <-h.finished:
+		return errFinished
+	}
+	select {
+	case err := <-job.done:
+		return err
+	case <-h.finished:
+		return errFinished
+	}
+}
+
+var errFinished = errors.New("the terminal's command has ended")
+
+// forwardReplies drains the emulator's answers to the child's queries. They
+// go to the child only while no writer is attached: an attached terminal
+// answers for itself, and two answers would confuse the child. A child that
+// does not read its input gets its answers dropped rather than stall the
+// emulator.
+func (h *holder) forwardReplies() {
+	buf := make([]byte, 4096)
+	r := h.scr.replies()
+	for {
+		n, err := r.Read(buf)
+		if err != nil {
+			return
+		}
+		if h.writerAttached.Load() || n == 0 {
+			continue
+		}
+		select {
+		case h.input <- inputJob{data: append([]byte(nil), buf[:n]...)}:
+		default:
+		}
+	}
+}
+
+func (h *holder) setWriter(v *viewer) {
+	h.writer = v
+	h.writerAttached.Store(v != nil)
+}
+
+// call runs f in the loop and waits for it; false means the loop is gone.
+func (h *holder) call(f func()) bool {
+	done := make(chan struct{})
+	select {
+	case h.ops <- func() { f(); close(done) }:
+		<-done
+		return true
+	case <-h.finished:
+		return false
+	}
+}
+
+// finish records the exit, tells every viewer and waiter, and closes the
+// terminal, which hangs up whatever still runs on it.
+func (h *holder) finish() {
+	h.flushLog()
+	ex := *h.exit
+	if err := writeExit(h.spec.SessionDir, ex); err != nil {
+		h.diag.Printf("record exit status: %v", err)
+	}
+	close(h.finished)
+	for _, w := range h.waiters {
+		w <- ex
+	}
+	exitFrame, _ := json.Marshal(ex)
+	frame := ipc.AppendTermFrame(nil, ipc.TermFrameExited, exitFrame)
+	ctx, cancel := context.WithTimeout(context.Background(), flushMax)
+	defer cancel()
+	for v := range h.viewers {
+		v.queued.Add(int64(len(frame)))
+		select {
+		case v.q <- frame:
+		case <-ctx.Done():
+		}
+		close(v.q)
+	}
+	for v := range h.viewers {
+		select {
+		case <-v.sent:
+		case <-ctx.Done():
+		}
+	}
+	_ = h.ln.Close() // removes the socket
+	for v := range h.viewers {
+		v.conn.Close()
+	}
+	_ = h.master.Close()
+	_ = h.slave.Close()
+	_ = h.log.Close()
+	h.diag.Printf("exit recorded; holder done")
+}
