@@ -71,6 +71,9 @@ func (w *Watch) scan(rel string, mode scanMode, since time.Time, prune bool) err
 				}
 				child := joinRel(d, name)
 				if e.IsDir() {
+					if w.leaveOut[name] {
+						continue
+					}
 					cands = append(cands, child)
 					chg = append(chg, change{})
 					continue
@@ -105,15 +108,23 @@ func (w *Watch) scan(rel string, mode scanMode, since time.Time, prune bool) err
 	}
 	w.record(files)
 	if prune {
+		var gone []string
 		for d := range w.dirs {
 			if _, ok := seen[d]; !ok && isUnder(d, rel) {
 				w.unwatch(d)
+				gone = append(gone, d)
 			}
 		}
 		for d := range w.polled {
 			if _, ok := seen[d]; !ok && isUnder(d, rel) {
 				w.unwatch(d)
+				gone = append(gone, d)
 			}
+		}
+		if len(gone) > 0 {
+			w.smu.Lock()
+			w.note(gone...)
+			w.smu.Unlock()
 		}
 	}
 	w.syncCounts()
@@ -137,6 +148,7 @@ func (w *Watch) enter(d string) ([]fs.DirEntry, error) {
 			if !polled {
 				w.polled[d] = nil // its names are filled in below
 				polled = true
+				w.markLost("an inotify limit was reached")
 				if !w.degradedLogged {
 					w.degradedLogged = true
 					w.log.Warn("inotify limit reached; directories past it are rescanned periodically instead of watched",
@@ -148,6 +160,8 @@ func (w *Watch) enter(d string) ([]fs.DirEntry, error) {
 		default:
 			w.log.Warn("cannot watch directory; skipping it and what is under it",
 				zap.String("dir", d), zap.Error(err))
+			w.skipped[d] = struct{}{}
+			w.markLost("a directory could not be watched")
 			return nil, fmt.Errorf("watch %s: %w", abs, err)
 		}
 	}
@@ -158,9 +172,12 @@ func (w *Watch) enter(d string) ([]fs.DirEntry, error) {
 		} else {
 			w.log.Warn("cannot list directory; what is under it is not watched",
 				zap.String("dir", d), zap.Error(err))
+			w.skipped[d] = struct{}{}
+			w.markLost("a directory could not be listed")
 		}
 		return nil, fmt.Errorf("list %s: %w", abs, err)
 	}
+	delete(w.skipped, d)
 	if polled {
 		w.polled[d] = names(entries)
 	}
@@ -230,6 +247,9 @@ func (w *Watch) poll() {
 			}
 			child := joinRel(d, name)
 			if e.IsDir() {
+				if w.leaveOut[name] {
+					continue
+				}
 				_, isWatched := w.dirs[child]
 				_, isPolled := w.polled[child]
 				if !isWatched && !isPolled {
@@ -268,6 +288,11 @@ func (w *Watch) poll() {
 	}
 	if len(removed) > 0 {
 		w.unwatchTrees(removed)
+		w.smu.Lock()
+		for d := range removed {
+			w.note(d)
+		}
+		w.smu.Unlock()
 	}
 	for _, c := range cands {
 		if path.Base(c) == ".gitignore" {
@@ -288,6 +313,11 @@ func (w *Watch) poll() {
 		}
 	}
 	w.record(files)
+	if len(newDirs) > 0 {
+		w.smu.Lock()
+		w.note(newDirs...)
+		w.smu.Unlock()
+	}
 	for _, d := range newDirs {
 		if _, ok := w.dirs[d]; ok {
 			continue
@@ -297,5 +327,8 @@ func (w *Watch) poll() {
 		}
 		_ = w.scan(d, scanCreated, time.Time{}, false)
 	}
+	// What the rescans find comes up to Rescan late: a mark taken before
+	// this one may have missed it.
+	w.markLost("directories are rescanned periodically instead of watched (inotify limit)")
 	w.syncCounts()
 }
