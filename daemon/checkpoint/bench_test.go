@@ -104,7 +104,7 @@ func BenchmarkCheckpoint(b *testing.B) {
 	b.Run("take", func(b *testing.B) {
 		for b.Loop() {
 			change()
-			res, err := c.Take(ctx, dir, "bench", ModeRef, "")
+			res, err := c.Take(ctx, TakeRequest{Dir: dir, SessionID: "bench", Mode: ModeRef})
 			if err != nil {
 				b.Fatal(err)
 			}
