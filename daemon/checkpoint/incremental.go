@@ -121,66 +121,58 @@ func (c *Checkpointer) incremental(ctx context.Context, r *repo, req *TakeReques
 	if err != nil {
 		return "", nil, nil, err
 	}
+
+	// The small index: U's entries under the changed paths (none for a
+	// shadow repository, whose files are all untracked).
+	small := filepath.Join(tmp, "index")
+	has := make([]bool, len(paths))
+	isFile := make([]bool, len(paths)) // U has a file at exactly the path
+	var copied []string
+	if !r.shadow {
+		if copied, err = r.smallIndex(small, st, paths, has, isFile); err != nil {
+			return "", nil, nil, err
+		}
+	}
 	if len(paths) == 0 {
 		return st.tree, st.leftOut, nil, nil
-	}
-
-	// The small index: U's entries under the changed paths.
-	ix, err := openIndex(r.index, r.hashLen, r.cred)
-	if err != nil {
-		return "", nil, nil, err
-	}
-	defer ix.close()
-	if ix.sig != st.index || hex.EncodeToString(ix.sum) != st.indexSum {
-		return "", nil, nil, errFallback{"the repository's index changed"}
-	}
-	ranges := newPathRanges(paths)
-	has := make([]bool, len(paths))
-	iw := newIndexWriter(r.hashLen)
-	var special string
-	err = ix.scan(func(e *indexEntry) bool {
-		i := ranges.find(e.name)
-		if i < 0 {
-			return true
-		}
-		if e.special() {
-			special = e.path()
-			return false
-		}
-		iw.add(e)
-		has[i] = true
-		return true
-	})
-	if err != nil {
-		return "", nil, nil, err
-	}
-	if special != "" {
-		return "", nil, nil, errFallback{fmt.Sprintf("%s is assume-unchanged or skip-worktree in the index", special)}
-	}
-	small := filepath.Join(tmp, "index")
-	if err := r.cred.writePrivateFile(small, iw.bytes(), ix.mtime); err != nil {
-		return "", nil, nil, fmt.Errorf("write temporary index: %w", err)
 	}
 	env := []string{"GIT_INDEX_FILE=" + small}
 
 	// git add -A of the changed paths that are in the index or on disk; a
 	// path that is in neither went, and its subtree goes.
-	var specs []string
+	var specs, df []string
 	for i, p := range paths {
-		if has[i] {
+		fi, err := os.Lstat(filepath.Join(r.top, filepath.FromSlash(p)))
+		if has[i] || err == nil {
 			specs = append(specs, p)
-		} else if _, err := os.Lstat(filepath.Join(r.top, filepath.FromSlash(p))); err == nil {
-			specs = append(specs, p)
+		}
+		if isFile[i] && err == nil && fi.IsDir() {
+			df = append(df, p) // a directory replaced a tracked file
 		}
 	}
 	if len(specs) > 0 {
-		report, excludes, found, err := c.leftOut(ctx, r, env, pol, specs)
+		lo, err := c.leftOut(ctx, r, env, pol, specs)
 		if err != nil {
 			return "", nil, nil, err
 		}
-		nested = append(nested, found...)
-		leftOut = mergeLeftOut(st.leftOut, paths, report)
-		if err := r.addPaths(ctx, env, specs, excludes); err != nil {
+		if len(df) > 0 {
+			more, err := c.leftOutUnder(ctx, r, tmp, pol, df)
+			if err != nil {
+				return "", nil, nil, err
+			}
+			lo.excludes = append(lo.excludes, more.excludes...)
+			lo.files = append(lo.files, more.files...)
+			lo.report = append(lo.report, more.report...)
+			lo.nested = append(lo.nested, more.nested...)
+		}
+		nested = append(nested, lo.nested...)
+		leftOut = mergeLeftOut(st.leftOut, paths, lo.report)
+		if under := filesWithEntriesUnder(lo.files, dirsOf(copied)); len(under) > 0 {
+			if err := r.dropUnder(ctx, env, under); err != nil {
+				return "", nil, nil, err
+			}
+		}
+		if err := r.addPaths(ctx, env, specs, lo.excludes); err != nil {
 			return "", nil, nil, err
 		}
 	} else {
@@ -195,15 +187,16 @@ func (c *Checkpointer) incremental(ctx context.Context, r *repo, req *TakeReques
 	}
 	defer after.close()
 	g := newGraft(paths)
+	var bad error
 	err = after.scan(func(e *indexEntry) bool {
 		if e.stage() != 0 {
-			err = fmt.Errorf("%s is unmerged after git add", e.path())
-			return false
+			bad = fmt.Errorf("%s is unmerged after git add", e.path())
+		} else {
+			bad = g.addEntry(e.path(), e.mode(), e.oid())
 		}
-		err = g.addEntry(e.path(), e.mode(), e.oid())
-		return err == nil
+		return bad == nil
 	})
-	if err != nil {
+	if err = errors.Join(err, bad); err != nil {
 		return "", nil, nil, err
 	}
 	base, err := hex.DecodeString(st.tree)
@@ -215,6 +208,68 @@ func (c *Checkpointer) incremental(ctx context.Context, r *repo, req *TakeReques
 		return "", nil, nil, err
 	}
 	return hex.EncodeToString(id), leftOut, nested, nil
+}
+
+// smallIndex writes to file the entries of the user's index at or under
+// paths, marks the paths that have some, and returns the entries' paths.
+// The index must be the one st was made with.
+func (r *repo) smallIndex(file string, st *incState, paths []string, has, isFile []bool) ([]string, error) {
+	ix, err := openIndex(r.index, r.hashLen, r.cred)
+	if err != nil {
+		return nil, err
+	}
+	defer ix.close()
+	if ix.sig != st.index || hex.EncodeToString(ix.sum) != st.indexSum {
+		return nil, errFallback{"the repository's index changed"}
+	}
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	var copied []string
+	ranges := newPathRanges(paths)
+	iw := newIndexWriter(r.hashLen)
+	var special string
+	err = ix.scan(func(e *indexEntry) bool {
+		i := ranges.find(e.name)
+		if i < 0 {
+			return true
+		}
+		if e.special() {
+			special = e.path()
+			return false
+		}
+		iw.add(e)
+		has[i] = true
+		if string(e.name) == paths[i] {
+			isFile[i] = true
+		}
+		copied = append(copied, e.path())
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if special != "" {
+		return nil, errFallback{fmt.Sprintf("%s is assume-unchanged or skip-worktree in the index", special)}
+	}
+	if err := r.cred.writePrivateFile(file, iw.bytes(), ix.mtime); err != nil {
+		return nil, fmt.Errorf("write temporary index: %w", err)
+	}
+	return copied, nil
+}
+
+// dirsOf returns the directories holding the paths, sorted.
+func dirsOf(paths []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range paths {
+		for d := path.Dir(p); d != "." && !seen[d]; d = path.Dir(d) {
+			seen[d] = true
+			out = append(out, d)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // changedPaths checks and normalises the watcher's paths, maps a path
@@ -447,15 +502,21 @@ func (g *graft) dir(tr *treeReader, tw *treeWriter, n *gnode, old []byte) ([]tre
 			continue
 		}
 		var sub []byte
-		if e, ok := byName[name]; ok && e.isDir() && !k.replace {
-			sub = e.oid
+		old, hadOld := byName[name]
+		if hadOld && old.isDir() && !k.replace {
+			sub = old.oid
 		}
 		entries, err := g.dir(tr, tw, k, sub)
 		if err != nil {
 			return nil, err
 		}
-		if len(entries) > 0 { // git keeps no empty directories
+		switch {
+		case len(entries) > 0: // git keeps no empty directories
 			out = append(out, treeEntry{name: name, mode: modeDir, oid: tw.add(entries)})
+		case hadOld && !old.isDir() && !k.replace:
+			// Only on the way to a changed path, which is gone: the file
+			// here (there was no directory) did not change.
+			out = append(out, old)
 		}
 	}
 	return out, nil

@@ -53,7 +53,7 @@ type indexEntry struct {
 	xflags uint16
 }
 
-func (e *indexEntry) path() string { return string(e.name) }
+func (e *indexEntry) path() string  { return string(e.name) }
 func (e *indexEntry) mode() uint32  { return binary.BigEndian.Uint32(e.fixed[24:]) }
 func (e *indexEntry) oid() []byte   { return e.fixed[40:] }
 func (e *indexEntry) stage() int    { return int(e.flags&ceStageMask) >> 12 }

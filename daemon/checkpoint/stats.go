@@ -104,11 +104,11 @@ func (c *Checkpointer) Stats(ctx context.Context, req StatsRequest) (Stats, erro
 	if r.shadow {
 		env = []string{"GIT_INDEX_FILE=" + r.index}
 	}
-	report, _, _, err := c.leftOut(ctx, r, env, pol, nil)
+	lo, err := c.leftOut(ctx, r, env, pol, nil)
 	if err != nil {
 		return st, fmt.Errorf("checkpoint stats of %s: %w", r.top, err)
 	}
-	for _, p := range report {
+	for _, p := range lo.report {
 		st.LeftOut = append(st.LeftOut, measure(r.top, p))
 	}
 	slices.SortStableFunc(st.LeftOut, func(a, b LeftOutEntry) int {

@@ -369,24 +369,62 @@ func (c *Checkpointer) fullScan(ctx context.Context, r *repo, pol policy, tmp st
 		}
 	}
 	env := []string{"GIT_INDEX_FILE=" + index}
-	leftOut, excludes, nested, err := c.leftOut(ctx, r, env, pol, nil)
+	rulesEnv := env
+	if r.shadow {
+		// Nothing of a non-git project is tracked: the rules apply to every
+		// file, so they are found against an empty index. The copy of the
+		// shadow repository's own index only keeps the stat cache, and what
+		// the rules leave out now goes from it first.
+		rulesEnv = []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "empty")}
+	}
+	lo, err := c.leftOut(ctx, r, rulesEnv, pol, nil)
 	if err != nil {
 		return "", nil, nil, err
 	}
-	if err := r.addAll(ctx, env, excludes); err != nil {
+	leftOut, nested := lo.report, lo.nested
+	switch {
+	case r.shadow:
+		if err := r.dropStale(ctx, env, lo.excludes); err != nil {
+			return "", nil, nil, err
+		}
+	case len(lo.files) > 0:
+		under := lo.files
+		if tracked != nil {
+			under = filesWithEntriesUnder(lo.files, tracked.dirs)
+		}
+		if len(under) > 0 {
+			if err := r.dropUnder(ctx, env, under); err != nil {
+				return "", nil, nil, err
+			}
+		}
+	}
+	if err := r.addAll(ctx, env, lo.excludes); err != nil {
 		return "", nil, nil, err
+	}
+	if tracked != nil {
+		// git add -A took what is in directories that replaced tracked
+		// files, where the listing above saw nothing: what the rules leave
+		// out goes again.
+		df, err := dirsReplacingFiles(index, r.hashLen, tracked)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		if len(df) > 0 {
+			more, err := c.leftOutUnder(ctx, r, tmp, pol, df)
+			if err != nil {
+				return "", nil, nil, err
+			}
+			if len(more.excludes) > 0 {
+				if err := r.dropPaths(ctx, env, more.excludes); err != nil {
+					return "", nil, nil, err
+				}
+			}
+			leftOut = mergeLeftOut(leftOut, nil, more.report)
+			nested = append(nested, more.nested...)
+		}
 	}
 	if tree, err = r.out(ctx, env, "write-tree"); err != nil {
 		return "", nil, nil, err
-	}
-	if r.shadow {
-		// A shadow repository's index is the one just written: it is kept as
-		// the next checkpoint's, and so is what it holds.
-		if _, st.indexSum, err = indexSig(index, index, r.hashLen); err != nil {
-			st.noIncremental = "the index cannot be read here: " + err.Error()
-		} else {
-			tracked, st.noIncremental = readIndexFacts(index, r.hashLen)
-		}
 	}
 	st.tree, st.leftOut = tree, leftOut
 	if st.noIncremental == "" {
@@ -398,6 +436,26 @@ func (c *Checkpointer) fullScan(ctx context.Context, r *repo, pol policy, tmp st
 		}
 	}
 	return tree, leftOut, st, nil
+}
+
+// dropStale removes from a shadow repository's index copy the entries that
+// would not be there if nothing were tracked: the ones now ignored, and
+// the excluded (large, left-out) ones.
+func (r *repo) dropStale(ctx context.Context, env, excludes []string) error {
+	res, err := r.run(ctx, env, nil, "ls-files", "-c", "-i", "--exclude-standard", "-z")
+	if err != nil {
+		return err
+	}
+	stale := append(splitNUL(res.stdout), excludes...)
+	if len(stale) == 0 {
+		return nil
+	}
+	var spec strings.Builder
+	for _, p := range stale {
+		spec.WriteString(":(literal)" + p + "\x00")
+	}
+	_, err = r.run(ctx, env, []byte(spec.String()), "rm", "--cached", "-r", "-q", "-f", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul")
+	return err
 }
 
 // indexSig is the state of the user's index at path, as copied to copy:
@@ -473,20 +531,32 @@ func readIndexFacts(file string, hashLen int) (*indexFacts, string) {
 
 // alwaysPaths are the paths every incremental checkpoint re-adds, because
 // they change where the watcher does not look: nested repositories (their
-// HEAD moves inside their .git) and tracked files in directories the
-// watcher leaves alone (ignored, or left out by name).
+// HEAD moves inside their .git), tracked files that ignore rules match (a
+// watcher that read the index before they were tracked takes them for
+// ignored) and tracked files in directories the watcher leaves alone
+// (ignored, or left out by name). env names the index they are read from.
 func (c *Checkpointer) alwaysPaths(ctx context.Context, r *repo, env []string, pol policy, f *indexFacts, nested []string) ([]string, error) {
 	out := slices.Clone(nested)
 	if f == nil {
 		return out, nil
 	}
 	out = append(out, f.gitlinks...)
+	res, err := r.run(ctx, env, nil, "ls-files", "-c", "-i", "--exclude-standard", "-z")
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, splitNUL(res.stdout)...)
 	if len(f.dirs) == 0 {
 		return out, nil
 	}
 	blind := map[string]bool{}
+	real := map[string]bool{".": true} // directories in the work tree, reached without a symlink
 	var ask []string
-	for _, d := range f.dirs {
+	for _, d := range f.dirs { // parents first
+		if fi, err := os.Lstat(filepath.Join(r.top, filepath.FromSlash(d))); err != nil || !fi.IsDir() || !real[path.Dir(d)] {
+			continue // not there: nothing in it for the watcher to miss (git would not answer beyond a symlink)
+		}
+		real[d] = true
 		if b := path.Base(d); b == ".sessiond" || slices.Contains(pol.leaveOut, b) {
 			blind[d] = true
 		} else {
@@ -499,8 +569,7 @@ func (c *Checkpointer) alwaysPaths(ctx context.Context, r *repo, env []string, p
 	}
 	g := r.gitRun(env, []byte(stdin.String()))
 	g.okCodes = []int{1}
-	res, err := git(ctx, g, "check-ignore", "-z", "--stdin")
-	if err != nil {
+	if res, err = git(ctx, g, "check-ignore", "-z", "--stdin"); err != nil {
 		return nil, err
 	}
 	for _, d := range splitNUL(res.stdout) {
@@ -556,7 +625,7 @@ func (r *repo) addAll(ctx context.Context, env []string, excludes []string) erro
 // large files, and what git ignores among those finds is dropped with one
 // git check-ignore. The same function serves both kinds of checkpoint, so
 // that they leave out the same.
-func (c *Checkpointer) leftOut(ctx context.Context, r *repo, env []string, pol policy, specs []string) (report, excludes, nested []string, err error) {
+func (c *Checkpointer) leftOut(ctx context.Context, r *repo, env []string, pol policy, specs []string) (lo leftOutScan, err error) {
 	args := []string{"ls-files", "-o", "--directory", "--exclude-standard", "-z"}
 	if len(specs) > 0 {
 		args = append(args, "--")
@@ -566,14 +635,17 @@ func (c *Checkpointer) leftOut(ctx context.Context, r *repo, env []string, pol p
 	}
 	res, err := r.run(ctx, env, nil, args...)
 	if err != nil {
-		return nil, nil, nil, err
+		return lo, err
 	}
 	reported := map[string]bool{}
-	add := func(exclude, rep string) {
-		excludes = append(excludes, exclude)
+	add := func(exclude, rep string, isDir bool) {
+		lo.excludes = append(lo.excludes, exclude)
+		if !isDir {
+			lo.files = append(lo.files, exclude)
+		}
 		if !reported[rep] {
 			reported[rep] = true
-			report = append(report, rep)
+			lo.report = append(lo.report, rep)
 		}
 	}
 	var found []string // in untracked directories: may still be ignored
@@ -581,22 +653,22 @@ func (c *Checkpointer) leftOut(ctx context.Context, r *repo, env []string, pol p
 		isDir := strings.HasSuffix(p, "/")
 		p = strings.TrimSuffix(p, "/")
 		if d := heavyDir(p, isDir, pol.leaveOut); d != "" {
-			add(p, d+"/")
+			add(p, d+"/", isDir)
 			continue
 		}
 		if isDir {
 			if _, err := os.Lstat(filepath.Join(r.top, filepath.FromSlash(p), ".git")); err == nil {
-				nested = append(nested, p) // git adds it as a gitlink
+				lo.nested = append(lo.nested, p) // git adds it as a gitlink
 				continue
 			}
 			more, repos := searchUntracked(r.top, p, pol)
 			found = append(found, more...)
-			nested = append(nested, repos...)
+			lo.nested = append(lo.nested, repos...)
 			continue
 		}
 		fi, err := os.Lstat(filepath.Join(r.top, filepath.FromSlash(p)))
 		if err == nil && fi.Mode().IsRegular() && fi.Size() > pol.maxFile {
-			add(p, p)
+			add(p, p, false)
 		}
 	}
 	if len(found) > 0 {
@@ -608,7 +680,7 @@ func (c *Checkpointer) leftOut(ctx context.Context, r *repo, env []string, pol p
 		g.okCodes = []int{1}
 		res, err := git(ctx, g, "check-ignore", "-z", "--stdin")
 		if err != nil {
-			return nil, nil, nil, err
+			return lo, err
 		}
 		ignored := map[string]bool{}
 		for _, p := range splitNUL(res.stdout) {
@@ -616,12 +688,124 @@ func (c *Checkpointer) leftOut(ctx context.Context, r *repo, env []string, pol p
 		}
 		for _, p := range found {
 			if !ignored[strings.TrimSuffix(p, "/")] {
-				add(strings.TrimSuffix(p, "/"), p)
+				add(strings.TrimSuffix(p, "/"), p, strings.HasSuffix(p, "/"))
 			}
 		}
 	}
-	slices.Sort(report)
-	return report, excludes, nested, nil
+	slices.Sort(lo.report)
+	return lo, nil
+}
+
+// leftOutUnder finds what stays out under directories that replaced tracked
+// files. git ls-files -o --directory lists nothing under such a directory
+// (git drops an untracked directory whose name is an index entry), while
+// git add -A adds what is in it; so these are listed file by file, against
+// an empty index (nothing under them is tracked: a tracked file is where
+// they are), in tmp.
+func (c *Checkpointer) leftOutUnder(ctx context.Context, r *repo, tmp string, pol policy, dirs []string) (lo leftOutScan, err error) {
+	args := []string{"ls-files", "-o", "--exclude-standard", "-z", "--"}
+	for _, d := range dirs {
+		args = append(args, ":(literal)"+d)
+	}
+	res, err := r.run(ctx, []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "empty-df")}, nil, args...)
+	if err != nil {
+		return lo, err
+	}
+	seen := map[string]bool{}
+	for _, p := range splitNUL(res.stdout) {
+		if strings.HasSuffix(p, "/") {
+			lo.nested = append(lo.nested, strings.TrimSuffix(p, "/")) // a repository: a gitlink
+			continue
+		}
+		// File by file: the left-out directory may hold tracked files.
+		if d := heavyDir(p, false, pol.leaveOut); d != "" {
+			lo.excludes = append(lo.excludes, p)
+			lo.files = append(lo.files, p)
+			if !seen[d] {
+				seen[d] = true
+				lo.report = append(lo.report, d+"/")
+			}
+			continue
+		}
+		if fi, err := os.Lstat(filepath.Join(r.top, filepath.FromSlash(p))); err == nil && fi.Mode().IsRegular() && fi.Size() > pol.maxFile {
+			lo.excludes = append(lo.excludes, p)
+			lo.files = append(lo.files, p)
+			lo.report = append(lo.report, p)
+		}
+	}
+	return lo, nil
+}
+
+// dirsReplacingFiles returns the tracked files of f that the index at file
+// (after git add -A) has directories for.
+func dirsReplacingFiles(file string, hashLen int, f *indexFacts) ([]string, error) {
+	ix, err := openIndex(file, hashLen, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer ix.close()
+	var out []string
+	last := ""
+	err = ix.scan(func(e *indexEntry) bool {
+		d := path.Dir(e.path())
+		if d == last || d == "." {
+			return true
+		}
+		last = d
+		for a := d; a != "."; a = path.Dir(a) {
+			if _, tracked := slices.BinarySearch(f.dirs, a); tracked {
+				break // a directory of the index before: not one that replaced a file
+			}
+			if slices.Contains(f.paths[path.Dir(a)], a) && !slices.Contains(out, a) {
+				out = append(out, a)
+			}
+		}
+		return true
+	})
+	return out, err
+}
+
+// leftOutScan is what leftOut found.
+type leftOutScan struct {
+	report   []string // what is left out, directories with a trailing slash
+	excludes []string // the exclude pathspecs that leave it out
+	files    []string // the excluded paths that are files
+	nested   []string // untracked nested repositories met
+}
+
+// dropPaths removes from the index in env the entries at or under paths.
+func (r *repo) dropPaths(ctx context.Context, env, paths []string) error {
+	var spec strings.Builder
+	for _, p := range paths {
+		spec.WriteString(":(literal)" + p + "\x00")
+	}
+	_, err := r.run(ctx, env, []byte(spec.String()), "rm", "--cached", "-r", "-q", "-f", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul")
+	return err
+}
+
+// dropUnder removes from the index in env the entries under excluded
+// files: they were tracked under what was a directory and is now a file
+// that is left out, so they are gone from the work tree, and the exclude
+// pathspec of the file would hide their going from git add.
+func (r *repo) dropUnder(ctx context.Context, env, files []string) error {
+	var spec strings.Builder
+	for _, f := range files {
+		spec.WriteString(":(literal)" + f + "/\x00")
+	}
+	_, err := r.run(ctx, env, []byte(spec.String()), "rm", "--cached", "-r", "-q", "-f", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul")
+	return err
+}
+
+// filesWithEntriesUnder keeps the files that are directories in dirs (the
+// sorted directories of an index).
+func filesWithEntriesUnder(files, dirs []string) []string {
+	var out []string
+	for _, f := range files {
+		if _, ok := slices.BinarySearch(dirs, f); ok {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // searchUntracked walks the untracked directory dir (relative to top) for
@@ -736,12 +920,17 @@ func (c *Checkpointer) takeCommit(ctx context.Context, r *repo, req *TakeRequest
 		return Result{}, fmt.Errorf("cannot commit on a detached HEAD: %w", ErrDetached)
 	}
 	res := Result{Ref: strings.TrimSpace(string(res0.stdout))}
-	report, excludes, _, err := c.leftOut(ctx, r, nil, c.policy(req.MaxFileSize, nil), nil)
+	lo, err := c.leftOut(ctx, r, nil, c.policy(req.MaxFileSize, nil), nil)
 	if err != nil {
 		return res, err
 	}
-	res.LeftOut = report
-	if err := r.addAll(ctx, nil, excludes); err != nil {
+	res.LeftOut = lo.report
+	if len(lo.files) > 0 {
+		if err := r.dropUnder(ctx, nil, lo.files); err != nil {
+			return res, err
+		}
+	}
+	if err := r.addAll(ctx, nil, lo.excludes); err != nil {
 		return res, err
 	}
 	// Plumbing, which runs no external diff or textconv.

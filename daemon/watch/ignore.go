@@ -146,17 +146,24 @@ func (ig *ignorer) ignored(rels []string) []bool {
 
 // excludesChanged reports whether the info/exclude file of a repository of
 // the project changed since the last call (or since its domain was
-// configured). The watcher never watches .git, so it looks: one stat per
-// repository and batch of events.
+// configured). The watcher never watches .git, so it looks: a stat or two
+// per repository and batch of events. A coprocess whose repository's index
+// changed since it started is stopped too: check-ignore reads the index
+// once, and a file tracked since would still be judged by the patterns.
 func (ig *ignorer) excludesChanged() bool {
 	changed := false
 	for _, c := range ig.domains {
-		if !c.configured || c.infoExcl == "" {
+		if !c.configured {
 			continue
 		}
-		if sig := statSig(c.infoExcl); sig != c.infoSig {
-			c.infoSig = sig
-			changed = true
+		if c.infoExcl != "" {
+			if sig := statSig(c.infoExcl); sig != c.infoSig {
+				c.infoSig = sig
+				changed = true
+			}
+		}
+		if c.cmd != nil && c.index != "" && statSig(c.index) != c.indexSig {
+			c.stop()
 		}
 	}
 	return changed
@@ -208,6 +215,8 @@ type checker struct {
 	excludes   string
 	infoExcl   string  // the repository's info/exclude, "" for none
 	infoSig    fileSig // its state when the domain was configured
+	index      string  // the repository's index, "" for none
+	indexSig   fileSig // its state when the coprocess started
 
 	cmd    *exec.Cmd
 	in     io.WriteCloser
@@ -226,9 +235,10 @@ func (c *checker) configure() error {
 	if c.rel != "" {
 		top = c.dir
 	}
-	if excl, ok := validRepo(filepath.Join(top, ".git"), top); top != "" && ok {
+	if paths, ok := validRepo(filepath.Join(top, ".git"), top); top != "" && ok {
 		c.gitDir, c.workTree = filepath.Join(top, ".git"), top
-		c.infoExcl, c.infoSig = excl, statSig(excl)
+		c.infoExcl, c.infoSig = paths[0], statSig(paths[0])
+		c.index = paths[1]
 		if c.rel == "" && top != c.dir {
 			rel, err := filepath.Rel(top, c.dir)
 			if err != nil {
@@ -285,22 +295,26 @@ func findRepoTop(dir string) string {
 }
 
 // validRepo reports whether git accepts gitDir (a directory or a gitfile)
-// as a repository with workTree as its work tree, and returns the path of
-// its info/exclude.
-func validRepo(gitDir, workTree string) (exclude string, ok bool) {
+// as a repository with workTree as its work tree, and returns the paths of
+// its info/exclude and its index.
+func validRepo(gitDir, workTree string) (paths [2]string, ok bool) {
 	if workTree == "" {
-		return "", false
+		return paths, false
 	}
 	var out bytes.Buffer
 	args := append([]string{"--git-dir=" + gitDir, "--work-tree=" + workTree}, hardening...)
-	cmd := exec.Command("git", append(args, "rev-parse", "--path-format=absolute", "--git-path", "info/exclude")...)
+	cmd := exec.Command("git", append(args, "rev-parse", "--path-format=absolute", "--git-path", "info/exclude", "--git-path", "index")...)
 	cmd.Dir = workTree
 	cmd.Env = gitEnv()
 	cmd.Stdout = &out
 	if proc.Run(cmd) != nil {
-		return "", false
+		return paths, false
 	}
-	return strings.TrimSpace(out.String()), true
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 {
+		return paths, false
+	}
+	return [2]string{lines[0], lines[1]}, true
 }
 
 // hardening keeps every git command of the watcher from running a program
@@ -356,6 +370,9 @@ func (c *checker) start() error {
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return fmt.Errorf("git check-ignore in %s: %w", c.dir, err)
+	}
+	if c.index != "" {
+		c.indexSig = statSig(c.index) // before git reads it
 	}
 	if err := proc.Start(cmd); err != nil {
 		return fmt.Errorf("start git check-ignore in %s: %w", c.dir, err)

@@ -37,9 +37,30 @@ func (w *Watch) scan(rel string, mode scanMode, since time.Time, prune bool) err
 	var seen map[string]struct{}
 	if prune {
 		seen = make(map[string]struct{})
+		// Forget first the directories that went or were replaced: a moved
+		// directory is the same inode under its new name, which inotify
+		// gives the same watch, so dropping the old name's watch after the
+		// new one is added would drop both.
+		gone := make(map[string]struct{})
+		for d, id := range w.dirs {
+			if isUnder(d, rel) && d != rel {
+				if now, ok := lstatDir(w.abs(d)); !ok || now != id {
+					gone[d] = struct{}{}
+				}
+			}
+		}
+		if len(gone) > 0 {
+			w.unwatchTrees(gone)
+			w.smu.Lock()
+			for d := range gone {
+				w.note(d)
+			}
+			w.smu.Unlock()
+		}
 	}
 	now := time.Now()
 	var files []change
+	var leftOut []string // left-out directories met: in the record, not the stats
 	level := []string{rel}
 	for len(level) > 0 {
 		if w.quitting() {
@@ -72,6 +93,9 @@ func (w *Watch) scan(rel string, mode scanMode, since time.Time, prune bool) err
 				child := joinRel(d, name)
 				if e.IsDir() {
 					if w.leaveOut[name] {
+						if mode != scanQuiet {
+							leftOut = append(leftOut, child)
+						}
 						continue
 					}
 					cands = append(cands, child)
@@ -107,6 +131,11 @@ func (w *Watch) scan(rel string, mode scanMode, since time.Time, prune bool) err
 		}
 	}
 	w.record(files)
+	if len(leftOut) > 0 {
+		w.smu.Lock()
+		w.note(leftOut...)
+		w.smu.Unlock()
+	}
 	if prune {
 		var gone []string
 		for d := range w.dirs {
@@ -135,13 +164,22 @@ func (w *Watch) scan(rel string, mode scanMode, since time.Time, prune bool) err
 // polled ones) and lists it.
 func (w *Watch) enter(d string) ([]fs.DirEntry, error) {
 	abs := w.abs(d)
-	_, watched := w.dirs[d]
+	id, watched := w.dirs[d]
 	_, polled := w.polled[d]
+	now, isDir := lstatDir(abs)
+	if watched && (!isDir || now != id) {
+		// Another directory now has this name: the watches are on the old one.
+		w.unwatchTrees(map[string]struct{}{d: {}})
+		w.smu.Lock()
+		w.note(d)
+		w.smu.Unlock()
+		watched = false
+	}
 	if !watched {
 		err := w.hub.watchDir(abs, w)
 		switch {
 		case err == nil:
-			w.dirs[d] = struct{}{}
+			w.dirs[d] = now
 			delete(w.polled, d)
 			polled = false
 		case isLimit(err):
@@ -184,6 +222,21 @@ func (w *Watch) enter(d string) ([]fs.DirEntry, error) {
 	return entries, nil
 }
 
+// dirID tells directories apart: a name can be taken by another one.
+type dirID struct{ dev, ino uint64 }
+
+// lstatDir returns the id of the directory at abs, and whether there is one.
+func lstatDir(abs string) (dirID, bool) {
+	fi, err := os.Lstat(abs)
+	if err != nil || !fi.IsDir() {
+		return dirID{}, false
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return dirID{dev: uint64(st.Dev), ino: st.Ino}, true
+	}
+	return dirID{}, true
+}
+
 func names(entries []fs.DirEntry) map[string]struct{} {
 	m := make(map[string]struct{}, len(entries))
 	for _, e := range entries {
@@ -222,7 +275,7 @@ func (w *Watch) poll() {
 		before := w.polled[d]
 		abs := w.abs(d)
 		if err := w.hub.watchDir(abs, w); err == nil {
-			w.dirs[d] = struct{}{}
+			w.dirs[d], _ = lstatDir(abs)
 			delete(w.polled, d)
 			w.log.Info("directory watched again after the inotify limit", zap.String("dir", d))
 		}

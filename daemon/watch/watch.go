@@ -127,7 +127,7 @@ type Watch struct {
 
 	// Owned by the watch's goroutine (by Hub.Watch before it starts, by Close
 	// after it ends). Keys are paths relative to root, "" for root.
-	dirs           map[string]struct{}            // watched through inotify
+	dirs           map[string]dirID               // watched through inotify: which directory
 	polled         map[string]map[string]struct{} // rescanned: names seen last time
 	skipped        map[string]struct{}            // could not be watched or listed
 	lastPoll       time.Time
@@ -196,7 +196,7 @@ func (h *Hub) Watch(root string, opt Options) (*Watch, error) {
 		root:     real,
 		opt:      opt.withDefaults(),
 		leaveOut: make(map[string]bool, len(opt.LeaveOut)),
-		dirs:     make(map[string]struct{}),
+		dirs:     make(map[string]dirID),
 		polled:   make(map[string]map[string]struct{}),
 		skipped:  make(map[string]struct{}),
 		queue:    make(map[string]queued),
@@ -468,12 +468,19 @@ func (w *Watch) handleBatch(batch map[string]queued) {
 		removed    = make(map[string]struct{})
 		gitignores []string
 	)
+	var went []string // removed or moved away: whatever is there now
 	for rel, q := range batch {
 		if alwaysIgnored(rel) {
 			continue
 		}
 		if path.Base(rel) == ".gitignore" {
 			gitignores = append(gitignores, parentOf(rel))
+		}
+		if q.op&(fsnotify.Remove|fsnotify.Rename) != 0 {
+			// What was there went, even if what is there now is ignored
+			// (a file replaced by an ignored directory): the record for
+			// checkpoints has it.
+			went = append(went, rel)
 		}
 		_, isWatched := w.dirs[rel]
 		_, isPolled := w.polled[rel]
@@ -489,14 +496,31 @@ func (w *Watch) handleBatch(batch map[string]queued) {
 				w.log.Debug("cannot stat changed path", zap.String("path", rel), zap.Error(err))
 			}
 			if w.inLeaveOut(rel, true) {
-				continue // most likely the left-out directory itself went
+				// Most likely the left-out directory itself went: not an
+				// edit, but what a checkpoint leaves out changed.
+				w.smu.Lock()
+				w.note(rel)
+				w.smu.Unlock()
+				continue
 			}
 			cands = append(cands, rel)
 			candChange = append(candChange, change{rel: rel, t: q.t})
 			candDir = append(candDir, false)
 		case fi.IsDir():
-			if isWatched || isPolled || w.inLeaveOut(rel, true) {
+			if (isWatched || isPolled) && q.op&(fsnotify.Remove|fsnotify.Rename) != 0 {
+				// Moved or removed, and a directory of that name is back
+				// (made again, or another moved in) before this batch: the
+				// watches are on the one that went. Forget them, and take
+				// this one as new.
+				removed[rel] = struct{}{}
+			} else if isWatched || isPolled {
 				continue // a watched directory's own mode is of no interest
+			}
+			if w.inLeaveOut(rel, true) {
+				w.smu.Lock()
+				w.note(rel) // not watched, not an edit; see above
+				w.smu.Unlock()
+				continue
 			}
 			cands = append(cands, rel)
 			candChange = append(candChange, change{rel: rel, t: q.t})
@@ -516,10 +540,13 @@ func (w *Watch) handleBatch(batch map[string]queued) {
 	}
 	if len(removed) > 0 {
 		w.unwatchTrees(removed)
+	}
+	if len(removed) > 0 || len(went) > 0 {
 		w.smu.Lock()
 		for d := range removed {
 			w.note(d)
 		}
+		w.note(went...)
 		w.smu.Unlock()
 	}
 	if len(gitignores) > 0 {
