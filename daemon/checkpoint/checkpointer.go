@@ -100,6 +100,14 @@ type Checkpointer struct {
 	filters filterCache
 	states  stateStore
 	aged    agedPrunes
+	clock   func() time.Time // tests move it; nil: time.Now
+}
+
+func (c *Checkpointer) now() time.Time {
+	if c.clock != nil {
+		return c.clock()
+	}
+	return time.Now()
 }
 
 // New returns a Checkpointer with opt's zero fields set to their defaults.

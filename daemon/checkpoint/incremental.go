@@ -99,8 +99,8 @@ func (c *Checkpointer) whyFull(r *repo, req *TakeRequest, st *incState, prev pre
 	if fullEvery > 0 && st.since >= fullEvery {
 		return fmt.Sprintf("%d incremental checkpoints since the last full scan", st.since)
 	}
-	if fullAfter > 0 && time.Since(st.fullAt) >= fullAfter {
-		return fmt.Sprintf("the last full scan was %s ago", time.Since(st.fullAt).Round(time.Second))
+	if fullAfter > 0 && c.now().Sub(st.fullAt) >= fullAfter {
+		return fmt.Sprintf("the last full scan was %s ago", c.now().Sub(st.fullAt).Round(time.Second))
 	}
 	if len(ch.Paths) > maxIncrementalPaths {
 		return fmt.Sprintf("%d paths changed", len(ch.Paths))

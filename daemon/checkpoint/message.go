@@ -106,7 +106,7 @@ func fileTrailers(files []string) [][2]string {
 // characters.
 func TurnLabel(prompt string) string {
 	for line := range strings.SplitSeq(prompt, "\n") {
-		if l := strings.Join(strings.Fields(cleanLine(line)), " "); l != "" {
+		if l := strings.Join(strings.Fields(cleanLine(strings.ReplaceAll(line, "\t", " "))), " "); l != "" {
 			return shorten(l, turnLabelSize)
 		}
 	}

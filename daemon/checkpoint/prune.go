@@ -58,7 +58,7 @@ func (c *Checkpointer) retention(keep int, maxAge time.Duration) retention {
 	if maxAge == 0 {
 		maxAge = c.opt.MaxAge
 	}
-	return retention{keep: keep, maxAge: maxAge, now: time.Now()}
+	return retention{keep: keep, maxAge: maxAge, now: c.now()}
 }
 
 // Prune folds away the checkpoints of each session ref of the project that

@@ -261,7 +261,7 @@ func (c *Checkpointer) takeRef(ctx context.Context, r *repo, req *TakeRequest) (
 		return res, prev, err
 	}
 	res.FilesChanged = len(res.Files)
-	res.Time = time.Now().UTC().Truncate(time.Second)
+	res.Time = c.now().UTC().Truncate(time.Second)
 	turn := TurnLabel(req.Turn)
 	res.Summary = subjectFor("checkpoint", turn, res.Files, res.FilesChanged)
 	oldest := prev.oldest
@@ -355,7 +355,7 @@ func (c *Checkpointer) fullScan(ctx context.Context, r *repo, pol policy, tmp st
 	if err := r.cred.copyUserFile(r.index, index); err != nil {
 		return "", nil, nil, fmt.Errorf("copy index %s: %w", r.index, err)
 	}
-	st = &incState{fullAt: time.Now()}
+	st = &incState{fullAt: c.now()}
 	var tracked *indexFacts
 	if !r.shadow {
 		// What the user's index holds, read from the copy git is about to
@@ -964,7 +964,7 @@ func (c *Checkpointer) takeCommit(ctx context.Context, r *repo, req *TakeRequest
 		return res, err
 	}
 	res.Tree, res.FilesChanged = tree, len(res.Files)
-	res.Time = time.Now().UTC().Truncate(time.Second)
+	res.Time = c.now().UTC().Truncate(time.Second)
 	turn := TurnLabel(req.Turn)
 	res.Summary = subjectFor("WIP checkpoint", turn, res.Files, res.FilesChanged)
 	res.FullReason = "mode commit scans the work tree"

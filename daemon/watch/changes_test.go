@@ -250,3 +250,48 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// A watched directory moved away and another made under its name before
+// the batch is handled: the watches were on the one that went, and the new
+// one is watched from then on.
+func TestDirectoryReplacedInOneBatch(t *testing.T) {
+	h, _ := newHub(t)
+	root := t.TempDir()
+	mkdirs(t, root, "d/sub")
+	w := watchDir(t, h, root, Options{Coalesce: time.Hour})
+	m := changesT(t, w, Mark{}).Mark
+	must(t, os.Rename(filepath.Join(root, "d"), filepath.Join(root, "moved")))
+	mkfile(t, filepath.Join(root, "d/new.txt"), "")
+	ch := changesT(t, w, m)
+	for _, want := range []string{"d", "d/new.txt", "moved"} {
+		if !slices.Contains(ch.Paths, want) {
+			t.Errorf("Changes lacks %s: %q", want, ch.Paths)
+		}
+	}
+	mkfile(t, filepath.Join(root, "d/later.txt"), "")
+	mkfile(t, filepath.Join(root, "moved/sub/in-moved.txt"), "")
+	got := changesT(t, w, ch.Mark)
+	if want := []string{"d/later.txt", "moved/sub/in-moved.txt"}; !slices.Equal(got.Paths, want) {
+		t.Errorf("Changes after = %q, want %q", got.Paths, want)
+	}
+}
+
+// A rescan (after lost events) that meets a moved directory under its new
+// name before it forgets the old one keeps it watched: inotify gives the
+// moved inode the same watch under both names.
+func TestMovedDirectoryAcrossRescan(t *testing.T) {
+	h, _ := newHub(t)
+	root := t.TempDir()
+	mkdirs(t, root, "a/deep")
+	w := watchDir(t, h, root, Options{Coalesce: time.Hour})
+	must(t, os.Rename(filepath.Join(root, "a"), filepath.Join(root, "b")))
+	w.requestRescan()
+	ch := changesT(t, w, Mark{})
+	mkfile(t, filepath.Join(root, "b/deep/f"), "")
+	if got := changesT(t, w, ch.Mark); !slices.Equal(got.Paths, []string{"b/deep/f"}) {
+		t.Errorf("Changes in the moved directory = %q, want [b/deep/f]", got.Paths)
+	}
+	if got := w.Stats().Dirs; got != 3 {
+		t.Errorf("Dirs = %d, want 3", got)
+	}
+}
