@@ -3,9 +3,12 @@ package checkpoint
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -98,6 +101,7 @@ type Checkpointer struct {
 	locks map[string]chan struct{} // per repository (common git dir)
 
 	filters filterCache
+	repos   repoCache
 	states  stateStore
 	aged    agedPrunes
 	clock   func() time.Time // tests move it; nil: time.Now
@@ -172,9 +176,11 @@ func (c *Checkpointer) open(ctx context.Context, w where, create bool) (r *repo,
 }
 
 // resolve finds a project's repository and what its git commands need:
-// the overrides that turn its filter drivers off.
+// the overrides that turn its filter drivers off. What git said about a
+// directory is kept while the .git it found is the same file or directory
+// (a checkpoint of an unchanged project then costs no git rev-parse).
 func (c *Checkpointer) resolve(ctx context.Context, w where, create bool) (*repo, bool, error) {
-	r, exists, err := resolve(ctx, w, c.opt.StateDir, c.opt.Timeout, create)
+	r, exists, err := c.resolvedRepo(ctx, w, create)
 	if err != nil || !exists {
 		return r, exists, err
 	}
@@ -182,6 +188,90 @@ func (c *Checkpointer) resolve(ctx context.Context, w where, create bool) (*repo
 		return nil, false, err
 	}
 	return r, true, nil
+}
+
+// resolvedRepo is resolve with the cache of resolutions.
+func (c *Checkpointer) resolvedRepo(ctx context.Context, w where, create bool) (*repo, bool, error) {
+	p, err := projectPath(w.dir)
+	if err != nil {
+		return nil, false, err
+	}
+	uid := -1
+	if w.cred != nil {
+		uid = int(w.cred.UID)
+	}
+	key := fmt.Sprintf("%s\x00%s\x00%d", p, w.shadowRoot, uid)
+	c.repos.mu.Lock()
+	cached, ok := c.repos.m[key]
+	c.repos.mu.Unlock()
+	if ok && cached.valid() {
+		r := cached.r
+		r.cred, r.timeout = w.cred, c.opt.Timeout
+		return &r, true, nil
+	}
+	w.dir = p
+	r, exists, err := resolve(ctx, w, c.opt.StateDir, c.opt.Timeout, create)
+	if err != nil || !exists {
+		return r, exists, err
+	}
+	cached = cachedRepo{r: *r, marker: r.marker()}
+	cached.r.cred, cached.r.config = nil, nil
+	cached.sig = dirSig(cached.marker)
+	c.repos.mu.Lock()
+	if c.repos.m == nil || len(c.repos.m) > 4096 {
+		c.repos.m = map[string]cachedRepo{}
+	}
+	c.repos.m[key] = cached
+	c.repos.mu.Unlock()
+	return r, true, nil
+}
+
+// repoCache keeps what git said about each project directory.
+type repoCache struct {
+	mu sync.Mutex
+	m  map[string]cachedRepo
+}
+
+type cachedRepo struct {
+	r      repo
+	marker string  // the .git that made the answer (or a shadow repository's HEAD)
+	sig    fileSig // its identity then
+}
+
+// marker is the file whose identity keeps a resolution true.
+func (r *repo) marker() string {
+	if r.shadow {
+		return filepath.Join(r.gitDir, "HEAD")
+	}
+	return filepath.Join(r.top, ".git")
+}
+
+func (cr cachedRepo) valid() bool {
+	if cr.r.shadow {
+		// A shadow repository serves a directory in no work tree: one that
+		// became one is resolved again.
+		if _, err := os.Lstat(filepath.Join(cr.r.project, ".git")); err == nil {
+			return false
+		}
+	}
+	return cr.sig.exists && dirSig(cr.marker) == cr.sig
+}
+
+// dirSig is a file's identity (device and inode), not its times: a .git
+// directory's mtime moves whenever git writes in it.
+func dirSig(path string) fileSig {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return fileSig{}
+	}
+	sig := fileSig{exists: true}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		sig.ino, sig.size = st.Ino, uint64(st.Dev)
+	}
+	if !fi.IsDir() {
+		sig.mtime = fi.ModTime().UnixNano() // a gitfile rewritten in place
+	}
+	return sig
 }
 
 var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)

@@ -113,14 +113,23 @@ func (c *Checkpointer) whyFull(r *repo, req *TakeRequest, st *incState, prev pre
 	return ""
 }
 
+// incResult is what an incremental checkpoint made.
+type incResult struct {
+	tree    string
+	leftOut []string
+	nested  []string // nested repositories met
+	files   []string // files that differ from the last checkpoint
+	trees   map[string][]treeEntry
+}
+
 // incremental makes the tree of the work tree from st's tree and the
-// changed paths, in tmp (a private directory). It returns what it left out
-// and the nested repositories it met.
-func (c *Checkpointer) incremental(ctx context.Context, r *repo, req *TakeRequest, st *incState, pol policy, tmp string) (tree string, leftOut, nested []string, err error) {
+// changed paths, in tmp (a private directory).
+func (c *Checkpointer) incremental(ctx context.Context, r *repo, req *TakeRequest, st *incState, pol policy, tmp string) (inc incResult, err error) {
 	paths, nested, err := r.changedPaths(req.Changes.Paths, st.always)
 	if err != nil {
-		return "", nil, nil, err
+		return inc, err
 	}
+	inc.nested = nested
 
 	// The small index: U's entries under the changed paths (none for a
 	// shadow repository, whose files are all untracked).
@@ -130,84 +139,128 @@ func (c *Checkpointer) incremental(ctx context.Context, r *repo, req *TakeReques
 	var copied []string
 	if !r.shadow {
 		if copied, err = r.smallIndex(small, st, paths, has, isFile); err != nil {
-			return "", nil, nil, err
+			return inc, err
 		}
 	}
 	if len(paths) == 0 {
-		return st.tree, st.leftOut, nil, nil
+		inc.tree, inc.leftOut, inc.trees = st.tree, st.leftOut, st.trees
+		return inc, nil
 	}
 	env := []string{"GIT_INDEX_FILE=" + small}
 
 	// git add -A of the changed paths that are in the index or on disk; a
 	// path that is in neither went, and its subtree goes.
 	var specs, df []string
+	dirs := false
 	for i, p := range paths {
 		fi, err := os.Lstat(filepath.Join(r.top, filepath.FromSlash(p)))
 		if has[i] || err == nil {
 			specs = append(specs, p)
 		}
-		if isFile[i] && err == nil && fi.IsDir() {
-			df = append(df, p) // a directory replaced a tracked file
+		if err == nil && fi.IsDir() {
+			dirs = true
+			if isFile[i] {
+				df = append(df, p) // a directory replaced a tracked file
+			}
 		}
 	}
+	inc.leftOut = mergeLeftOut(st.leftOut, paths, nil)
 	if len(specs) > 0 {
-		lo, err := c.leftOut(ctx, r, env, pol, specs)
-		if err != nil {
-			return "", nil, nil, err
+		var lo leftOutScan
+		if dirs {
+			if lo, err = c.leftOut(ctx, r, env, pol, specs); err != nil {
+				return inc, err
+			}
+		} else {
+			lo = leftOutFiles(r.top, specs, paths, isFile, pol)
 		}
 		if len(df) > 0 {
 			more, err := c.leftOutUnder(ctx, r, tmp, pol, df)
 			if err != nil {
-				return "", nil, nil, err
+				return inc, err
 			}
 			lo.excludes = append(lo.excludes, more.excludes...)
 			lo.files = append(lo.files, more.files...)
 			lo.report = append(lo.report, more.report...)
 			lo.nested = append(lo.nested, more.nested...)
 		}
-		nested = append(nested, lo.nested...)
-		leftOut = mergeLeftOut(st.leftOut, paths, lo.report)
+		inc.nested = append(inc.nested, lo.nested...)
+		inc.leftOut = mergeLeftOut(st.leftOut, paths, lo.report)
 		if under := filesWithEntriesUnder(lo.files, dirsOf(copied)); len(under) > 0 {
 			if err := r.dropUnder(ctx, env, under); err != nil {
-				return "", nil, nil, err
+				return inc, err
 			}
 		}
 		if err := r.addPaths(ctx, env, specs, lo.excludes); err != nil {
-			return "", nil, nil, err
+			return inc, err
 		}
-	} else {
-		leftOut = mergeLeftOut(st.leftOut, paths, nil)
 	}
 
 	// The new entries, and T0 with its subtrees at the changed paths
 	// replaced by them.
-	after, err := openIndex(small, r.hashLen, nil)
-	if err != nil {
-		return "", nil, nil, err
-	}
-	defer after.close()
 	g := newGraft(paths)
-	var bad error
-	err = after.scan(func(e *indexEntry) bool {
-		if e.stage() != 0 {
-			bad = fmt.Errorf("%s is unmerged after git add", e.path())
-		} else {
-			bad = g.addEntry(e.path(), e.mode(), e.oid())
+	if len(specs) > 0 {
+		after, err := openIndex(small, r.hashLen, nil)
+		if err != nil {
+			return inc, err
 		}
-		return bad == nil
-	})
-	if err = errors.Join(err, bad); err != nil {
-		return "", nil, nil, err
+		var bad error
+		err = after.scan(func(e *indexEntry) bool {
+			if e.stage() != 0 {
+				bad = fmt.Errorf("%s is unmerged after git add", e.path())
+			} else {
+				bad = g.addEntry(e.path(), e.mode(), e.oid())
+			}
+			return bad == nil
+		})
+		after.close()
+		if err = errors.Join(err, bad); err != nil {
+			return inc, err
+		}
 	}
 	base, err := hex.DecodeString(st.tree)
 	if err != nil {
-		return "", nil, nil, fmt.Errorf("tree %q: %w", st.tree, err)
+		return inc, fmt.Errorf("tree %q: %w", st.tree, err)
 	}
-	id, err := g.build(ctx, r, base)
+	ts := newTreeSource(ctx, r, st.trees)
+	id, err := g.build(ctx, r, ts, base)
+	if cerr := ts.close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
-		return "", nil, nil, err
+		return inc, err
 	}
-	return hex.EncodeToString(id), leftOut, nested, nil
+	inc.tree, inc.files, inc.trees = hex.EncodeToString(id), g.files, ts.kept()
+	return inc, nil
+}
+
+// leftOutFiles is leftOut for changed paths that are none of them
+// directories, without git: such a path is the only untracked thing under
+// itself, and the watcher found it not ignored. An untracked one is left
+// out in a left-out directory or over the size limit.
+func leftOutFiles(top string, specs, paths []string, isFile []bool, pol policy) leftOutScan {
+	var lo leftOutScan
+	tracked := map[string]bool{}
+	for i, p := range paths {
+		tracked[p] = isFile[i]
+	}
+	for _, p := range specs {
+		if tracked[p] {
+			continue
+		}
+		if d := heavyDir(p, false, pol.leaveOut); d != "" {
+			lo.excludes, lo.files = append(lo.excludes, p), append(lo.files, p)
+			lo.report = append(lo.report, d+"/")
+			continue
+		}
+		fi, err := os.Lstat(filepath.Join(top, filepath.FromSlash(p)))
+		if err == nil && fi.Mode().IsRegular() && fi.Size() > pol.maxFile {
+			lo.excludes, lo.files, lo.report = append(lo.excludes, p), append(lo.files, p), append(lo.report, p)
+		}
+	}
+	slices.Sort(lo.report)
+	lo.report = slices.Compact(lo.report)
+	return lo
 }
 
 // smallIndex writes to file the entries of the user's index at or under
@@ -401,7 +454,8 @@ func (pr *pathRanges) find(name []byte) int {
 // graft replaces subtrees of a tree: a trie of the changed paths (whose old
 // content goes) and of the new entries under them.
 type graft struct {
-	root *gnode
+	root  *gnode
+	files []string // files that differ from the old tree
 }
 
 type gnode struct {
@@ -452,35 +506,31 @@ func (g *graft) addEntry(p string, mode uint32, oid []byte) error {
 	return nil
 }
 
-// build writes the new trees and returns the new root tree's id.
-func (g *graft) build(ctx context.Context, r *repo, base []byte) ([]byte, error) {
-	tr, err := r.newTreeReader(ctx)
+// build writes the new trees and returns the new root tree's id. Trees
+// are read from cache (the trees the last incremental checkpoint read or
+// made) before git; the trees read or made now are in ts.used after.
+func (g *graft) build(ctx context.Context, r *repo, ts *treeSource, base []byte) ([]byte, error) {
+	tw := newTreeWriter(r.hashLen, ts)
+	entries, err := g.dir(ts, tw, g.root, base, "")
 	if err != nil {
 		return nil, err
-	}
-	tw := newTreeWriter(r.hashLen)
-	entries, err := g.dir(tr, tw, g.root, base)
-	cerr := tr.close()
-	if err != nil {
-		return nil, err
-	}
-	if cerr != nil {
-		return nil, fmt.Errorf("git cat-file: %w", cerr)
 	}
 	id := tw.add(entries)
 	if err := tw.write(ctx, r); err != nil {
 		return nil, err
 	}
+	slices.Sort(g.files)
+	g.files = slices.Compact(g.files)
 	return id, nil
 }
 
-// dir returns the entries of the directory at n, whose old tree is old
-// (nil: none, or dropped).
-func (g *graft) dir(tr *treeReader, tw *treeWriter, n *gnode, old []byte) ([]treeEntry, error) {
+// dir returns the entries of the directory at n (path p), whose old tree is
+// old (nil: none, or dropped), and notes in g.files the files that differ.
+func (g *graft) dir(ts *treeSource, tw *treeWriter, n *gnode, old []byte, p string) ([]treeEntry, error) {
 	var prev []treeEntry
 	if old != nil {
 		var err error
-		if prev, err = tr.read(old); err != nil {
+		if prev, err = ts.read(old); err != nil {
 			return nil, err
 		}
 	}
@@ -494,25 +544,34 @@ func (g *graft) dir(tr *treeReader, tw *treeWriter, n *gnode, old []byte) ([]tre
 		out = append(out, e)
 	}
 	for name, k := range n.kids {
+		kp := joinPath(p, name)
+		old, hadOld := byName[name]
+		if k.replace {
+			if err := g.diff(ts, kp, old, hadOld, k); err != nil {
+				return nil, err
+			}
+		}
 		if k.leaf != nil {
 			if len(k.kids) > 0 {
-				return nil, fmt.Errorf("%s is both a file and a directory", name)
+				return nil, fmt.Errorf("%s is both a file and a directory", kp)
 			}
 			out = append(out, *k.leaf)
 			continue
 		}
 		var sub []byte
-		old, hadOld := byName[name]
 		if hadOld && old.isDir() && !k.replace {
 			sub = old.oid
 		}
-		entries, err := g.dir(tr, tw, k, sub)
+		entries, err := g.dir(ts, tw, k, sub, kp)
 		if err != nil {
 			return nil, err
 		}
 		switch {
 		case len(entries) > 0: // git keeps no empty directories
 			out = append(out, treeEntry{name: name, mode: modeDir, oid: tw.add(entries)})
+			if hadOld && !old.isDir() && !k.replace {
+				g.files = append(g.files, kp) // a file replaced by the directory
+			}
 		case hadOld && !old.isDir() && !k.replace:
 			// Only on the way to a changed path, which is gone: the file
 			// here (there was no directory) did not change.
@@ -520,6 +579,66 @@ func (g *graft) dir(tr *treeReader, tw *treeWriter, n *gnode, old []byte) ([]tre
 		}
 	}
 	return out, nil
+}
+
+// diff notes the files that differ between the old entry at p (if any) and
+// the new content of the changed path k, as git diff-tree -r would list
+// them.
+func (g *graft) diff(ts *treeSource, p string, old treeEntry, hadOld bool, k *gnode) error {
+	before := map[string]treeEntry{}
+	if hadOld {
+		if err := leavesOf(ts, p, old, before); err != nil {
+			return err
+		}
+	}
+	after := map[string]treeEntry{}
+	newLeaves(p, k, after)
+	for q, o := range before {
+		if n, ok := after[q]; !ok || n.mode != o.mode || !bytes.Equal(n.oid, o.oid) {
+			g.files = append(g.files, q)
+		}
+	}
+	for q := range after {
+		if _, ok := before[q]; !ok {
+			g.files = append(g.files, q)
+		}
+	}
+	return nil
+}
+
+// leavesOf lists the files (blobs, symlinks, gitlinks) of tree entry e at p.
+func leavesOf(ts *treeSource, p string, e treeEntry, into map[string]treeEntry) error {
+	if !e.isDir() {
+		into[p] = e
+		return nil
+	}
+	entries, err := ts.read(e.oid)
+	if err != nil {
+		return err
+	}
+	for _, c := range entries {
+		if err := leavesOf(ts, joinPath(p, c.name), c, into); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func newLeaves(p string, k *gnode, into map[string]treeEntry) {
+	if k.leaf != nil {
+		into[p] = *k.leaf
+		return
+	}
+	for name, c := range k.kids {
+		newLeaves(joinPath(p, name), c, into)
+	}
+}
+
+func joinPath(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
 }
 
 // addPaths runs git add -A on the given paths (as literal pathspecs) except

@@ -116,8 +116,9 @@ func (c *Checkpointer) retain(ctx context.Context, r *repo, sessionID string, re
 		if err != nil {
 			c.log.Warn("prune checkpoints", zap.String("session", sessionID), zap.String("dir", r.top), zap.Error(err))
 		} else if n > 0 {
-			if id, err := r.out(ctx, nil, "rev-parse", "--verify", res.Ref); err == nil {
-				res.ID = id
+			if tip, err := r.tip(ctx, res.Ref); err == nil {
+				c.states.retip(stateKey(r, sessionID), res.ID, tip.id, tip.depth, tip.oldest)
+				res.ID = tip.id
 			}
 		}
 	}

@@ -15,6 +15,9 @@ import (
 // kept in memory only: after a restart the first checkpoint of a session is
 // a full scan.
 type incState struct {
+	tipID    string  // the checkpoint (the ref's tip after it)
+	depth    int     // checkpoints on the ref then
+	oldest   int64   // unix time of the ref's oldest checkpoint then
 	tree     string  // the checkpoint's tree
 	index    fileSig // the user's index it was made with
 	indexSum string  // and that index's trailing checksum
@@ -30,6 +33,14 @@ type incState struct {
 	// noIncremental says why this work tree is always scanned in full; ""
 	// when it need not be.
 	noIncremental string
+	// trees are the trees the last incremental checkpoint read or made (on
+	// the way to what changed), by raw id: the next one likely needs them.
+	trees map[string][]treeEntry
+}
+
+// prev is the ref's tip as the state knows it.
+func (st *incState) prev() prevCheckpoint {
+	return prevCheckpoint{id: st.tipID, tree: st.tree, depth: st.depth, oldest: st.oldest}
 }
 
 // maxStates bounds the states kept; the oldest go first.
@@ -66,6 +77,18 @@ func (s *stateStore) put(key string, st *incState) {
 		delete(s.m, oldest)
 	}
 	s.m[key] = st
+}
+
+// retip records that a prune rewrote the ref the state's checkpoint is
+// the tip of.
+func (s *stateStore) retip(key, old, id string, depth int, oldest int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st, ok := s.m[key]; ok && st.tipID == old {
+		next := *st
+		next.tipID, next.depth, next.oldest = id, depth, oldest
+		s.m[key] = &next
+	}
 }
 
 func (s *stateStore) drop(key string) {

@@ -186,10 +186,28 @@ func (r *repo) tip(ctx context.Context, ref string) (prevCheckpoint, error) {
 
 // takeRef makes a ref-mode checkpoint. The caller holds the repository lock.
 // prev is the ref's tip before.
-func (c *Checkpointer) takeRef(ctx context.Context, r *repo, req *TakeRequest) (res Result, prev prevCheckpoint, err error) {
+func (c *Checkpointer) takeRef(ctx context.Context, r *repo, req *TakeRequest) (Result, prevCheckpoint, error) {
+	res, prev, err := c.takeRefOnce(ctx, r, req, true)
+	if errors.Is(err, ErrConflict) && prev.id != "" {
+		// The ref moved since the state this checkpoint built on (another
+		// process, a prune of another checkpointer): once more, from the ref
+		// as it is.
+		c.states.drop(stateKey(r, req.SessionID))
+		return c.takeRefOnce(ctx, r, req, false)
+	}
+	return res, prev, err
+}
+
+func (c *Checkpointer) takeRefOnce(ctx context.Context, r *repo, req *TakeRequest, trustState bool) (res Result, prev prevCheckpoint, err error) {
 	ref := RefPrefix + req.SessionID
 	res.Ref = ref
-	if prev, err = r.tip(ctx, ref); err != nil {
+	key := stateKey(r, req.SessionID)
+	st := c.states.get(key)
+	if trustState && st != nil && st.tipID != "" && req.Changes != nil {
+		// The ref's tip as the last checkpoint left it; update-ref's
+		// compare-and-swap below finds out if it moved since.
+		prev = st.prev()
+	} else if prev, err = r.tip(ctx, ref); err != nil {
 		return res, prev, err
 	}
 	parent := prev.id
@@ -208,16 +226,15 @@ func (c *Checkpointer) takeRef(ctx context.Context, r *repo, req *TakeRequest) (
 		return res, prev, err
 	}
 
-	key := stateKey(r, req.SessionID)
-	st := c.states.get(key)
 	rules := r.rulesDigest(pol.ignore, pol.maxFile, pol.leaveOut)
 	var next *incState
+	var files []string
 	res.FullReason = c.whyFull(r, req, st, prev, rules)
 	if res.FullReason == "" {
-		tree, leftOut, nested, ierr := c.incremental(ctx, r, req, st, pol, tmp)
+		inc, ierr := c.incremental(ctx, r, req, st, pol, tmp)
 		if ierr == nil {
-			res.Tree, res.LeftOut, res.Incremental = tree, leftOut, true
-			next = st.advance(tree, leftOut, nested)
+			res.Tree, res.LeftOut, res.Incremental, files = inc.tree, inc.leftOut, true, inc.files
+			next = st.advance(inc)
 		} else {
 			res.FullReason = "incremental checkpoint not possible: " + ierr.Error()
 			if !isFallback(ierr) {
@@ -255,9 +272,12 @@ func (c *Checkpointer) takeRef(ctx context.Context, r *repo, req *TakeRequest) (
 	}
 	if prev.id != "" && res.Tree == prev.tree {
 		res.ID, res.Skipped = prev.id, true
+		next.tipID, next.depth, next.oldest = prev.id, prev.depth, prev.oldest
 		return res, prev, keep()
 	}
-	if res.Files, err = r.changedFiles(ctx, parent, res.Tree); err != nil {
+	if res.Incremental {
+		res.Files = files // the graft knows them: no diff-tree
+	} else if res.Files, err = r.changedFiles(ctx, parent, res.Tree); err != nil {
 		return res, prev, err
 	}
 	res.FilesChanged = len(res.Files)
@@ -290,15 +310,16 @@ func (c *Checkpointer) takeRef(ctx context.Context, r *repo, req *TakeRequest) (
 	if err := r.updateRef(ctx, ref, res.ID, prev.id, msg.subject); err != nil {
 		return res, prev, err
 	}
+	next.tipID, next.depth, next.oldest = res.ID, prev.depth+1, oldest
 	return res, prev, keep()
 }
 
-// advance is the state after an incremental checkpoint made tree.
-func (st *incState) advance(tree string, leftOut, nested []string) *incState {
+// advance is the state after an incremental checkpoint made inc.
+func (st *incState) advance(inc incResult) *incState {
 	next := *st
-	next.tree, next.leftOut, next.since = tree, leftOut, st.since+1
+	next.tree, next.leftOut, next.since, next.trees = inc.tree, inc.leftOut, st.since+1, inc.trees
 	next.always = slices.Clone(st.always)
-	for _, n := range nested {
+	for _, n := range inc.nested {
 		if !slices.Contains(next.always, n) {
 			next.always = append(next.always, n)
 		}
@@ -550,13 +571,20 @@ func (c *Checkpointer) alwaysPaths(ctx context.Context, r *repo, env []string, p
 		return out, nil
 	}
 	blind := map[string]bool{}
-	real := map[string]bool{".": true} // directories in the work tree, reached without a symlink
+	// Directories beyond a symlink are not in the work tree (and git
+	// refuses to answer for them); missing ones are asked about as
+	// directories (a trailing slash), since they may come back.
+	beyond := map[string]bool{}
 	var ask []string
 	for _, d := range f.dirs { // parents first
-		if fi, err := os.Lstat(filepath.Join(r.top, filepath.FromSlash(d))); err != nil || !fi.IsDir() || !real[path.Dir(d)] {
-			continue // not there: nothing in it for the watcher to miss (git would not answer beyond a symlink)
+		if beyond[path.Dir(d)] {
+			beyond[d] = true
+			continue
 		}
-		real[d] = true
+		if fi, err := os.Lstat(filepath.Join(r.top, filepath.FromSlash(d))); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			beyond[d] = true
+			continue
+		}
 		if b := path.Base(d); b == ".sessiond" || slices.Contains(pol.leaveOut, b) {
 			blind[d] = true
 		} else {
@@ -565,18 +593,20 @@ func (c *Checkpointer) alwaysPaths(ctx context.Context, r *repo, env []string, p
 	}
 	var stdin strings.Builder
 	for _, d := range ask {
-		stdin.WriteString(d + "\x00")
+		stdin.WriteString(d + "/\x00")
 	}
 	g := r.gitRun(env, []byte(stdin.String()))
 	g.okCodes = []int{1}
-	if res, err = git(ctx, g, "check-ignore", "-z", "--stdin"); err != nil {
+	// --no-index: directories are not index entries, and with the index
+	// check-ignore walks all of it for every path it is asked about.
+	if res, err = git(ctx, g, "check-ignore", "-z", "--stdin", "--no-index"); err != nil {
 		return nil, err
 	}
 	for _, d := range splitNUL(res.stdout) {
-		blind[d] = true
+		blind[strings.TrimSuffix(d, "/")] = true
 	}
 	for _, d := range f.dirs {
-		if !blind[d] {
+		if !blind[d] && !beyond[d] {
 			for a := path.Dir(d); a != "."; a = path.Dir(a) {
 				if blind[a] {
 					blind[d] = true
@@ -678,7 +708,8 @@ func (c *Checkpointer) leftOut(ctx context.Context, r *repo, env []string, pol p
 		}
 		g := r.gitRun(env, []byte(stdin.String()))
 		g.okCodes = []int{1}
-		res, err := git(ctx, g, "check-ignore", "-z", "--stdin")
+		// --no-index: they are untracked (see alwaysPaths).
+		res, err := git(ctx, g, "check-ignore", "-z", "--stdin", "--no-index")
 		if err != nil {
 			return lo, err
 		}

@@ -136,29 +136,52 @@ func (b *batchGit) close() error {
 	return nil
 }
 
-// treeReader reads tree objects by id.
-type treeReader struct {
+// treeSource reads tree objects by id: from the trees an earlier call kept,
+// else through a git cat-file --batch started on the first miss. It keeps
+// every tree it read or that was made (used), for the next call.
+type treeSource struct {
+	ctx     context.Context
+	r       *repo
 	b       *batchGit
-	hashLen int
+	cache   map[string][]treeEntry // by raw id
+	used    map[string][]treeEntry
+	entries int // in used
 }
 
-func (r *repo) newTreeReader(ctx context.Context) (*treeReader, error) {
-	b, err := r.startBatch(ctx, "cat-file", "--batch")
-	if err != nil {
-		return nil, err
+// maxCachedEntries bounds the tree entries a session's state keeps.
+const maxCachedEntries = 4096
+
+func newTreeSource(ctx context.Context, r *repo, cache map[string][]treeEntry) *treeSource {
+	return &treeSource{ctx: ctx, r: r, cache: cache, used: map[string][]treeEntry{}}
+}
+
+func (ts *treeSource) keep(id []byte, entries []treeEntry) {
+	if _, ok := ts.used[string(id)]; !ok {
+		ts.used[string(id)] = entries
+		ts.entries += len(entries)
 	}
-	return &treeReader{b: b, hashLen: r.hashLen}, nil
 }
 
 // read returns the entries of the tree oid.
-func (t *treeReader) read(oid []byte) ([]treeEntry, error) {
+func (ts *treeSource) read(oid []byte) ([]treeEntry, error) {
+	if e, ok := ts.cache[string(oid)]; ok {
+		ts.keep(oid, e)
+		return e, nil
+	}
+	if ts.b == nil {
+		b, err := ts.r.startBatch(ts.ctx, "cat-file", "--batch")
+		if err != nil {
+			return nil, err
+		}
+		ts.b = b
+	}
 	id := hex.EncodeToString(oid)
-	if _, err := io.WriteString(t.b.in, id+"\n"); err != nil {
+	if _, err := io.WriteString(ts.b.in, id+"\n"); err != nil {
 		return nil, fmt.Errorf("cat-file %s: %w", id, err)
 	}
-	line, err := t.b.out.ReadString('\n')
+	line, err := ts.b.out.ReadString('\n')
 	if err != nil {
-		return nil, fmt.Errorf("cat-file %s: %w (%s)", id, err, strings.TrimSpace(t.b.err.String()))
+		return nil, fmt.Errorf("cat-file %s: %w (%s)", id, err, strings.TrimSpace(ts.b.err.String()))
 	}
 	f := strings.Fields(line)
 	if len(f) != 3 || f[1] != "tree" {
@@ -169,13 +192,35 @@ func (t *treeReader) read(oid []byte) ([]treeEntry, error) {
 		return nil, fmt.Errorf("cat-file %s: bad size in %q", id, strings.TrimSpace(line))
 	}
 	body := make([]byte, size+1)
-	if _, err := io.ReadFull(t.b.out, body); err != nil {
+	if _, err := io.ReadFull(ts.b.out, body); err != nil {
 		return nil, fmt.Errorf("cat-file %s: %w", id, err)
 	}
-	return parseTree(body[:size], t.hashLen)
+	entries, err := parseTree(body[:size], ts.r.hashLen)
+	if err != nil {
+		return nil, fmt.Errorf("tree %s: %w", id, err)
+	}
+	ts.keep(oid, entries)
+	return entries, nil
 }
 
-func (t *treeReader) close() error { return t.b.close() }
+// close ends the cat-file process, if one was started.
+func (ts *treeSource) close() error {
+	if ts.b == nil {
+		return nil
+	}
+	if err := ts.b.close(); err != nil {
+		return fmt.Errorf("git cat-file: %w", err)
+	}
+	return nil
+}
+
+// kept is what to keep for the next call, or nil past the bound.
+func (ts *treeSource) kept() map[string][]treeEntry {
+	if ts.entries > maxCachedEntries {
+		return nil
+	}
+	return ts.used
+}
 
 // treeWriter gathers new trees, children before parents, and writes them
 // all with one git mktree --batch.
@@ -184,16 +229,20 @@ type treeWriter struct {
 	input   bytes.Buffer
 	ids     [][]byte
 	seen    map[string]bool
+	src     *treeSource // keeps the trees made, for the next call
 }
 
-func newTreeWriter(hashLen int) *treeWriter {
-	return &treeWriter{hashLen: hashLen, seen: map[string]bool{}}
+func newTreeWriter(hashLen int, src *treeSource) *treeWriter {
+	return &treeWriter{hashLen: hashLen, seen: map[string]bool{}, src: src}
 }
 
 // add queues the tree of entries and returns its id.
 func (w *treeWriter) add(entries []treeEntry) []byte {
 	body := encodeTree(entries)
 	id := objectID("tree", body, w.hashLen)
+	if w.src != nil {
+		w.src.keep(id, entries)
+	}
 	if w.seen[string(id)] {
 		return id
 	}

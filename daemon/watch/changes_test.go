@@ -295,3 +295,28 @@ func TestMovedDirectoryAcrossRescan(t *testing.T) {
 		t.Errorf("Dirs = %d, want 3", got)
 	}
 }
+
+// Ignore rules do not apply to tracked files: a tracked file that a
+// pattern matches is reported, also one tracked after the watch started.
+func TestTrackedIgnoredFiles(t *testing.T) {
+	h, _ := newHub(t)
+	root := t.TempDir()
+	gitInit(t, root)
+	mkfile(t, filepath.Join(root, ".gitignore"), "*.log\n")
+	mkfile(t, filepath.Join(root, "tracked.log"), "")
+	mkfile(t, filepath.Join(root, "later.log"), "")
+	runGit(t, root, "add", "-f", "tracked.log")
+	w := watchDir(t, h, root, Options{})
+	m := changesT(t, w, Mark{}).Mark
+	mkfile(t, filepath.Join(root, "tracked.log"), "changed")
+	mkfile(t, filepath.Join(root, "untracked.log"), "ignored")
+	ch := changesT(t, w, m)
+	if !slices.Equal(ch.Paths, []string{"tracked.log"}) {
+		t.Errorf("Changes = %q, want [tracked.log]", ch.Paths)
+	}
+	runGit(t, root, "add", "-f", "later.log")
+	mkfile(t, filepath.Join(root, "later.log"), "changed")
+	if got := changesT(t, w, ch.Mark); !slices.Equal(got.Paths, []string{"later.log"}) {
+		t.Errorf("Changes after git add -f = %q, want [later.log]", got.Paths)
+	}
+}

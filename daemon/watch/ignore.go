@@ -213,10 +213,11 @@ type checker struct {
 	gitDir     string
 	workTree   string
 	excludes   string
-	infoExcl   string  // the repository's info/exclude, "" for none
-	infoSig    fileSig // its state when the domain was configured
-	index      string  // the repository's index, "" for none
-	indexSig   fileSig // its state when the coprocess started
+	infoExcl   string          // the repository's info/exclude, "" for none
+	infoSig    fileSig         // its state when the domain was configured
+	index      string          // the repository's index, "" for none
+	indexSig   fileSig         // its state when the coprocess started
+	tracked    map[string]bool // tracked files that ignore rules match, then
 
 	cmd    *exec.Cmd
 	in     io.WriteCloser
@@ -358,7 +359,19 @@ func (c *checker) start() error {
 	}
 	args := append([]string{"--git-dir=" + c.gitDir, "--work-tree=" + c.workTree,
 		"-c", "core.excludesFile=" + c.excludes}, hardening...)
-	cmd := exec.Command("git", append(args, "check-ignore", "--stdin", "-z", "--verbose", "--non-matching")...)
+	if c.index != "" {
+		c.indexSig = statSig(c.index) // before git reads it
+		tracked, err := c.trackedIgnored(args)
+		if err != nil {
+			return err
+		}
+		c.tracked = tracked
+	}
+	// --no-index: with the index, check-ignore walks all of it for every
+	// path (to refuse paths inside submodules), milliseconds per question
+	// in a large repository. Tracked files, which ignore rules do not apply
+	// to, are told apart with c.tracked instead.
+	cmd := exec.Command("git", append(args, "check-ignore", "--stdin", "-z", "--verbose", "--non-matching", "--no-index")...)
 	cmd.Dir = c.dir
 	cmd.Env = gitEnv()
 	c.stderr = &limitedBuffer{max: 4096}
@@ -370,9 +383,6 @@ func (c *checker) start() error {
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return fmt.Errorf("git check-ignore in %s: %w", c.dir, err)
-	}
-	if c.index != "" {
-		c.indexSig = statSig(c.index) // before git reads it
 	}
 	if err := proc.Start(cmd); err != nil {
 		return fmt.Errorf("start git check-ignore in %s: %w", c.dir, err)
@@ -498,9 +508,30 @@ func (c *checker) readAnswers(paths []string, res []bool) (int, error) {
 		if field[3] != p {
 			return i, fmt.Errorf("answer for %q, want %q", field[3], p)
 		}
-		res[i] = field[0] != "" && !strings.HasPrefix(field[2], "!")
+		res[i] = field[0] != "" && !strings.HasPrefix(field[2], "!") && !c.tracked[p]
 	}
 	return len(paths), nil
+}
+
+// trackedIgnored lists the tracked files of the domain that ignore rules
+// match: to git they are not ignored.
+func (c *checker) trackedIgnored(args []string) (map[string]bool, error) {
+	cmd := exec.Command("git", append(args, "ls-files", "-z", "-c", "-i", "--exclude-standard")...)
+	cmd.Dir = c.dir
+	cmd.Env = gitEnv()
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &limitedBuffer{max: 4096}
+	if err := proc.Run(cmd); err != nil {
+		return nil, fmt.Errorf("git ls-files in %s: %w (%s)", c.dir, err, strings.TrimSpace(cmd.Stderr.(*limitedBuffer).String()))
+	}
+	m := map[string]bool{}
+	for _, p := range strings.Split(out.String(), "\x00") {
+		if p != "" {
+			m[p] = true
+		}
+	}
+	return m, nil
 }
 
 // rebasePatterns rewrites gitignore patterns written relative to the project
