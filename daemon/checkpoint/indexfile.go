@@ -57,7 +57,6 @@ func (e *indexEntry) path() string  { return string(e.name) }
 func (e *indexEntry) mode() uint32  { return binary.BigEndian.Uint32(e.fixed[24:]) }
 func (e *indexEntry) oid() []byte   { return e.fixed[40:] }
 func (e *indexEntry) stage() int    { return int(e.flags&ceStageMask) >> 12 }
-func (e *indexEntry) size() uint32  { return binary.BigEndian.Uint32(e.fixed[36:]) }
 func (e *indexEntry) special() bool { return e.flags&ceAssumeValid != 0 || e.xflags&ceSkipTree != 0 }
 
 // indexFile is an index read into memory.
