@@ -72,12 +72,15 @@ func (c *Checkpointer) Restore(ctx context.Context, req RestoreRequest) (saved R
 		}
 	}
 	take := TakeRequest{SessionID: sessionID, Message: "before restoring " + target.ID, MaxFileSize: req.MaxFileSize, Ignore: req.Ignore}
-	saved, _, err = c.takeRef(ctx, r, &take)
+	saved, prev, err := c.takeRef(ctx, r, &take)
 	if err != nil {
 		return Result{}, Checkpoint{}, fmt.Errorf("restore %s in %s: save the work tree first: %w", target.ID, r.top, err)
 	}
 	if err := r.restoreTree(ctx, saved.Tree, target.tree); err != nil {
 		return saved, Checkpoint{}, fmt.Errorf("restore %s in %s (the work tree before it is checkpoint %s): %w", target.ID, r.top, saved.ID, err)
+	}
+	if !saved.Skipped {
+		c.retain(ctx, r, sessionID, &saved, prev) // after: it may fold the target away
 	}
 	return saved, target, nil
 }

@@ -149,7 +149,7 @@ type treeSource struct {
 }
 
 // maxCachedEntries bounds the tree entries a session's state keeps.
-const maxCachedEntries = 4096
+const maxCachedEntries = 1024
 
 func newTreeSource(ctx context.Context, r *repo, cache map[string][]treeEntry) *treeSource {
 	return &treeSource{ctx: ctx, r: r, cache: cache, used: map[string][]treeEntry{}}
