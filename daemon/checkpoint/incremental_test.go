@@ -125,7 +125,18 @@ func runEdits(t *testing.T, isGit bool, seed uint64, steps int) {
 		for range 1 + e.rnd.IntN(4) {
 			did = append(did, e.edit())
 		}
+		before := s.base
 		got := s.take(ctx)
+		if !got.Skipped {
+			// The files the graft says changed are what git diff-tree says.
+			diff, err := gitE(s.gitDir(), nil, "-c", "core.quotePath=false", "diff-tree", "-r", "--name-only", "--no-renames", before, got.Tree)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(got.Files, "\n") != diff {
+				t.Fatalf("seed %d step %d: Files = %q, git diff-tree says %q", seed, step, got.Files, diff)
+			}
+		}
 		want, err := ref.Take(ctx, refReq)
 		if err != nil {
 			t.Fatal(err)
