@@ -37,7 +37,7 @@ func TestTakeLeavesUserStateAlone(t *testing.T) {
 	var last Result
 	for i := range 6 {
 		write(t, dir, fmt.Sprintf("gen/file%d.txt", i), fmt.Sprintf("round %d\n", i))
-		res, err := c.Take(ctx, dir, "s1", ModeRef, fmt.Sprintf("round %d", i))
+		res, err := c.Take(ctx, TakeRequest{Dir: dir, SessionID: "s1", Mode: ModeRef, Message: fmt.Sprintf("round %d", i)})
 		if err != nil {
 			t.Fatalf("Take %d: %v", i, err)
 		}
@@ -90,7 +90,7 @@ func TestTakeLeavesUserStateAlone(t *testing.T) {
 		t.Errorf("reflog of the checkpoint ref has %q, want 6 entries", reflog)
 	}
 	msg := gitT(t, dir, "log", "-1", "--format=%B", last.ID)
-	for _, want := range []string{"session s1", "1 file changed", "round 5", "Sessiond-Session: s1"} {
+	for _, want := range []string{"Checkpoint: 1 file changed: gen/file5.txt\n", "round 5", "Sessiond-Session: s1", "Sessiond-File: gen/file5.txt"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message %q lacks %q", msg, want)
 		}
@@ -102,11 +102,11 @@ func TestSkippedWhenUnchanged(t *testing.T) {
 	c := newCheckpointer(t)
 	ctx := ctxT(t)
 	write(t, dir, "a.txt", "a\n")
-	first, err := c.Take(ctx, dir, "s", "", "")
+	first, err := c.Take(ctx, TakeRequest{Dir: dir, SessionID: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := c.Take(ctx, dir, "s", ModeRef, "")
+	second, err := c.Take(ctx, TakeRequest{Dir: dir, SessionID: "s", Mode: ModeRef})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestFilesChanged(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "docs/guide.md")); err != nil {
 		t.Fatal(err)
 	}
-	res, err := c.Take(ctx, dir, "s", ModeRef, "")
+	res, err := c.Take(ctx, TakeRequest{Dir: dir, SessionID: "s", Mode: ModeRef})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestFilesChanged(t *testing.T) {
 	if res.FilesChanged != 3 || !slices.Equal(res.Files, want) {
 		t.Errorf("files %d %v, want 3 %v", res.FilesChanged, res.Files, want)
 	}
-	cps, err := c.List(ctx, dir)
+	cps, err := c.List(ctx, ListRequest{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestLeftOut(t *testing.T) {
 	iso.Truncate(12 << 20)
 	iso.Close()
 
-	res, err := c.Take(ctx, dir, "s", ModeRef, "")
+	res, err := c.Take(ctx, TakeRequest{Dir: dir, SessionID: "s", Mode: ModeRef})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestRestoreRoundTrip(t *testing.T) {
 	write(t, dir, "src/main.go", "package main // v1\n")
 	write(t, dir, "x/y.txt", "y\n")
 	write(t, dir, "flip", "a file\n")
-	cp, err := c.Take(ctx, dir, "s", ModeRef, "v1")
+	cp, err := c.Take(ctx, TakeRequest{Dir: dir, SessionID: "s", Mode: ModeRef, Message: "v1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestRestoreRoundTrip(t *testing.T) {
 	write(t, dir, "app.log", "ignored\n")
 	write(t, dir, "build/cache", "ignored\n")
 
-	saved, restored, err := c.Restore(ctx, dir, cp.ID[:8])
+	saved, restored, err := c.Restore(ctx, RestoreRequest{Dir: dir, Checkpoint: cp.ID[:8]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestRestoreRoundTrip(t *testing.T) {
 		t.Fatalf("Restore changed the user's repository:\n got %s\nwant %s", got, before)
 	}
 	// The work tree now checkpoints to the very same tree.
-	again, err := c.Take(ctx, dir, "verify", ModeRef, "")
+	again, err := c.Take(ctx, TakeRequest{Dir: dir, SessionID: "verify", Mode: ModeRef})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestRestoreRoundTrip(t *testing.T) {
 	assertClean(t, dir)
 
 	// And back to the state before the restore.
-	if _, _, err := c.Restore(ctx, dir, saved.ID); err != nil {
+	if _, _, err := c.Restore(ctx, RestoreRequest{Dir: dir, Checkpoint: saved.ID}); err != nil {
 		t.Fatal(err)
 	}
 	if got := read(t, dir, "flip/inner.txt"); got != "now a dir\n" {
@@ -281,18 +281,18 @@ func TestRestoreRoundTrip(t *testing.T) {
 		t.Error("README.md is back after restoring the state without it")
 	}
 
-	_, _, err = c.Restore(ctx, dir, "deadbeef")
+	_, _, err = c.Restore(ctx, RestoreRequest{Dir: dir, Checkpoint: "deadbeef"})
 	if !errors.Is(err, ErrUnknownCheckpoint) {
 		t.Errorf("Restore(deadbeef) = %v, want ErrUnknownCheckpoint", err)
 	}
-	_, _, err = c.Restore(ctx, dir, "HEAD")
+	_, _, err = c.Restore(ctx, RestoreRequest{Dir: dir, Checkpoint: "HEAD"})
 	if !errors.Is(err, ErrUnknownCheckpoint) {
 		t.Errorf("Restore(HEAD) = %v, want ErrUnknownCheckpoint", err)
 	}
 }
 
 func TestFind(t *testing.T) {
-	cps := []Checkpoint{{ID: "abcd1234"}, {ID: "abcd5678"}, {ID: "ffff0000", was: []string{"0123aaaa"}}}
+	cps := []Checkpoint{{ID: "abcd1234"}, {ID: "abcd5678"}, {ID: "ffff0000", FormerIDs: []string{"0123aaaa"}}}
 	tests := []struct {
 		prefix string
 		want   string
@@ -308,8 +308,8 @@ func TestFind(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got, err := find(cps, tt.prefix)
-		if !errors.Is(err, tt.err) || got.ID != tt.want {
-			t.Errorf("find(%q) = %q, %v; want %q, %v", tt.prefix, got.ID, err, tt.want, tt.err)
+		if !errors.Is(err, tt.err) || got.Checkpoint.ID != tt.want {
+			t.Errorf("find(%q) = %q, %v; want %q, %v", tt.prefix, got.Checkpoint.ID, err, tt.want, tt.err)
 		}
 	}
 }
@@ -326,7 +326,7 @@ func TestNonGitProject(t *testing.T) {
 	c := New(Options{StateDir: state})
 	ctx := ctxT(t)
 
-	if cps, err := c.List(ctx, project); err != nil || len(cps) != 0 {
+	if cps, err := c.List(ctx, ListRequest{Dir: project}); err != nil || len(cps) != 0 {
 		t.Fatalf("List before any checkpoint = %v, %v", cps, err)
 	}
 	id, _ := ProjectID(project)
@@ -335,7 +335,7 @@ func TestNonGitProject(t *testing.T) {
 		t.Fatal("List created the shadow repository")
 	}
 	before := listing(t, project)
-	first, err := c.Take(ctx, project, "s", ModeRef, "first")
+	first, err := c.Take(ctx, TakeRequest{Dir: project, SessionID: "s", Mode: ModeRef, Message: "first"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,22 +354,22 @@ func TestNonGitProject(t *testing.T) {
 	}
 	// Commit mode has no branch to commit on: it checkpoints to the ref.
 	write(t, project, "a.txt", "a2\n")
-	second, err := c.Take(ctx, project, "s", ModeCommit, "")
+	second, err := c.Take(ctx, TakeRequest{Dir: project, SessionID: "s", Mode: ModeCommit})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if second.Skipped || second.Ref != RefPrefix+"s" || second.FilesChanged != 1 {
 		t.Errorf("second = %+v", second)
 	}
-	if again, err := c.Take(ctx, project, "s", ModeRef, ""); err != nil || !again.Skipped {
+	if again, err := c.Take(ctx, TakeRequest{Dir: project, SessionID: "s", Mode: ModeRef}); err != nil || !again.Skipped {
 		t.Errorf("unchanged Take = %+v, %v; want skipped", again, err)
 	}
-	cps, err := c.List(ctx, project)
+	cps, err := c.List(ctx, ListRequest{Dir: project})
 	if err != nil || len(cps) != 2 || cps[0].ID != second.ID {
 		t.Fatalf("List = %+v, %v; want 2 checkpoints, newest first", cps, err)
 	}
 	write(t, project, "c.txt", "c\n")
-	if _, _, err := c.Restore(ctx, project, first.ID); err != nil {
+	if _, _, err := c.Restore(ctx, RestoreRequest{Dir: project, Checkpoint: first.ID}); err != nil {
 		t.Fatal(err)
 	}
 	if exists(project, "c.txt") || read(t, project, "a.txt") != "a\n" || read(t, project, "x.tmp") != "ignored\n" {
@@ -378,7 +378,7 @@ func TestNonGitProject(t *testing.T) {
 	if exists(project, ".git") {
 		t.Error("a .git appeared in the project")
 	}
-	f, err := Facts(ctx, project)
+	f, err := Facts(ctx, FactsRequest{Dir: project})
 	if err != nil || f.IsRepo {
 		t.Errorf("Facts = %+v, %v; want IsRepo false", f, err)
 	}
@@ -393,7 +393,7 @@ func TestNonGitProject(t *testing.T) {
 
 func TestNonGitWithoutStateDir(t *testing.T) {
 	project := t.TempDir()
-	_, err := New(Options{}).Take(ctxT(t), project, "s", ModeRef, "")
+	_, err := New(Options{}).Take(ctxT(t), TakeRequest{Dir: project, SessionID: "s", Mode: ModeRef})
 	if !errors.Is(err, ErrNoStateDir) {
 		t.Errorf("Take = %v, want ErrNoStateDir", err)
 	}
@@ -416,7 +416,7 @@ func TestMergeInProgress(t *testing.T) {
 	if !strings.Contains(before, "MERGE_HEAD") {
 		t.Fatal("no merge in progress")
 	}
-	res, err := c.Take(ctx, dir, "s", ModeRef, "")
+	res, err := c.Take(ctx, TakeRequest{Dir: dir, SessionID: "s", Mode: ModeRef})
 	if err != nil {
 		t.Fatalf("ref checkpoint during a merge: %v", err)
 	}
@@ -426,7 +426,7 @@ func TestMergeInProgress(t *testing.T) {
 	if got := userState(t, dir); got != before {
 		t.Errorf("checkpoint changed the repository in a merge:\n got %s\nwant %s", got, before)
 	}
-	_, err = c.Take(ctx, dir, "s", ModeCommit, "")
+	_, err = c.Take(ctx, TakeRequest{Dir: dir, SessionID: "s", Mode: ModeCommit})
 	if !errors.Is(err, ErrInProgress) {
 		t.Errorf("commit checkpoint during a merge = %v, want ErrInProgress", err)
 	}
@@ -443,20 +443,20 @@ func TestDetachedHead(t *testing.T) {
 	gitT(t, dir, "checkout", "-q", "--detach", "HEAD~1")
 	write(t, dir, "wip.txt", "wip\n")
 	before := userState(t, dir)
-	res, err := c.Take(ctx, dir, "s", ModeRef, "")
+	res, err := c.Take(ctx, TakeRequest{Dir: dir, SessionID: "s", Mode: ModeRef})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := gitT(t, dir, "rev-parse", res.ID+"^"), gitT(t, dir, "rev-parse", "HEAD"); got != want {
 		t.Errorf("parent %s, want detached HEAD %s", got, want)
 	}
-	if _, err := c.Take(ctx, dir, "s2", ModeCommit, ""); !errors.Is(err, ErrDetached) {
+	if _, err := c.Take(ctx, TakeRequest{Dir: dir, SessionID: "s2", Mode: ModeCommit}); !errors.Is(err, ErrDetached) {
 		t.Errorf("commit mode on a detached HEAD = %v, want ErrDetached", err)
 	}
 	if got := userState(t, dir); got != before {
 		t.Errorf("repository changed:\n got %s\nwant %s", got, before)
 	}
-	f, err := Facts(ctx, dir)
+	f, err := Facts(ctx, FactsRequest{Dir: dir})
 	if err != nil || f.Branch != "" || f.Head == "" || !f.IsRepo {
 		t.Errorf("Facts = %+v, %v; want a head and no branch", f, err)
 	}
@@ -470,7 +470,7 @@ func TestUnbornBranch(t *testing.T) {
 	c := newCheckpointer(t)
 	ctx := ctxT(t)
 	before := userState(t, dir)
-	res, err := c.Take(ctx, dir, "s", ModeRef, "")
+	res, err := c.Take(ctx, TakeRequest{Dir: dir, SessionID: "s", Mode: ModeRef})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -487,13 +487,13 @@ func TestUnbornBranch(t *testing.T) {
 	write(t, dir, "b.txt", "b\n")
 	gitT(t, dir, "add", "b.txt")
 	before = userState(t, dir)
-	if _, err := c.Take(ctx, dir, "s", ModeRef, ""); err != nil {
+	if _, err := c.Take(ctx, TakeRequest{Dir: dir, SessionID: "s", Mode: ModeRef}); err != nil {
 		t.Fatal(err)
 	}
 	if got := userState(t, dir); got != before {
 		t.Errorf("repository changed:\n got %s\nwant %s", got, before)
 	}
-	f, err := Facts(ctx, dir)
+	f, err := Facts(ctx, FactsRequest{Dir: dir})
 	if err != nil || f.Head != "" || f.Branch != "main" || len(f.GitLog) != 0 {
 		t.Errorf("Facts = %+v, %v; want unborn main", f, err)
 	}
@@ -501,7 +501,7 @@ func TestUnbornBranch(t *testing.T) {
 		t.Errorf("Uncommitted = %q", f.Uncommitted)
 	}
 	// Commit mode makes the root commit.
-	cr, err := c.Take(ctx, dir, "s", ModeCommit, "wip")
+	cr, err := c.Take(ctx, TakeRequest{Dir: dir, SessionID: "s", Mode: ModeCommit, Message: "wip"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,7 +521,7 @@ func TestCorruptIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, mode := range []Mode{ModeRef, ModeCommit} {
-		_, err := c.Take(ctx, dir, "s", mode, "")
+		_, err := c.Take(ctx, TakeRequest{Dir: dir, SessionID: "s", Mode: mode})
 		if !errors.Is(err, ErrCorruptIndex) {
 			t.Errorf("Take(%s) with a corrupt index = %v, want ErrCorruptIndex", mode, err)
 		}
@@ -540,16 +540,16 @@ func TestNoGit(t *testing.T) {
 	c := newCheckpointer(t)
 	ctx := ctxT(t)
 	t.Setenv("PATH", t.TempDir())
-	if _, err := c.Take(ctx, dir, "s", ModeRef, ""); !errors.Is(err, ErrNoGit) {
+	if _, err := c.Take(ctx, TakeRequest{Dir: dir, SessionID: "s", Mode: ModeRef}); !errors.Is(err, ErrNoGit) {
 		t.Errorf("Take = %v, want ErrNoGit", err)
 	}
-	if _, err := c.List(ctx, dir); !errors.Is(err, ErrNoGit) {
+	if _, err := c.List(ctx, ListRequest{Dir: dir}); !errors.Is(err, ErrNoGit) {
 		t.Errorf("List = %v, want ErrNoGit", err)
 	}
-	if _, _, err := c.Restore(ctx, dir, "abcd"); !errors.Is(err, ErrNoGit) {
+	if _, _, err := c.Restore(ctx, RestoreRequest{Dir: dir, Checkpoint: "abcd"}); !errors.Is(err, ErrNoGit) {
 		t.Errorf("Restore = %v, want ErrNoGit", err)
 	}
-	if _, err := Facts(ctx, dir); !errors.Is(err, ErrNoGit) {
+	if _, err := Facts(ctx, FactsRequest{Dir: dir}); !errors.Is(err, ErrNoGit) {
 		t.Errorf("Facts = %v, want ErrNoGit", err)
 	}
 }
@@ -559,28 +559,28 @@ func TestBadInput(t *testing.T) {
 	c := newCheckpointer(t)
 	ctx := ctxT(t)
 	for _, id := range []string{"", "a/b", "..", "a..b", "x.lock", "-x", "a b", "a:b", "a~1"} {
-		if _, err := c.Take(ctx, dir, id, ModeRef, ""); !errors.Is(err, ErrBadSessionID) {
+		if _, err := c.Take(ctx, TakeRequest{Dir: dir, SessionID: id, Mode: ModeRef}); !errors.Is(err, ErrBadSessionID) {
 			t.Errorf("Take(session %q) = %v, want ErrBadSessionID", id, err)
 		}
 	}
-	if _, err := c.Take(ctx, dir, "s", "push", ""); !errors.Is(err, ErrBadMode) {
+	if _, err := c.Take(ctx, TakeRequest{Dir: dir, SessionID: "s", Mode: "push"}); !errors.Is(err, ErrBadMode) {
 		t.Errorf("Take(mode push) = %v, want ErrBadMode", err)
 	}
-	if _, err := c.Take(ctx, filepath.Join(dir, "nope"), "s", ModeRef, ""); err == nil {
+	if _, err := c.Take(ctx, TakeRequest{Dir: filepath.Join(dir, "nope"), SessionID: "s", Mode: ModeRef}); err == nil {
 		t.Error("Take of a missing dir succeeded")
 	}
-	if _, err := c.Take(ctx, filepath.Join(dir, ".git"), "s", ModeRef, ""); !errors.Is(err, ErrNotWorkTree) {
+	if _, err := c.Take(ctx, TakeRequest{Dir: filepath.Join(dir, ".git"), SessionID: "s", Mode: ModeRef}); !errors.Is(err, ErrNotWorkTree) {
 		t.Errorf("Take inside .git = %v, want ErrNotWorkTree", err)
 	}
 	// A .git that git does not accept is not silently shadowed.
 	broken := t.TempDir()
 	write(t, broken, ".git", "gitdir: /nonexistent\n")
-	if _, err := c.Take(ctx, broken, "s", ModeRef, ""); !errors.Is(err, ErrNotWorkTree) {
+	if _, err := c.Take(ctx, TakeRequest{Dir: broken, SessionID: "s", Mode: ModeRef}); !errors.Is(err, ErrNotWorkTree) {
 		t.Errorf("Take with a broken .git = %v, want ErrNotWorkTree", err)
 	}
 	// A subdirectory checkpoints the whole repository.
 	write(t, dir, "README.md", "from a subdir\n")
-	res, err := c.Take(ctx, filepath.Join(dir, "src"), "sub", ModeRef, "")
+	res, err := c.Take(ctx, TakeRequest{Dir: filepath.Join(dir, "src"), SessionID: "sub", Mode: ModeRef})
 	if err != nil || !slices.Equal(res.Files, []string{"README.md"}) {
 		t.Errorf("Take from a subdir = %+v, %v", res, err)
 	}
@@ -598,7 +598,7 @@ func TestModeCommit(t *testing.T) {
 	write(t, dir, "README.md", "wip\n")
 	write(t, dir, "new.txt", "new\n")
 	write(t, dir, "node_modules/x/index.js", "x\n")
-	res, err := c.Take(ctx, dir, "s", ModeCommit, "interrupted")
+	res, err := c.Take(ctx, TakeRequest{Dir: dir, SessionID: "s", Mode: ModeCommit, Message: "interrupted"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -614,10 +614,10 @@ func TestModeCommit(t *testing.T) {
 	if st := gitT(t, dir, "status", "--porcelain", "--untracked-files=no"); st != "" {
 		t.Errorf("after a commit checkpoint, status = %q", st)
 	}
-	if msg := gitT(t, dir, "log", "-1", "--format=%B"); !strings.Contains(msg, "interrupted") || !strings.Contains(msg, "session s") {
+	if msg := gitT(t, dir, "log", "-1", "--format=%B"); !strings.Contains(msg, "interrupted") || !strings.HasPrefix(msg, "WIP checkpoint: 2 files changed: README.md, new.txt\n") {
 		t.Errorf("message %q", msg)
 	}
-	again, err := c.Take(ctx, dir, "s", ModeCommit, "")
+	again, err := c.Take(ctx, TakeRequest{Dir: dir, SessionID: "s", Mode: ModeCommit})
 	if err != nil || !again.Skipped || again.ID != res.ID {
 		t.Errorf("unchanged commit checkpoint = %+v, %v; want skipped", again, err)
 	}
@@ -628,13 +628,13 @@ func TestModeCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, dir, "README.md", "more\n")
-	if _, err := c.Take(ctx, dir, "s", ModeCommit, ""); !errors.Is(err, ErrIndexLocked) {
+	if _, err := c.Take(ctx, TakeRequest{Dir: dir, SessionID: "s", Mode: ModeCommit}); !errors.Is(err, ErrIndexLocked) {
 		t.Errorf("commit checkpoint with index.lock = %v, want ErrIndexLocked", err)
 	}
-	if _, err := c.Take(ctx, dir, "s", ModeRef, ""); err != nil {
+	if _, err := c.Take(ctx, TakeRequest{Dir: dir, SessionID: "s", Mode: ModeRef}); err != nil {
 		t.Errorf("ref checkpoint with index.lock = %v", err)
 	}
-	f, err := Facts(ctx, dir)
+	f, err := Facts(ctx, FactsRequest{Dir: dir})
 	if err != nil || !f.IndexLock {
 		t.Errorf("Facts = %+v, %v; want IndexLock", f, err)
 	}
@@ -647,21 +647,21 @@ func TestPrune(t *testing.T) {
 	var all []Result
 	for i := range 5 {
 		write(t, dir, fmt.Sprintf("f%d.txt", i), "x\n")
-		res, err := c.Take(ctx, dir, "s", ModeRef, fmt.Sprintf("n%d", i))
+		res, err := c.Take(ctx, TakeRequest{Dir: dir, SessionID: "s", Mode: ModeRef, Message: fmt.Sprintf("n%d", i)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		all = append(all, res)
 	}
 	write(t, dir, "other.txt", "x\n")
-	if _, err := c.Take(ctx, dir, "t", ModeRef, ""); err != nil {
+	if _, err := c.Take(ctx, TakeRequest{Dir: dir, SessionID: "t", Mode: ModeRef}); err != nil {
 		t.Fatal(err)
 	}
 	// 5 ≤ 4 + 1: no automatic prune yet.
 	if n := len(sessionCheckpoints(t, c, dir, "s")); n != 5 {
 		t.Fatalf("%d checkpoints before prune, want 5", n)
 	}
-	removed, err := c.Prune(ctx, dir, 2)
+	removed, err := c.Prune(ctx, PruneRequest{Dir: dir, Keep: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -688,20 +688,22 @@ func TestPrune(t *testing.T) {
 	gitT(t, dir, "rev-list", "--objects", RefPrefix+"s")
 	gitT(t, dir, "fsck", "--no-dangling", "--no-progress")
 	// Old ids still restore.
-	if _, restored, err := c.Restore(ctx, dir, all[3].ID[:10]); err != nil || restored.ID != kept[1].ID {
+	if _, restored, err := c.Restore(ctx, RestoreRequest{Dir: dir, Checkpoint: all[3].ID[:10]}); err != nil || restored.ID != kept[1].ID {
 		t.Errorf("Restore by pre-prune id = %+v, %v; want %s", restored, err, kept[1].ID)
 	}
-	if _, _, err := c.Restore(ctx, dir, all[0].ID); !errors.Is(err, ErrUnknownCheckpoint) {
-		t.Errorf("Restore of a folded checkpoint = %v, want ErrUnknownCheckpoint", err)
+	// A folded checkpoint's commit is still in the ref's reflog: it
+	// restores, to its own state.
+	if _, restored, err := c.Restore(ctx, RestoreRequest{Dir: dir, Checkpoint: all[0].ID}); err != nil || restored.ID != all[0].ID || restored.tree != all[0].Tree {
+		t.Errorf("Restore of a folded checkpoint = %+v, %v; want its own state", restored, err)
 	}
-	if n, err := c.Prune(ctx, dir, 2); err != nil || n != 0 {
+	if n, err := c.Prune(ctx, PruneRequest{Dir: dir, Keep: 2}); err != nil || n != 0 {
 		t.Errorf("second Prune = %d, %v; want 0", n, err)
 	}
 
 	// Automatic: Keep 4, folded once a ref holds more than 5.
 	for i := range 7 {
 		write(t, dir, fmt.Sprintf("g%d.txt", i), "x\n")
-		if _, err := c.Take(ctx, dir, "auto", ModeRef, ""); err != nil {
+		if _, err := c.Take(ctx, TakeRequest{Dir: dir, SessionID: "auto", Mode: ModeRef}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -717,7 +719,7 @@ func TestPrune(t *testing.T) {
 
 func sessionCheckpoints(t *testing.T, c *Checkpointer, dir, session string) []Checkpoint {
 	t.Helper()
-	cps, err := c.List(ctxT(t), dir)
+	cps, err := c.List(ctxT(t), ListRequest{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -737,7 +739,7 @@ func TestListAcrossSessions(t *testing.T) {
 	var ids []string
 	for i := range 6 {
 		write(t, dir, "f.txt", fmt.Sprint(i))
-		res, err := c.Take(ctx, dir, fmt.Sprintf("s%d", i%3), ModeRef, "")
+		res, err := c.Take(ctx, TakeRequest{Dir: dir, SessionID: fmt.Sprintf("s%d", i%3), Mode: ModeRef})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -747,7 +749,7 @@ func TestListAcrossSessions(t *testing.T) {
 	write(t, dir, "f.txt", "committed")
 	gitT(t, dir, "add", "f.txt")
 	gitT(t, dir, "commit", "-qm", "user commit")
-	cps, err := c.List(ctx, dir)
+	cps, err := c.List(ctx, ListRequest{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -780,7 +782,7 @@ func TestListAcrossSessions(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	if want := []string{"files_changed", "id", "message", "ref", "session_id", "time"}; !slices.Equal(keys, want) {
+	if want := []string{"files", "files_changed", "id", "message", "ref", "session_id", "summary", "time"}; !slices.Equal(keys, want) {
 		t.Errorf("JSON keys %v, want %v", keys, want)
 	}
 }
@@ -795,7 +797,7 @@ func TestWorktree(t *testing.T) {
 	gitT(t, wt, "add", "feature.txt")
 	write(t, wt, "loose.txt", "untracked\n")
 	mainBefore, wtBefore := userState(t, dir), userState(t, wt)
-	res, err := c.Take(ctx, wt, "w", ModeRef, "")
+	res, err := c.Take(ctx, TakeRequest{Dir: wt, SessionID: "w", Mode: ModeRef})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -811,7 +813,7 @@ func TestWorktree(t *testing.T) {
 	}
 	// The checkpoint is listed from either work tree (refs are shared).
 	for _, d := range []string{dir, wt} {
-		if cps, err := c.List(ctx, d); err != nil || len(cps) != 1 {
+		if cps, err := c.List(ctx, ListRequest{Dir: d}); err != nil || len(cps) != 1 {
 			t.Errorf("List(%s) = %v, %v", d, cps, err)
 		}
 	}
@@ -829,7 +831,7 @@ func TestConcurrentTakes(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := c.Take(ctx, dir, fmt.Sprintf("c%d", i%4), ModeRef, "")
+			_, err := c.Take(ctx, TakeRequest{Dir: dir, SessionID: fmt.Sprintf("c%d", i%4), Mode: ModeRef})
 			errs <- err
 		}()
 	}
@@ -843,7 +845,7 @@ func TestConcurrentTakes(t *testing.T) {
 	if got := userState(t, dir); got != before {
 		t.Errorf("repository changed:\n got %s\nwant %s", got, before)
 	}
-	if cps, _ := c.List(ctx, dir); len(cps) != 4 {
+	if cps, _ := c.List(ctx, ListRequest{Dir: dir}); len(cps) != 4 {
 		t.Errorf("%d checkpoints, want 4 (one per session; repeats skipped)", len(cps))
 	}
 }
@@ -855,7 +857,7 @@ func TestFacts(t *testing.T) {
 	write(t, dir, "untracked.txt", "u\n")
 	write(t, dir, "ignored.log", "i\n")
 	gitT(t, dir, "mv", "docs/guide.md", "docs/manual.md")
-	f, err := Facts(ctx, dir)
+	f, err := Facts(ctx, FactsRequest{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -873,11 +875,11 @@ func TestFacts(t *testing.T) {
 		t.Errorf("GitLog = %q", f.GitLog)
 	}
 	// From a subdirectory, paths are still relative to the top.
-	f2, err := Facts(ctx, filepath.Join(dir, "src"))
+	f2, err := Facts(ctx, FactsRequest{Dir: filepath.Join(dir, "src")})
 	if err != nil || !slices.Equal(f2.Uncommitted, f.Uncommitted) {
 		t.Errorf("Facts from a subdir = %+v, %v", f2, err)
 	}
-	nonRepo, err := Facts(ctx, t.TempDir())
+	nonRepo, err := Facts(ctx, FactsRequest{Dir: t.TempDir()})
 	if err != nil || nonRepo.IsRepo {
 		t.Errorf("Facts of a plain dir = %+v, %v", nonRepo, err)
 	}

@@ -34,6 +34,9 @@ var (
 	// ErrUnknownCheckpoint means no checkpoint of the project has the given id
 	// or id prefix.
 	ErrUnknownCheckpoint = errors.New("unknown checkpoint")
+	// ErrFolded means the id is of a checkpoint that retention folded into a
+	// later one, and git no longer has its commit: its own state is gone.
+	ErrFolded = errors.New("checkpoint was folded away")
 	// ErrAmbiguousCheckpoint means several checkpoints share the given prefix.
 	ErrAmbiguousCheckpoint = errors.New("ambiguous checkpoint id prefix")
 	// ErrBadSessionID means the session id cannot be used in a ref name.

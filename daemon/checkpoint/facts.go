@@ -34,14 +34,27 @@ type GitFacts struct {
 	GitLog []string `json:"git_log"`
 }
 
-// Facts collects git facts about the project in dir without changing
-// anything (no index refresh: GIT_OPTIONAL_LOCKS=0). A directory outside any
-// git work tree gives IsRepo false and no error.
-func Facts(ctx context.Context, dir string) (GitFacts, error) {
+// FactsRequest names the project whose git facts Facts collects.
+type FactsRequest struct {
+	Dir string
+	// Credential, if set, is the user git runs as.
+	Credential *Credential
+}
+
+// Facts collects git facts about the project without changing anything (no
+// index refresh: GIT_OPTIONAL_LOCKS=0), with git hardened as for
+// checkpoints. Changes inside submodules' work trees are not looked at
+// (--ignore-submodules=dirty: git would run in each with its own config);
+// a submodule whose HEAD moved is. A directory outside any git work tree
+// gives IsRepo false and no error.
+func Facts(ctx context.Context, req FactsRequest) (GitFacts, error) {
+	dir := req.Dir
 	if !inWorkTree(dir) {
 		return GitFacts{}, nil
 	}
-	r, _, err := resolve(ctx, dir, "", factsTimeout, false)
+	var c Checkpointer // no shadow repositories: stateDir ""
+	c.opt.Timeout = factsTimeout
+	r, _, err := c.resolve(ctx, where{dir: dir, cred: req.Credential}, false)
 	switch {
 	case errors.Is(err, ErrNoStateDir):
 		return GitFacts{}, nil // not a git work tree
@@ -52,7 +65,9 @@ func Facts(ctx context.Context, dir string) (GitFacts, error) {
 	if f.Head, err = r.head(ctx); err != nil {
 		return f, fmt.Errorf("git facts of %s: %w", r.top, err)
 	}
-	res, err := git(ctx, gitRun{dir: r.top, timeout: r.timeout, okCodes: []int{1}}, "symbolic-ref", "-q", "--short", "HEAD")
+	g := r.gitRun(nil, nil)
+	g.okCodes = []int{1}
+	res, err := git(ctx, g, "symbolic-ref", "-q", "--short", "HEAD")
 	if err != nil {
 		return f, fmt.Errorf("git facts of %s: %w", r.top, err)
 	}
@@ -60,7 +75,7 @@ func Facts(ctx context.Context, dir string) (GitFacts, error) {
 	if _, err := os.Lstat(r.index + ".lock"); err == nil {
 		f.IndexLock = true
 	}
-	res, err = r.run(ctx, nil, nil, "status", "--porcelain", "-z")
+	res, err = r.run(ctx, nil, nil, "status", "--porcelain", "-z", "--ignore-submodules=dirty")
 	if err != nil {
 		return f, fmt.Errorf("git facts of %s: %w", r.top, err)
 	}
@@ -93,15 +108,28 @@ func parseStatus(b []byte) []string {
 	return paths
 }
 
-// RecentLog returns git log --oneline -n of the repository dir is in, or
-// nothing for a directory in no repository or one without commits. It
-// spawns no git at all when no .git is found above dir, so that starting a
-// session in a plain directory costs no process.
-func RecentLog(ctx context.Context, dir string, n int) []string {
-	if !inWorkTree(dir) {
+// LogRequest asks for the recent history of a project's repository.
+type LogRequest struct {
+	Dir string
+	// N is how many commits; 0 means 10.
+	N int
+	// Credential, if set, is the user git runs as.
+	Credential *Credential
+}
+
+// RecentLog returns git log --oneline -N of the repository req.Dir is in,
+// or nothing for a directory in no repository or one without commits. It
+// spawns no git at all when no .git is found above the dir, so that
+// starting a session in a plain directory costs no process.
+func RecentLog(ctx context.Context, req LogRequest) []string {
+	if !inWorkTree(req.Dir) {
 		return nil
 	}
-	res, err := git(ctx, gitRun{dir: dir, timeout: factsTimeout, okCodes: []int{128}},
+	n := req.N
+	if n <= 0 {
+		n = 10
+	}
+	res, err := git(ctx, gitRun{dir: req.Dir, timeout: factsTimeout, cred: req.Credential, okCodes: []int{128}},
 		"log", "--oneline", "--no-decorate", "--no-color", fmt.Sprintf("-%d", n), "HEAD", "--")
 	if err != nil || res.code != 0 {
 		return nil

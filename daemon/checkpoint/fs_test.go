@@ -52,7 +52,7 @@ func TestReadOnlyObjects(t *testing.T) {
 	}
 	write(t, dir, "new.txt", "content git must store\n")
 	before := userState(t, dir)
-	_, err := c.Take(ctx, dir, "s", ModeRef, "")
+	_, err := c.Take(ctx, TakeRequest{Dir: dir, SessionID: "s", Mode: ModeRef})
 	if !errors.Is(err, ErrReadOnly) {
 		t.Fatalf("Take with read-only objects = %v, want ErrReadOnly", err)
 	}
@@ -120,7 +120,7 @@ func TestDiskFull(t *testing.T) {
 	filler.Close()
 	write(t, dir, "new.txt", strings.Repeat("content git must store\n", 4096))
 	before := userState(t, dir)
-	_, err = c.Take(ctx, dir, "s", ModeRef, "")
+	_, err = c.Take(ctx, TakeRequest{Dir: dir, SessionID: "s", Mode: ModeRef})
 	if !errors.Is(err, ErrDiskFull) {
 		t.Fatalf("Take on a full disk = %v, want ErrDiskFull", err)
 	}

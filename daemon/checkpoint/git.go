@@ -21,24 +21,13 @@ const DefaultTimeout = 2 * time.Minute
 // before it is killed.
 const killDelay = 5 * time.Second
 
-// gitEnvDrop lists variables that would point git at another repository,
-// index or object store than the one this package chose, or change how
-// pathspecs are read.
-var gitEnvDrop = map[string]bool{
-	"GIT_DIR": true, "GIT_WORK_TREE": true, "GIT_INDEX_FILE": true,
-	"GIT_OBJECT_DIRECTORY": true, "GIT_ALTERNATE_OBJECT_DIRECTORIES": true,
-	"GIT_COMMON_DIR": true, "GIT_NAMESPACE": true, "GIT_PREFIX": true,
-	"GIT_LITERAL_PATHSPECS": true, "GIT_GLOB_PATHSPECS": true,
-	"GIT_NOGLOB_PATHSPECS": true, "GIT_ICASE_PATHSPECS": true,
-	"GIT_QUARANTINE_PATH": true, "GIT_REPLACE_REF_BASE": true,
-	"LC_ALL": true, "LANG": true, "LANGUAGE": true,
-}
-
 // gitRun describes one git invocation.
 type gitRun struct {
-	dir     string   // working directory
-	pre     []string // global options before the subcommand (--git-dir, -c ...)
-	env     []string // extra environment, KEY=VALUE
+	dir     string      // working directory
+	pre     []string    // global options before the subcommand (--git-dir, -c ...)
+	env     []string    // extra environment, KEY=VALUE
+	config  [][2]string // extra config overrides (key, value), as strong as -c
+	cred    *Credential // the user git runs as; nil: the daemon's
 	stdin   []byte
 	timeout time.Duration
 	okCodes []int // exit codes besides 0 that are not errors
@@ -47,19 +36,49 @@ type gitRun struct {
 // gitResult is what a git command printed and how it exited.
 type gitResult struct {
 	stdout []byte
+	stderr string
 	code   int
 }
 
-// baseConfig is passed to every git command: no hooks (a checkpoint must run
-// nothing of the user's), no pager, stable unquoted path output, and no
-// replace refs that would make the commits we read differ from the stored ones.
-var baseConfig = []string{
-	"-c", "core.hooksPath=/dev/null",
-	"-c", "core.quotePath=false",
-	"-c", "color.ui=false",
-	"-c", "advice.addEmbeddedRepo=false",
-	"-c", "advice.detachedHead=false",
-	"--no-replace-objects",
+// baseArgs go before every git command: no pager, and no replace refs that
+// would make the commits we read differ from the stored ones.
+var baseArgs = []string{"--no-pager", "--no-replace-objects"}
+
+// hardConfig is set for every git command, through GIT_CONFIG_KEY_n (as
+// strong as -c, and a key is never split at an "=" in it). It turns off
+// everything that would run a program named by the repository's or the
+// user's config — a checkpoint runs nothing of the user's, and a root daemon
+// nothing as root: hooks (the reference-transaction hook of update-ref
+// included), fsmonitor, pagers, editors, askpass and credential helpers,
+// ssh and every transport, signing (and signature checks in log), automatic
+// gc and maintenance. Filter drivers are turned off by name (filterConfig);
+// external diff and textconv never run because only plumbing diffs without
+// patches are used (and --no-ext-diff --no-textconv where a diff could).
+// The rest keeps output stable and quiet, and keeps a split index of the
+// user's from being split into a private copy's directory.
+var hardConfig = [][2]string{
+	{"core.hooksPath", os.DevNull},
+	{"core.fsmonitor", "false"},
+	{"core.pager", "cat"},
+	{"core.editor", "false"},
+	{"sequence.editor", "false"},
+	{"core.askPass", ""},
+	{"credential.helper", ""},
+	{"core.sshCommand", "false"},
+	{"protocol.allow", "never"},
+	{"commit.gpgSign", "false"},
+	{"tag.gpgSign", "false"},
+	{"log.showSignature", "false"},
+	{"gpg.program", "false"},
+	{"gc.auto", "0"},
+	{"maintenance.auto", "false"},
+	{"submodule.recurse", "false"},
+	{"core.splitIndex", "false"},
+	{"core.quotePath", "false"},
+	{"color.ui", "false"},
+	{"advice.addEmbeddedRepo", "false"},
+	{"advice.addIgnoredFile", "false"},
+	{"advice.detachedHead", "false"},
 }
 
 // git runs git with args and returns its stdout. The error names the command
@@ -76,13 +95,14 @@ func git(ctx context.Context, r gitRun, args ...string) (gitResult, error) {
 	if err != nil {
 		return gitResult{code: -1}, fmt.Errorf("run git %s in %s: %w", subcommand(args), r.dir, ErrNoGit)
 	}
-	full := make([]string, 0, len(baseConfig)+len(r.pre)+len(args))
-	full = append(full, baseConfig...)
+	full := make([]string, 0, len(baseArgs)+len(r.pre)+len(args))
+	full = append(full, baseArgs...)
 	full = append(full, r.pre...)
 	full = append(full, args...)
 	cmd := exec.CommandContext(ctx, path, full...)
 	cmd.Dir = r.dir
-	cmd.Env = gitEnv(r.env)
+	cmd.Env = gitEnv(r.cred, r.config, r.env)
+	cmd.SysProcAttr = r.cred.sysProcAttr()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
@@ -94,7 +114,7 @@ func git(ctx context.Context, r gitRun, args ...string) (gitResult, error) {
 	cmd.WaitDelay = killDelay
 
 	err = proc.Run(cmd)
-	res := gitResult{stdout: stdout.Bytes()}
+	res := gitResult{stdout: stdout.Bytes(), stderr: stderr.String()}
 	if cmd.ProcessState != nil {
 		res.code = cmd.ProcessState.ExitCode()
 	} else {
@@ -142,24 +162,47 @@ func subcommand(args []string) string {
 	return strings.Join(args[n:end], " ")
 }
 
-// gitEnv is the daemon's environment without variables that redirect git,
-// plus settings that keep git from prompting, from taking optional locks on
-// the user's index, and from translating the messages classify reads.
-func gitEnv(extra []string) []string {
-	env := make([]string, 0, len(os.Environ())+len(extra)+4)
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if gitEnvDrop[k] {
-			continue
+// gitEnv is the small, clean environment of sessiond's git: PATH, the
+// user's HOME (the credential's, else the daemon's; and the daemon's
+// XDG_CONFIG_HOME when it runs git as itself), C messages, no prompts, no
+// optional locks on the user's index, no system config or attributes (the
+// administrator's settings are not the project's), and the config
+// overrides. Nothing else of the daemon's environment reaches git: no
+// GIT_DIR or GIT_INDEX_FILE pointing elsewhere, no GIT_ASKPASS or
+// GIT_EXTERNAL_DIFF, no GIT_TRACE files.
+func gitEnv(cred *Credential, config [][2]string, extra []string) []string {
+	env := make([]string, 0, 16+2*(len(hardConfig)+len(config))+len(extra))
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/bin:/usr/bin:/bin"
+	}
+	env = append(env, "PATH="+path)
+	switch {
+	case cred == nil:
+		for _, k := range []string{"HOME", "XDG_CONFIG_HOME"} {
+			if v, ok := os.LookupEnv(k); ok {
+				env = append(env, k+"="+v)
+			}
 		}
-		env = append(env, kv)
+	case cred.Home != "":
+		env = append(env, "HOME="+cred.Home)
 	}
 	env = append(env,
 		"LC_ALL=C",
 		"GIT_TERMINAL_PROMPT=0",
 		"GIT_OPTIONAL_LOCKS=0",
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_ATTR_NOSYSTEM=1",
 		"GIT_ADVICE=0",
 	)
+	n := 0
+	for _, set := range [][][2]string{hardConfig, config} {
+		for _, kv := range set {
+			env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", n, kv[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", n, kv[1]))
+			n++
+		}
+	}
+	env = append(env, fmt.Sprintf("GIT_CONFIG_COUNT=%d", n))
 	return append(env, extra...)
 }
 

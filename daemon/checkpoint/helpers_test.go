@@ -202,3 +202,10 @@ func listing(t *testing.T, dir string) []string {
 	}
 	return out
 }
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

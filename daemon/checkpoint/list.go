@@ -23,9 +23,24 @@ type Checkpoint struct {
 	Message string `json:"message"`
 	// Ref is the ref it is on.
 	Ref string `json:"ref"`
+	// Summary is the generated subject: the agent's turn, if one was named,
+	// and the files changed (the first few and a count), so that a list of
+	// checkpoints reads like the history of the session.
+	Summary string `json:"summary,omitempty"`
+	// Turn is the label of the agent's turn it ends, if any.
+	Turn string `json:"turn,omitempty"`
+	// Files are the first few files it changed (FilesChanged counts them
+	// all).
+	Files []string `json:"files,omitempty"`
+	// FormerIDs are the ids this checkpoint had before prunes rewrote it,
+	// oldest first: every id ever handed out for it still finds it.
+	FormerIDs []string `json:"former_ids,omitempty"`
+	// Folded counts the older checkpoints folded into this one by
+	// retention; their changes are this checkpoint's now.
+	Folded int `json:"folded,omitempty"`
 
-	tree string
-	was  []string // ids it had before a prune rewrote it
+	tree   string
+	folded []string // ids of the checkpoints folded into it (and their former ids)
 }
 
 // entry is one commit read by walk.
@@ -38,19 +53,26 @@ type entry struct {
 	msg      message
 }
 
+// walkFormat is the git log format walk reads.
+const walkFormat = "%x1e%H%x1f%T%x1f%P%x1f%ct%x1f%an%x1f%ae%x1f%ad%x1f%cn%x1f%ce%x1f%cd%x1f%B"
+
 // walk reads every commit reachable from the checkpoint refs but not from
 // the user's branches, tags and remote refs — the checkpoints, and at most
 // a few orphaned commits they are based on — with one git log, newest first.
 func (r *repo) walk(ctx context.Context) ([]entry, error) {
-	res, err := r.run(ctx, nil, nil, "log", "--date-order", "--date=raw",
-		"--format=%x1e%H%x1f%T%x1f%P%x1f%ct%x1f%an%x1f%ae%x1f%ad%x1f%cn%x1f%ce%x1f%cd%x1f%B",
+	res, err := r.run(ctx, nil, nil, "log", "--date-order", "--date=raw", "--format="+walkFormat,
 		"--glob="+RefPrefix+"*",
 		"--not", "--exclude="+RefPrefix+"*", "--branches", "--tags", "--remotes", "--")
 	if err != nil {
 		return nil, err
 	}
-	var out []entry
-	for _, rec := range strings.Split(string(res.stdout), "\x1e") {
+	return parseWalk(r, res.stdout)
+}
+
+// parseWalk reads git log output in walkFormat.
+func parseWalk(r *repo, out []byte) ([]entry, error) {
+	var es []entry
+	for _, rec := range strings.Split(string(out), "\x1e") {
 		if strings.TrimSpace(rec) == "" {
 			continue
 		}
@@ -59,7 +81,7 @@ func (r *repo) walk(ctx context.Context) ([]entry, error) {
 			return nil, fmt.Errorf("read checkpoints of %s: unexpected git log record %q", r.top, rec)
 		}
 		secs, _ := strconv.ParseInt(f[3], 10, 64)
-		out = append(out, entry{
+		es = append(es, entry{
 			id: f[0], tree: f[1], parents: strings.Fields(f[2]),
 			time:   time.Unix(secs, 0).UTC(),
 			author: [3]string{f[4], f[5], f[6]},
@@ -67,7 +89,7 @@ func (r *repo) walk(ctx context.Context) ([]entry, error) {
 			msg:    parseMessage(f[10]),
 		})
 	}
-	return out, nil
+	return es, nil
 }
 
 func (e entry) checkpoint() (Checkpoint, bool) {
@@ -84,18 +106,32 @@ func (e entry) checkpoint() (Checkpoint, bool) {
 		FilesChanged: e.msg.getInt(trailerFiles),
 		Message:      msg,
 		Ref:          RefPrefix + sid,
+		Summary:      e.msg.subject,
+		Turn:         e.msg.get(trailerTurn),
+		Files:        e.msg.all(trailerFile),
+		FormerIDs:    e.msg.all(trailerWas),
+		Folded:       e.msg.getInt(trailerFolded),
 		tree:         e.tree,
-		was:          e.msg.all(trailerWas),
+		folded:       e.msg.all(trailerFoldedID),
 	}, true
 }
 
-// List returns every checkpoint of the project in dir, across all sessions'
-// refs, newest first. A project that never had one has none (and no shadow
-// repository is created for it).
-func (c *Checkpointer) List(ctx context.Context, dir string) ([]Checkpoint, error) {
-	r, exists, err := resolve(ctx, dir, c.opt.StateDir, c.opt.Timeout, false)
+// ListRequest names the project whose checkpoints List returns.
+type ListRequest struct {
+	Dir string
+	// ShadowRoot and Credential are as in TakeRequest.
+	ShadowRoot string
+	Credential *Credential
+}
+
+// List returns every checkpoint of the project, across all sessions' refs,
+// newest first, each with the ids it had before prunes rewrote it. A
+// project that never had one has none (and no shadow repository is created
+// for it).
+func (c *Checkpointer) List(ctx context.Context, req ListRequest) ([]Checkpoint, error) {
+	r, exists, err := c.resolve(ctx, where{dir: req.Dir, shadowRoot: req.ShadowRoot, cred: req.Credential}, false)
 	if err != nil {
-		return nil, fmt.Errorf("list checkpoints of %s: %w", dir, err)
+		return nil, fmt.Errorf("list checkpoints of %s: %w", req.Dir, err)
 	}
 	if !exists {
 		return nil, nil
@@ -122,35 +158,98 @@ func (r *repo) list(ctx context.Context) ([]Checkpoint, error) {
 	return cps, nil
 }
 
-// find returns the checkpoint whose id (or id before a prune) starts with
-// prefix.
-func find(cps []Checkpoint, prefix string) (Checkpoint, error) {
+// Match says how an id found a checkpoint.
+type Match string
+
+const (
+	// MatchCurrent: the id is the checkpoint's own.
+	MatchCurrent Match = "current"
+	// MatchFormer: the checkpoint had the id before a prune rewrote it (same
+	// tree, same message).
+	MatchFormer Match = "former"
+	// MatchFolded: the id was a checkpoint that retention folded into this
+	// one; its changes are this one's now, and its own state is gone from
+	// the list (Restore still restores it while git has its commit).
+	MatchFolded Match = "folded"
+)
+
+// Found is the checkpoint an id led to.
+type Found struct {
+	// Checkpoint is the current checkpoint the id leads to.
+	Checkpoint Checkpoint `json:"checkpoint"`
+	// Match says how.
+	Match Match `json:"match"`
+	// ID is the full id the query matched (the checkpoint's, a former or a
+	// folded one).
+	ID string `json:"id"`
+}
+
+// LookupRequest asks which checkpoint an id names.
+type LookupRequest struct {
+	Dir string
+	// ID is a checkpoint id or a unique prefix of one (at least 4 hex
+	// digits): current, former (before a prune rewrote it) or folded.
+	ID string
+	// ShadowRoot and Credential are as in TakeRequest.
+	ShadowRoot string
+	Credential *Credential
+}
+
+// Lookup finds the checkpoint that any id ever handed out for one names
+// now: its own, one it had before a prune rewrote it, or one that was
+// folded into it. It fails with ErrUnknownCheckpoint or
+// ErrAmbiguousCheckpoint.
+func (c *Checkpointer) Lookup(ctx context.Context, req LookupRequest) (Found, error) {
+	cps, err := c.List(ctx, ListRequest{Dir: req.Dir, ShadowRoot: req.ShadowRoot, Credential: req.Credential})
+	if err != nil {
+		return Found{}, err
+	}
+	f, err := find(cps, req.ID)
+	if err != nil {
+		return Found{}, fmt.Errorf("look up in %s: %w", req.Dir, err)
+	}
+	return f, nil
+}
+
+// find returns the checkpoint that prefix names: its id, a former id, or
+// the id of a checkpoint folded into it, in that order of preference (a
+// prefix that is some checkpoint's own id is not ambiguous because it is
+// also another's folded one).
+func find(cps []Checkpoint, prefix string) (Found, error) {
 	p := strings.ToLower(strings.TrimSpace(prefix))
 	if len(p) < 4 || strings.Trim(p, "0123456789abcdef") != "" {
-		return Checkpoint{}, fmt.Errorf("checkpoint %q: want at least 4 hex digits of its id: %w", prefix, ErrUnknownCheckpoint)
+		return Found{}, fmt.Errorf("checkpoint %q: want at least 4 hex digits of its id: %w", prefix, ErrUnknownCheckpoint)
 	}
-	var found []Checkpoint
-	for _, cp := range cps {
-		if strings.HasPrefix(cp.ID, p) {
-			found = append(found, cp)
-			continue
-		}
-		for _, w := range cp.was {
-			if strings.HasPrefix(w, p) {
-				found = append(found, cp)
-				break
+	for _, m := range []Match{MatchCurrent, MatchFormer, MatchFolded} {
+		var found []Found
+		for _, cp := range cps {
+			var ids []string
+			switch m {
+			case MatchCurrent:
+				ids = []string{cp.ID}
+			case MatchFormer:
+				ids = cp.FormerIDs
+			case MatchFolded:
+				ids = cp.folded
+			}
+			for _, id := range ids {
+				if strings.HasPrefix(id, p) {
+					found = append(found, Found{Checkpoint: cp, Match: m, ID: id})
+					break
+				}
 			}
 		}
+		switch len(found) {
+		case 0:
+			continue
+		case 1:
+			return found[0], nil
+		}
+		ids := make([]string, len(found))
+		for i, f := range found {
+			ids[i] = f.ID[:min(12, len(f.ID))]
+		}
+		return Found{}, fmt.Errorf("checkpoint %q matches %s: %w", prefix, strings.Join(ids, ", "), ErrAmbiguousCheckpoint)
 	}
-	switch len(found) {
-	case 0:
-		return Checkpoint{}, fmt.Errorf("checkpoint %q: %w", prefix, ErrUnknownCheckpoint)
-	case 1:
-		return found[0], nil
-	}
-	ids := make([]string, len(found))
-	for i, cp := range found {
-		ids[i] = cp.ID[:min(12, len(cp.ID))]
-	}
-	return Checkpoint{}, fmt.Errorf("checkpoint %q matches %s: %w", prefix, strings.Join(ids, ", "), ErrAmbiguousCheckpoint)
+	return Found{}, fmt.Errorf("checkpoint %q: %w", prefix, ErrUnknownCheckpoint)
 }

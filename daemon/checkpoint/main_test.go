@@ -42,7 +42,6 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 	}
-	cleanupBench()
 	os.RemoveAll(home)
 	os.Exit(code)
 }

@@ -23,9 +23,19 @@ type repo struct {
 	top       string // root of the work tree
 	gitDir    string // per-worktree git dir (.git, or .git/worktrees/NAME)
 	commonDir string // shared git dir (refs, objects); the lock key
-	index     string // the user's index file ("" for a shadow repository)
+	index     string // the user's index file (the shadow repository's own for a shadow)
 	shadow    bool   // a shadow repository under the state dir
+	hashLen   int    // object id length in bytes: 20 (sha1) or 32 (sha256)
 	timeout   time.Duration
+	cred      *Credential
+	config    [][2]string // per-repository and per-call config overrides
+}
+
+// where names the project of one call and how git runs for it.
+type where struct {
+	dir        string
+	shadowRoot string // where shadow repositories live; "" for Options.StateDir/shadow
+	cred       *Credential
 }
 
 // ProjectID is the id of a project directory: the first 12 hex digits of the
@@ -64,31 +74,38 @@ func projectPath(dir string) (string, error) {
 	return p, nil
 }
 
-// ShadowDir is where the shadow repository of a non-git project lives.
+// ShadowDir is where the shadow repository of a non-git project lives with
+// the default shadow root, StateDir/shadow.
 func ShadowDir(stateDir, projectID string) string {
-	return filepath.Join(stateDir, "shadow", projectID+".git")
+	return ShadowPath(filepath.Join(stateDir, "shadow"), projectID)
 }
 
-// resolve finds the repository of dir. A directory that is in no git work
-// tree gets a shadow repository under stateDir; it is created only when
-// create is set (a list of a project that never had a checkpoint creates
-// nothing). exists is false when the shadow repository is absent.
-func resolve(ctx context.Context, dir, stateDir string, timeout time.Duration, create bool) (r *repo, exists bool, err error) {
-	p, err := projectPath(dir)
+// ShadowPath is where the shadow repository of a non-git project lives
+// under a shadow root (a request's ShadowRoot).
+func ShadowPath(shadowRoot, projectID string) string {
+	return filepath.Join(shadowRoot, projectID+".git")
+}
+
+// resolve finds the repository of w.dir. A directory that is in no git work
+// tree gets a shadow repository under the shadow root; it is created only
+// when create is set (a list of a project that never had a checkpoint
+// creates nothing). exists is false when the shadow repository is absent.
+func resolve(ctx context.Context, w where, stateDir string, timeout time.Duration, create bool) (r *repo, exists bool, err error) {
+	p, err := projectPath(w.dir)
 	if err != nil {
 		return nil, false, err
 	}
-	out, err := git(ctx, gitRun{dir: p, timeout: timeout},
+	out, err := git(ctx, gitRun{dir: p, timeout: timeout, cred: w.cred},
 		"rev-parse", "--path-format=absolute",
-		"--git-dir", "--git-common-dir", "--show-toplevel", "--git-path", "index")
+		"--git-dir", "--git-common-dir", "--show-toplevel", "--git-path", "index", "--show-object-format")
 	if err == nil {
 		lines := strings.Split(strings.TrimRight(string(out.stdout), "\n"), "\n")
-		if len(lines) != 4 {
+		if len(lines) != 5 {
 			return nil, false, fmt.Errorf("git rev-parse in %s: unexpected output %q", p, out.stdout)
 		}
 		return &repo{
 			project: p, gitDir: lines[0], commonDir: lines[1], top: lines[2], index: lines[3],
-			timeout: timeout,
+			hashLen: hashLenOf(lines[4]), timeout: timeout, cred: w.cred,
 		}, true, nil
 	}
 	if errors.Is(err, ErrNoGit) {
@@ -106,56 +123,82 @@ func resolve(ctx context.Context, dir, stateDir string, timeout time.Duration, c
 	if _, serr := os.Lstat(filepath.Join(p, ".git")); serr == nil {
 		return nil, false, fmt.Errorf("resolve repository of %s: %s/.git is not a usable git directory: %w: %w", p, p, ErrNotWorkTree, err)
 	}
-	if stateDir == "" {
-		return nil, false, fmt.Errorf("resolve repository of %s: %w", p, ErrNoStateDir)
+	root := w.shadowRoot
+	if root == "" {
+		if stateDir == "" {
+			return nil, false, fmt.Errorf("resolve repository of %s: %w", p, ErrNoStateDir)
+		}
+		root = filepath.Join(stateDir, "shadow")
 	}
-	sd := ShadowDir(stateDir, projectIDOf(p))
-	r = &repo{project: p, top: p, gitDir: sd, commonDir: sd, shadow: true, timeout: timeout}
+	sd := ShadowPath(root, projectIDOf(p))
+	r = &repo{project: p, top: p, gitDir: sd, commonDir: sd, index: filepath.Join(sd, "index"),
+		shadow: true, hashLen: 20, timeout: timeout, cred: w.cred}
 	if _, serr := os.Stat(filepath.Join(sd, "HEAD")); serr == nil {
+		if f, ferr := os.ReadFile(filepath.Join(sd, "config")); ferr == nil && strings.Contains(string(f), "sha256") {
+			r.hashLen = 32
+		}
 		return r, true, nil
 	}
 	if !create {
 		return r, false, nil
 	}
-	if err := r.initShadow(ctx, stateDir); err != nil {
+	if err := r.initShadow(ctx, stateDir, root); err != nil {
 		return nil, false, err
 	}
 	return r, true, nil
 }
 
-// initShadow creates the bare shadow repository. It is built in a temporary
-// directory and renamed into place, so a failed init leaves nothing behind.
-func (r *repo) initShadow(ctx context.Context, stateDir string) error {
+func hashLenOf(format string) int {
+	if format == "sha256" {
+		return 32
+	}
+	return 20
+}
+
+// initShadow creates the bare shadow repository, owned by the credential's
+// user if there is one. It is built in a temporary directory and renamed
+// into place, so a failed init leaves nothing behind.
+func (r *repo) initShadow(ctx context.Context, stateDir, shadowRoot string) error {
 	parent := filepath.Dir(r.gitDir)
-	if err := os.MkdirAll(parent, 0o700); err != nil {
+	if err := r.cred.mkdirAll(parent); err != nil {
 		return fmt.Errorf("create shadow repository for %s: %w", r.project, err)
 	}
-	tmp, err := os.MkdirTemp(parent, ".init-*")
+	tmp, err := r.cred.mkdirTemp(parent, ".init-*")
 	if err != nil {
 		return fmt.Errorf("create shadow repository for %s: %w", r.project, err)
 	}
 	defer os.RemoveAll(tmp)
-	if _, err := git(ctx, gitRun{dir: parent, timeout: r.timeout}, "init", "-q", "--bare", tmp); err != nil {
+	// --template=: no hooks or other files from the user's template dir.
+	if _, err := git(ctx, gitRun{dir: parent, timeout: r.timeout, cred: r.cred}, "init", "-q", "--bare", "--template=", tmp); err != nil {
 		return fmt.Errorf("create shadow repository for %s: %w", r.project, err)
 	}
 	for _, kv := range [][2]string{
 		{"core.logAllRefUpdates", "always"},
 		{"sessiond.project", r.project},
 	} {
-		if _, err := git(ctx, gitRun{dir: parent, timeout: r.timeout}, "--git-dir="+tmp, "config", kv[0], kv[1]); err != nil {
+		if _, err := git(ctx, gitRun{dir: parent, timeout: r.timeout, cred: r.cred}, "--git-dir="+tmp, "config", kv[0], kv[1]); err != nil {
 			return fmt.Errorf("create shadow repository for %s: %w", r.project, err)
 		}
 	}
 	// The daemon's own files never go into a checkpoint: the project's
-	// .sessiond/, and the state dir if it lies inside the project.
+	// .sessiond/, and the state dir or the shadow root if inside the project.
 	exclude := "/.sessiond/\n"
-	if rel, err := filepath.Rel(r.project, stateDir); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
-		exclude += "/" + filepath.ToSlash(rel) + "/\n"
+	for _, d := range []string{stateDir, shadowRoot} {
+		if d == "" {
+			continue
+		}
+		if rel, err := filepath.Rel(r.project, d); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+			exclude += "/" + filepath.ToSlash(rel) + "/\n"
+		}
 	}
-	if err := os.MkdirAll(filepath.Join(tmp, "info"), 0o700); err != nil {
+	info := filepath.Join(tmp, "info")
+	if err := os.Mkdir(info, 0o700); err != nil && !os.IsExist(err) {
 		return fmt.Errorf("create shadow repository for %s: %w", r.project, err)
 	}
-	if err := os.WriteFile(filepath.Join(tmp, "info", "exclude"), []byte(exclude), 0o600); err != nil {
+	if err := r.cred.own(info); err != nil {
+		return fmt.Errorf("create shadow repository for %s: %w", r.project, err)
+	}
+	if err := r.cred.writePrivateFile(filepath.Join(info, "exclude"), []byte(exclude), time.Time{}); err != nil {
 		return fmt.Errorf("create shadow repository for %s: %w", r.project, err)
 	}
 	if err := os.Rename(tmp, r.gitDir); err != nil {
@@ -173,11 +216,15 @@ func (r *repo) run(ctx context.Context, env []string, stdin []byte, args ...stri
 }
 
 func (r *repo) gitRun(env []string, stdin []byte) gitRun {
-	g := gitRun{dir: r.top, env: env, stdin: stdin, timeout: r.timeout}
+	return gitRun{dir: r.top, pre: r.shadowArgs(), env: env, config: r.config, cred: r.cred, stdin: stdin, timeout: r.timeout}
+}
+
+// shadowArgs point git at a shadow repository and its work tree.
+func (r *repo) shadowArgs() []string {
 	if r.shadow {
-		g.pre = []string{"--git-dir=" + r.gitDir, "--work-tree=" + r.top}
+		return []string{"--git-dir=" + r.gitDir, "--work-tree=" + r.top}
 	}
-	return g
+	return nil
 }
 
 // out runs git and returns its stdout as a trimmed string.
@@ -188,8 +235,9 @@ func (r *repo) out(ctx context.Context, env []string, args ...string) (string, e
 
 // head returns the commit HEAD points at, or "" on an unborn branch.
 func (r *repo) head(ctx context.Context) (string, error) {
-	res, err := git(ctx, gitRun{dir: r.top, pre: r.gitRun(nil, nil).pre, timeout: r.timeout, okCodes: []int{1}},
-		"rev-parse", "-q", "--verify", "HEAD^{commit}")
+	g := r.gitRun(nil, nil)
+	g.okCodes = []int{1}
+	res, err := git(ctx, g, "rev-parse", "-q", "--verify", "HEAD^{commit}")
 	if err != nil {
 		return "", err
 	}

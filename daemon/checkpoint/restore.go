@@ -2,9 +2,9 @@ package checkpoint
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,47 +14,92 @@ import (
 // tree before changing it.
 const RestoreSession = "restore"
 
-// Restore makes the work tree of the project in dir match checkpoint (an id
-// or a unique prefix of one, at least 4 hex digits). It first checkpoints the
-// current work tree under session RestoreSession (saved), so a restore can
-// itself be undone. Files the checkpoint lacks are removed unless ignored or
-// left out; ignored files are not touched. HEAD, the branch, the index and
-// the stash stay as they are: afterwards git status shows the restored
-// state as uncommitted changes.
-func (c *Checkpointer) Restore(ctx context.Context, dir, checkpoint string) (saved Result, restored Checkpoint, err error) {
-	return c.RestoreAs(ctx, dir, checkpoint, RestoreSession)
+// RestoreRequest asks to make a project's work tree match a checkpoint.
+type RestoreRequest struct {
+	Dir string
+	// Checkpoint is the id, or a unique prefix of at least 4 hex digits, of
+	// the checkpoint: its current id, a former one (before a prune rewrote
+	// it), or one folded away by retention while git still has its commit.
+	Checkpoint string
+	// SessionID is the session under which the work tree is checkpointed
+	// before it changes; "" means RestoreSession.
+	SessionID string
+	// MaxFileSize and Ignore are as in TakeRequest, for that checkpoint.
+	MaxFileSize int64
+	Ignore      []string
+	// ShadowRoot and Credential are as in TakeRequest; with a Credential,
+	// every file is removed and written with that user's rights.
+	ShadowRoot string
+	Credential *Credential
 }
 
-// RestoreAs is Restore with the checkpoint of the current work tree made for
-// session sessionID.
-func (c *Checkpointer) RestoreAs(ctx context.Context, dir, checkpoint, sessionID string) (saved Result, restored Checkpoint, err error) {
-	if err := checkSessionID(sessionID); err != nil {
-		return Result{}, Checkpoint{}, fmt.Errorf("restore %s in %s: %w", checkpoint, dir, err)
+// Restore makes the work tree of the project match a checkpoint. It first
+// checkpoints the current work tree (session req.SessionID, default
+// RestoreSession: saved), so a restore can itself be undone. Files the
+// checkpoint lacks are removed unless ignored or left out; ignored files
+// are not touched. HEAD, the branch, the index and the stash stay as they
+// are: afterwards git status shows the restored state as uncommitted
+// changes. restored is the checkpoint whose tree the work tree now has
+// (for the id of a folded checkpoint, that checkpoint's own commit).
+func (c *Checkpointer) Restore(ctx context.Context, req RestoreRequest) (saved Result, restored Checkpoint, err error) {
+	sessionID := req.SessionID
+	if sessionID == "" {
+		sessionID = RestoreSession
 	}
-	r, exists, unlock, err := c.open(ctx, dir, false)
+	if err := checkSessionID(sessionID); err != nil {
+		return Result{}, Checkpoint{}, fmt.Errorf("restore %s in %s: %w", req.Checkpoint, req.Dir, err)
+	}
+	r, exists, unlock, err := c.open(ctx, where{dir: req.Dir, shadowRoot: req.ShadowRoot, cred: req.Credential}, false)
 	if err != nil {
-		return Result{}, Checkpoint{}, fmt.Errorf("restore %s in %s: %w", checkpoint, dir, err)
+		return Result{}, Checkpoint{}, fmt.Errorf("restore %s in %s: %w", req.Checkpoint, req.Dir, err)
 	}
 	defer unlock()
 	if !exists {
-		return Result{}, Checkpoint{}, fmt.Errorf("restore %s in %s: %w", checkpoint, dir, ErrUnknownCheckpoint)
+		return Result{}, Checkpoint{}, fmt.Errorf("restore %s in %s: %w", req.Checkpoint, req.Dir, ErrUnknownCheckpoint)
 	}
 	cps, err := r.list(ctx)
 	if err != nil {
-		return Result{}, Checkpoint{}, fmt.Errorf("restore %s in %s: %w", checkpoint, r.top, err)
+		return Result{}, Checkpoint{}, fmt.Errorf("restore %s in %s: %w", req.Checkpoint, r.top, err)
 	}
-	target, err := find(cps, checkpoint)
+	found, err := find(cps, req.Checkpoint)
 	if err != nil {
 		return Result{}, Checkpoint{}, fmt.Errorf("restore in %s: %w", r.top, err)
 	}
-	saved, _, err = c.takeRef(ctx, r, sessionID, "before restoring "+target.ID)
+	target := found.Checkpoint
+	if found.Match == MatchFolded {
+		if target, err = r.foldedCheckpoint(ctx, found); err != nil {
+			return Result{}, Checkpoint{}, fmt.Errorf("restore in %s: %w", r.top, err)
+		}
+	}
+	take := TakeRequest{SessionID: sessionID, Message: "before restoring " + target.ID, MaxFileSize: req.MaxFileSize, Ignore: req.Ignore}
+	saved, prev, err := c.takeRef(ctx, r, &take)
 	if err != nil {
 		return Result{}, Checkpoint{}, fmt.Errorf("restore %s in %s: save the work tree first: %w", target.ID, r.top, err)
 	}
 	if err := r.restoreTree(ctx, saved.Tree, target.tree); err != nil {
 		return saved, Checkpoint{}, fmt.Errorf("restore %s in %s (the work tree before it is checkpoint %s): %w", target.ID, r.top, saved.ID, err)
 	}
+	if !saved.Skipped {
+		c.retain(ctx, r, sessionID, &saved, prev) // after: it may fold the target away
+	}
 	return saved, target, nil
+}
+
+// foldedCheckpoint reads the commit of a checkpoint that retention folded
+// away, while git still has it.
+func (r *repo) foldedCheckpoint(ctx context.Context, f Found) (Checkpoint, error) {
+	g := r.gitRun(nil, nil)
+	g.okCodes = []int{128}
+	res, err := git(ctx, g, "log", "-1", "--no-walk", "--date=raw", "--format="+walkFormat, f.ID, "--")
+	if err == nil && res.code == 0 {
+		if es, perr := parseWalk(r, res.stdout); perr == nil && len(es) == 1 {
+			if cp, ok := es[0].checkpoint(); ok {
+				return cp, nil
+			}
+		}
+	}
+	return Checkpoint{}, fmt.Errorf("checkpoint %.12s was folded into %.12s by retention and git no longer has it (restore %.12s, the state just after it): %w",
+		f.ID, f.Checkpoint.ID, f.Checkpoint.ID, ErrFolded)
 }
 
 // restoreTree changes the work tree from tree cur (what it holds now, as
@@ -92,11 +137,10 @@ func (r *repo) restoreTree(ctx context.Context, cur, target string) error {
 	}
 	dirs := map[string]bool{}
 	for _, p := range remove {
-		full := filepath.Join(r.top, filepath.FromSlash(p))
-		if err := os.Remove(full); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("remove %s: %w", full, err)
+		if err := removeBeneath(r.top, p, false, r.cred); err != nil {
+			return err
 		}
-		for d := filepath.Dir(p); d != "." && d != "/"; d = filepath.Dir(d) {
+		for d := path.Dir(p); d != "." && d != "/"; d = path.Dir(d) {
 			dirs[d] = true
 		}
 	}
@@ -108,12 +152,12 @@ func (r *repo) restoreTree(ctx context.Context, cur, target string) error {
 	}
 	slices.SortFunc(order, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
 	for _, d := range order {
-		_ = os.Remove(filepath.Join(r.top, filepath.FromSlash(d)))
+		_ = removeBeneath(r.top, d, true, r.cred)
 	}
 	if len(write) == 0 {
 		return nil
 	}
-	tmp, err := os.MkdirTemp(tempBase(r), "sessiond-restore-*")
+	tmp, err := r.cred.mkdirTemp(tempBase(r), "sessiond-restore-*")
 	if err != nil {
 		return fmt.Errorf("make temporary index: %w", err)
 	}

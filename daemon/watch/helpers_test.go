@@ -123,3 +123,16 @@ func logged(logs *observer.ObservedLogs, s string) bool {
 	}
 	return false
 }
+
+// runGit runs git in dir with the watcher's clean environment.
+func runGit(t testing.TB, dir string, args ...string) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = gitEnv()
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := proc.Run(cmd); err != nil {
+		t.Fatalf("git %v in %s: %v\n%s", args, dir, err, out.String())
+	}
+}

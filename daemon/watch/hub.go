@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -47,6 +48,11 @@ type Hub struct {
 	closed  bool
 	nextID  int
 	tmp     string // temporary dir: the empty repository, excludes files
+	bdir    string // barrier dir in tmp, watched by the hub itself
+
+	bmu   sync.Mutex
+	bnext uint64
+	bwait map[uint64]chan struct{} // barrier file number -> closed when its event is read
 
 	readerEnd chan struct{}
 }
@@ -70,6 +76,7 @@ func newHubWith(log *zap.Logger, newWatcher func() (*fsnotify.Watcher, error)) (
 		gitIdle:   gitIdleDefault,
 		owners:    make(map[string][]*Watch),
 		watches:   make(map[*Watch]struct{}),
+		bwait:     make(map[uint64]chan struct{}),
 		readerEnd: make(chan struct{}),
 	}
 	fsw, err := newWatcher()
@@ -153,14 +160,19 @@ func (h *Hub) read() {
 // dispatch hands an event to every watch that owns the event's directory
 // (several projects may share one), and events about a watched directory
 // itself (removed, moved away) to its owners.
+//
+// Attribute changes alone (and the extra one inotify sends on every unlink)
+// are passed on too: they are not edits, but a mode change changes what a
+// checkpoint stores.
 func (h *Hub) dispatch(ev fsnotify.Event, now time.Time) {
-	if ev.Op&^fsnotify.Chmod == 0 {
-		// Attribute changes alone (and the extra Chmod inotify sends on every
-		// unlink) are not edits.
-		return
-	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
+	if h.bdir != "" && filepath.Dir(ev.Name) == h.bdir {
+		if ev.Has(fsnotify.Create) {
+			h.barrierSeen(filepath.Base(ev.Name))
+		}
+		return
+	}
 	for _, w := range h.owners[filepath.Dir(ev.Name)] {
 		w.enqueue(w.relOf(ev.Name), ev.Op, now)
 	}
@@ -182,6 +194,86 @@ func (h *Hub) overflow() {
 	for w := range h.watches {
 		w.requestRescan()
 	}
+}
+
+// barrier returns once every event the kernel queued before the call has
+// been dispatched to the watches. It creates a file in a directory the hub
+// watches itself and waits for that file's event: inotify keeps the order
+// of one instance's events, and the reader dispatches them in that order.
+// Without inotify it returns at once (every directory is polled then).
+func (h *Hub) barrier(ctx context.Context) error {
+	if h.fsw == nil {
+		return nil
+	}
+	dir, err := h.barrierDir()
+	if err != nil {
+		return err
+	}
+	h.bmu.Lock()
+	h.bnext++
+	n := h.bnext
+	seen := make(chan struct{})
+	h.bwait[n] = seen
+	h.bmu.Unlock()
+	defer func() {
+		h.bmu.Lock()
+		delete(h.bwait, n)
+		h.bmu.Unlock()
+	}()
+	name := filepath.Join(dir, strconv.FormatUint(n, 10))
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("make the watcher's barrier file: %w", err)
+	}
+	_ = f.Close()
+	defer os.Remove(name)
+	select {
+	case <-seen:
+		return nil
+	case <-h.readerEnd:
+		return nil // closed: nothing more will be dispatched
+	case <-ctx.Done():
+		return fmt.Errorf("wait for the watcher's pending events: %w", ctx.Err())
+	}
+}
+
+// barrierDir returns the directory of barrier files, watched on first use.
+func (h *Hub) barrierDir() (string, error) {
+	tmp, err := h.tempDir()
+	if err != nil {
+		return "", err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.bdir != "" {
+		return h.bdir, nil
+	}
+	if h.closed {
+		return "", ErrClosed
+	}
+	dir := filepath.Join(tmp, "barrier")
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", fmt.Errorf("make the watcher's barrier dir: %w", err)
+	}
+	if err := h.fsw.Add(dir); err != nil {
+		return "", fmt.Errorf("watch the watcher's barrier dir %s: %w", dir, err)
+	}
+	h.bdir = dir
+	return dir, nil
+}
+
+// barrierSeen releases the waiter of a barrier file; mu is held for reading.
+func (h *Hub) barrierSeen(name string) {
+	n, err := strconv.ParseUint(name, 10, 64)
+	if err != nil {
+		return
+	}
+	h.bmu.Lock()
+	if ch, ok := h.bwait[n]; ok {
+		close(ch)
+		delete(h.bwait, n)
+	}
+	h.bmu.Unlock()
 }
 
 // watchDir adds an inotify watch on abs for w. Several watches may own the

@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -143,6 +144,50 @@ func (ig *ignorer) ignored(rels []string) []bool {
 	return out
 }
 
+// excludesChanged reports whether the info/exclude file of a repository of
+// the project changed since the last call (or since its domain was
+// configured). The watcher never watches .git, so it looks: a stat or two
+// per repository and batch of events. A coprocess whose repository's index
+// changed since it started is stopped too: check-ignore reads the index
+// once, and a file tracked since would still be judged by the patterns.
+func (ig *ignorer) excludesChanged() bool {
+	changed := false
+	for _, c := range ig.domains {
+		if !c.configured {
+			continue
+		}
+		if c.infoExcl != "" {
+			if sig := statSig(c.infoExcl); sig != c.infoSig {
+				c.infoSig = sig
+				changed = true
+			}
+		}
+		if c.cmd != nil && c.index != "" && statSig(c.index) != c.indexSig {
+			c.stop()
+		}
+	}
+	return changed
+}
+
+// fileSig is what tells a file's versions apart without reading it.
+type fileSig struct {
+	size, ino    uint64
+	mtime, ctime int64
+	exists       bool
+}
+
+func statSig(path string) fileSig {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileSig{}
+	}
+	sig := fileSig{size: uint64(fi.Size()), mtime: fi.ModTime().UnixNano(), ctime: statusChangeTime(fi).UnixNano(), exists: true}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		sig.ino = st.Ino
+	}
+	return sig
+}
+
 // stop ends every coprocess; they start again on the next query. It is also
 // how a changed .gitignore takes effect, since git caches the files it read.
 func (ig *ignorer) stop() {
@@ -168,6 +213,11 @@ type checker struct {
 	gitDir     string
 	workTree   string
 	excludes   string
+	infoExcl   string          // the repository's info/exclude, "" for none
+	infoSig    fileSig         // its state when the domain was configured
+	index      string          // the repository's index, "" for none
+	indexSig   fileSig         // its state when the coprocess started
+	tracked    map[string]bool // tracked files that ignore rules match, then
 
 	cmd    *exec.Cmd
 	in     io.WriteCloser
@@ -186,8 +236,10 @@ func (c *checker) configure() error {
 	if c.rel != "" {
 		top = c.dir
 	}
-	if top != "" && validRepo(filepath.Join(top, ".git"), top) {
+	if paths, ok := validRepo(filepath.Join(top, ".git"), top); top != "" && ok {
 		c.gitDir, c.workTree = filepath.Join(top, ".git"), top
+		c.infoExcl, c.infoSig = paths[0], statSig(paths[0])
+		c.index = paths[1]
 		if c.rel == "" && top != c.dir {
 			rel, err := filepath.Rel(top, c.dir)
 			if err != nil {
@@ -244,27 +296,59 @@ func findRepoTop(dir string) string {
 }
 
 // validRepo reports whether git accepts gitDir (a directory or a gitfile)
-// as a repository with workTree as its work tree.
-func validRepo(gitDir, workTree string) bool {
-	cmd := exec.Command("git", "--git-dir="+gitDir, "--work-tree="+workTree,
-		"-c", "core.fsmonitor=false", "-c", "safe.directory=*", "rev-parse", "--git-dir")
+// as a repository with workTree as its work tree, and returns the paths of
+// its info/exclude and its index.
+func validRepo(gitDir, workTree string) (paths [2]string, ok bool) {
+	if workTree == "" {
+		return paths, false
+	}
+	var out bytes.Buffer
+	args := append([]string{"--git-dir=" + gitDir, "--work-tree=" + workTree}, hardening...)
+	cmd := exec.Command("git", append(args, "rev-parse", "--path-format=absolute", "--git-path", "info/exclude", "--git-path", "index")...)
 	cmd.Dir = workTree
 	cmd.Env = gitEnv()
-	return proc.Run(cmd) == nil
+	cmd.Stdout = &out
+	if proc.Run(cmd) != nil {
+		return paths, false
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 {
+		return paths, false
+	}
+	return [2]string{lines[0], lines[1]}, true
 }
 
-// gitEnv is the environment without the variables that would point git at
-// another repository, index or config.
+// hardening keeps every git command of the watcher from running a program
+// named by the repository's or the user's config: no hooks, no fsmonitor,
+// no transport. safe.directory=*: a root daemon asks about users'
+// repositories, and check-ignore runs nothing of theirs.
+var hardening = []string{
+	"-c", "core.hooksPath=/dev/null",
+	"-c", "core.fsmonitor=false",
+	"-c", "protocol.allow=never",
+	"-c", "safe.directory=*",
+}
+
+// gitEnv is a small, clean environment for the watcher's git: none of the
+// daemon's variables that would point git at another repository, index or
+// config, no system or global config (the ignore rules must not depend on
+// whose HOME the daemon has), C messages.
 func gitEnv() []string {
-	env := make([]string, 0, len(os.Environ())+2)
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "GIT_") {
-			continue
-		}
-		env = append(env, kv)
+	env := []string{
+		"LC_ALL=C",
+		// GIT_FLUSH: answer each path at once, not when a pipe buffer fills.
+		"GIT_FLUSH=1",
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_GLOBAL=" + os.DevNull,
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_OPTIONAL_LOCKS=0",
 	}
-	// GIT_FLUSH: answer each path at once, not when a pipe buffer fills.
-	return append(env, "GIT_FLUSH=1", "GIT_CONFIG_NOSYSTEM=1")
+	for _, k := range []string{"PATH", "HOME"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
 }
 
 func (c *checker) start() error {
@@ -273,12 +357,21 @@ func (c *checker) start() error {
 			return err
 		}
 	}
-	cmd := exec.Command("git",
-		"--git-dir="+c.gitDir, "--work-tree="+c.workTree,
-		"-c", "core.excludesFile="+c.excludes,
-		"-c", "core.fsmonitor=false", // never run a command named in the project's config
-		"-c", "safe.directory=*", // a root daemon reads users' repositories
-		"check-ignore", "--stdin", "-z", "--verbose", "--non-matching")
+	args := append([]string{"--git-dir=" + c.gitDir, "--work-tree=" + c.workTree,
+		"-c", "core.excludesFile=" + c.excludes}, hardening...)
+	if c.index != "" {
+		c.indexSig = statSig(c.index) // before git reads it
+		tracked, err := c.trackedIgnored(args)
+		if err != nil {
+			return err
+		}
+		c.tracked = tracked
+	}
+	// --no-index: with the index, check-ignore walks all of it for every
+	// path (to refuse paths inside submodules), milliseconds per question
+	// in a large repository. Tracked files, which ignore rules do not apply
+	// to, are told apart with c.tracked instead.
+	cmd := exec.Command("git", append(args, "check-ignore", "--stdin", "-z", "--verbose", "--non-matching", "--no-index")...)
 	cmd.Dir = c.dir
 	cmd.Env = gitEnv()
 	c.stderr = &limitedBuffer{max: 4096}
@@ -415,9 +508,30 @@ func (c *checker) readAnswers(paths []string, res []bool) (int, error) {
 		if field[3] != p {
 			return i, fmt.Errorf("answer for %q, want %q", field[3], p)
 		}
-		res[i] = field[0] != "" && !strings.HasPrefix(field[2], "!")
+		res[i] = field[0] != "" && !strings.HasPrefix(field[2], "!") && !c.tracked[p]
 	}
 	return len(paths), nil
+}
+
+// trackedIgnored lists the tracked files of the domain that ignore rules
+// match: to git they are not ignored.
+func (c *checker) trackedIgnored(args []string) (map[string]bool, error) {
+	cmd := exec.Command("git", append(args, "ls-files", "-z", "-c", "-i", "--exclude-standard")...)
+	cmd.Dir = c.dir
+	cmd.Env = gitEnv()
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &limitedBuffer{max: 4096}
+	if err := proc.Run(cmd); err != nil {
+		return nil, fmt.Errorf("git ls-files in %s: %w (%s)", c.dir, err, strings.TrimSpace(cmd.Stderr.(*limitedBuffer).String()))
+	}
+	m := map[string]bool{}
+	for _, p := range strings.Split(out.String(), "\x00") {
+		if p != "" {
+			m[p] = true
+		}
+	}
+	return m, nil
 }
 
 // rebasePatterns rewrites gitignore patterns written relative to the project

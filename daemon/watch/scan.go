@@ -37,9 +37,30 @@ func (w *Watch) scan(rel string, mode scanMode, since time.Time, prune bool) err
 	var seen map[string]struct{}
 	if prune {
 		seen = make(map[string]struct{})
+		// Forget first the directories that went or were replaced: a moved
+		// directory is the same inode under its new name, which inotify
+		// gives the same watch, so dropping the old name's watch after the
+		// new one is added would drop both.
+		gone := make(map[string]struct{})
+		for d, id := range w.dirs {
+			if isUnder(d, rel) && d != rel {
+				if now, ok := lstatDir(w.abs(d)); !ok || now != id {
+					gone[d] = struct{}{}
+				}
+			}
+		}
+		if len(gone) > 0 {
+			w.unwatchTrees(gone)
+			w.smu.Lock()
+			for d := range gone {
+				w.note(d)
+			}
+			w.smu.Unlock()
+		}
 	}
 	now := time.Now()
 	var files []change
+	var leftOut []string // left-out directories met: in the record, not the stats
 	level := []string{rel}
 	for len(level) > 0 {
 		if w.quitting() {
@@ -71,6 +92,12 @@ func (w *Watch) scan(rel string, mode scanMode, since time.Time, prune bool) err
 				}
 				child := joinRel(d, name)
 				if e.IsDir() {
+					if w.leaveOut[name] {
+						if mode != scanQuiet {
+							leftOut = append(leftOut, child)
+						}
+						continue
+					}
 					cands = append(cands, child)
 					chg = append(chg, change{})
 					continue
@@ -104,16 +131,29 @@ func (w *Watch) scan(rel string, mode scanMode, since time.Time, prune bool) err
 		}
 	}
 	w.record(files)
+	if len(leftOut) > 0 {
+		w.smu.Lock()
+		w.note(leftOut...)
+		w.smu.Unlock()
+	}
 	if prune {
+		var gone []string
 		for d := range w.dirs {
 			if _, ok := seen[d]; !ok && isUnder(d, rel) {
 				w.unwatch(d)
+				gone = append(gone, d)
 			}
 		}
 		for d := range w.polled {
 			if _, ok := seen[d]; !ok && isUnder(d, rel) {
 				w.unwatch(d)
+				gone = append(gone, d)
 			}
+		}
+		if len(gone) > 0 {
+			w.smu.Lock()
+			w.note(gone...)
+			w.smu.Unlock()
 		}
 	}
 	w.syncCounts()
@@ -124,19 +164,29 @@ func (w *Watch) scan(rel string, mode scanMode, since time.Time, prune bool) err
 // polled ones) and lists it.
 func (w *Watch) enter(d string) ([]fs.DirEntry, error) {
 	abs := w.abs(d)
-	_, watched := w.dirs[d]
+	id, watched := w.dirs[d]
 	_, polled := w.polled[d]
+	now, isDir := lstatDir(abs)
+	if watched && (!isDir || now != id) {
+		// Another directory now has this name: the watches are on the old one.
+		w.unwatchTrees(map[string]struct{}{d: {}})
+		w.smu.Lock()
+		w.note(d)
+		w.smu.Unlock()
+		watched = false
+	}
 	if !watched {
 		err := w.hub.watchDir(abs, w)
 		switch {
 		case err == nil:
-			w.dirs[d] = struct{}{}
+			w.dirs[d] = now
 			delete(w.polled, d)
 			polled = false
 		case isLimit(err):
 			if !polled {
 				w.polled[d] = nil // its names are filled in below
 				polled = true
+				w.markLost("an inotify limit was reached")
 				if !w.degradedLogged {
 					w.degradedLogged = true
 					w.log.Warn("inotify limit reached; directories past it are rescanned periodically instead of watched",
@@ -148,6 +198,8 @@ func (w *Watch) enter(d string) ([]fs.DirEntry, error) {
 		default:
 			w.log.Warn("cannot watch directory; skipping it and what is under it",
 				zap.String("dir", d), zap.Error(err))
+			w.skipped[d] = struct{}{}
+			w.markLost("a directory could not be watched")
 			return nil, fmt.Errorf("watch %s: %w", abs, err)
 		}
 	}
@@ -158,13 +210,31 @@ func (w *Watch) enter(d string) ([]fs.DirEntry, error) {
 		} else {
 			w.log.Warn("cannot list directory; what is under it is not watched",
 				zap.String("dir", d), zap.Error(err))
+			w.skipped[d] = struct{}{}
+			w.markLost("a directory could not be listed")
 		}
 		return nil, fmt.Errorf("list %s: %w", abs, err)
 	}
+	delete(w.skipped, d)
 	if polled {
 		w.polled[d] = names(entries)
 	}
 	return entries, nil
+}
+
+// dirID tells directories apart: a name can be taken by another one.
+type dirID struct{ dev, ino uint64 }
+
+// lstatDir returns the id of the directory at abs, and whether there is one.
+func lstatDir(abs string) (dirID, bool) {
+	fi, err := os.Lstat(abs)
+	if err != nil || !fi.IsDir() {
+		return dirID{}, false
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return dirID{dev: uint64(st.Dev), ino: st.Ino}, true
+	}
+	return dirID{}, true
 }
 
 func names(entries []fs.DirEntry) map[string]struct{} {
@@ -205,7 +275,7 @@ func (w *Watch) poll() {
 		before := w.polled[d]
 		abs := w.abs(d)
 		if err := w.hub.watchDir(abs, w); err == nil {
-			w.dirs[d] = struct{}{}
+			w.dirs[d], _ = lstatDir(abs)
 			delete(w.polled, d)
 			w.log.Info("directory watched again after the inotify limit", zap.String("dir", d))
 		}
@@ -230,6 +300,9 @@ func (w *Watch) poll() {
 			}
 			child := joinRel(d, name)
 			if e.IsDir() {
+				if w.leaveOut[name] {
+					continue
+				}
 				_, isWatched := w.dirs[child]
 				_, isPolled := w.polled[child]
 				if !isWatched && !isPolled {
@@ -268,6 +341,11 @@ func (w *Watch) poll() {
 	}
 	if len(removed) > 0 {
 		w.unwatchTrees(removed)
+		w.smu.Lock()
+		for d := range removed {
+			w.note(d)
+		}
+		w.smu.Unlock()
 	}
 	for _, c := range cands {
 		if path.Base(c) == ".gitignore" {
@@ -288,6 +366,11 @@ func (w *Watch) poll() {
 		}
 	}
 	w.record(files)
+	if len(newDirs) > 0 {
+		w.smu.Lock()
+		w.note(newDirs...)
+		w.smu.Unlock()
+	}
 	for _, d := range newDirs {
 		if _, ok := w.dirs[d]; ok {
 			continue
@@ -297,5 +380,8 @@ func (w *Watch) poll() {
 		}
 		_ = w.scan(d, scanCreated, time.Time{}, false)
 	}
+	// What the rescans find comes up to Rescan late: a mark taken before
+	// this one may have missed it.
+	w.markLost("directories are rescanned periodically instead of watched (inotify limit)")
 	w.syncCounts()
 }

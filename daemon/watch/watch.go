@@ -39,6 +39,17 @@ type Options struct {
 	// Ignore holds extra patterns in gitignore syntax, relative to the
 	// project root (the spec's [watch] ignore).
 	Ignore []string
+	// LeaveOut names directories (by name, at any depth) treated as
+	// ignored even when no ignore rule says so: dependency trees, virtual
+	// environments and caches such as node_modules or .venv. They are never
+	// watched and nothing in them is reported. Pass the list that
+	// checkpoints leave out (checkpoint.DefaultLeaveOut, or the configured
+	// one), so that the watcher and the checkpoints agree on what counts
+	// as the project's work. Default none.
+	LeaveOut []string
+	// MaxRecord bounds the paths remembered for Changes; past it the record
+	// since the marks before is incomplete. Default DefaultMaxRecord.
+	MaxRecord int
 	// MaxFiles bounds the set of changed files kept; default 1000.
 	MaxFiles int
 	// Coalesce is how long events are gathered before they are handled; a
@@ -62,6 +73,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Rescan <= 0 {
 		o.Rescan = DefaultRescan
+	}
+	if o.MaxRecord <= 0 {
+		o.MaxRecord = DefaultMaxRecord
 	}
 	return o
 }
@@ -99,20 +113,23 @@ type Stats struct {
 
 // Watch is the watch of one project tree.
 type Watch struct {
-	hub     *Hub
-	id      int
-	root    string // absolute, symlinks resolved
-	opt     Options
-	log     *zap.Logger
-	ign     *ignorer
-	rootDev uint64
-	rootIno uint64
-	started time.Time
+	hub      *Hub
+	id       int
+	uid      uint64 // unique across hubs, for Marks
+	root     string // absolute, symlinks resolved
+	opt      Options
+	leaveOut map[string]bool
+	log      *zap.Logger
+	ign      *ignorer
+	rootDev  uint64
+	rootIno  uint64
+	started  time.Time
 
 	// Owned by the watch's goroutine (by Hub.Watch before it starts, by Close
 	// after it ends). Keys are paths relative to root, "" for root.
-	dirs           map[string]struct{}            // watched through inotify
+	dirs           map[string]dirID               // watched through inotify: which directory
 	polled         map[string]map[string]struct{} // rescanned: names seen last time
+	skipped        map[string]struct{}            // could not be watched or listed
 	lastPoll       time.Time
 	degradedLogged bool
 
@@ -121,6 +138,7 @@ type Watch struct {
 	rescan bool
 	wake   chan struct{}
 
+	flush     chan chan struct{} // Changes asks the loop to handle its queue now
 	quit      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
@@ -134,7 +152,10 @@ type Watch struct {
 	lastActivity time.Time
 	nDirs        int
 	nPolled      int
+	nSkipped     int
 	rootGone     bool
+	closed       bool
+	rec          changeRecord
 }
 
 type queued struct {
@@ -147,6 +168,9 @@ type change struct {
 	rel    string
 	t      time.Time
 	exists bool
+	// attrOnly: only its attributes changed (a chmod, a touch): it goes into
+	// the record for checkpoints, but it is not an edit.
+	attrOnly bool
 }
 
 // Watch starts watching root, an absolute directory, and returns once every
@@ -167,17 +191,27 @@ func (h *Hub) Watch(root string, opt Options) (*Watch, error) {
 		return nil, fmt.Errorf("watch %s: not a directory", root)
 	}
 	w := &Watch{
-		hub:     h,
-		root:    real,
-		opt:     opt.withDefaults(),
-		dirs:    make(map[string]struct{}),
-		polled:  make(map[string]map[string]struct{}),
-		queue:   make(map[string]queued),
-		wake:    make(chan struct{}, 1),
-		quit:    make(chan struct{}),
-		done:    make(chan struct{}),
-		changed: make(map[string]struct{}),
-		more:    make(map[uint64]struct{}),
+		hub:      h,
+		uid:      watchIDs.Add(1),
+		root:     real,
+		opt:      opt.withDefaults(),
+		leaveOut: make(map[string]bool, len(opt.LeaveOut)),
+		dirs:     make(map[string]dirID),
+		polled:   make(map[string]map[string]struct{}),
+		skipped:  make(map[string]struct{}),
+		queue:    make(map[string]queued),
+		wake:     make(chan struct{}, 1),
+		flush:    make(chan chan struct{}),
+		quit:     make(chan struct{}),
+		done:     make(chan struct{}),
+		changed:  make(map[string]struct{}),
+		more:     make(map[uint64]struct{}),
+		rec:      changeRecord{paths: make(map[string]uint64)},
+	}
+	for _, name := range opt.LeaveOut {
+		if name != "" && !strings.Contains(name, "/") {
+			w.leaveOut[name] = true
+		}
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		w.rootDev, w.rootIno = uint64(st.Dev), st.Ino
@@ -202,13 +236,17 @@ func (h *Hub) Watch(root string, opt Options) (*Watch, error) {
 	return w, nil
 }
 
-// Close stops the watch. Its Stats stay readable.
+// Close stops the watch. Its Stats and the Changes recorded until then stay
+// readable; Changes reports the record incomplete from then on.
 func (w *Watch) Close() error {
 	w.closeOnce.Do(func() {
 		close(w.quit)
 		<-w.done
 		w.teardown()
 		w.hub.forget(w)
+		w.smu.Lock()
+		w.closed = true
+		w.smu.Unlock()
 	})
 	return nil
 }
@@ -339,6 +377,14 @@ func (w *Watch) loop() {
 			pending = false
 			w.handleQueue()
 			worked = true
+		case done := <-w.flush:
+			if pending {
+				pending = false
+				coalesce.Stop()
+			}
+			w.handleQueue()
+			close(done)
+			worked = true
 		case <-tick:
 			w.poll()
 			worked = true
@@ -374,9 +420,18 @@ func (w *Watch) handleQueue() {
 	w.queue, w.rescan = make(map[string]queued), false
 	w.qmu.Unlock()
 
+	if w.ign.excludesChanged() {
+		// git reads info/exclude once per process, and what it ignored was
+		// never watched: start afresh, as after a root .gitignore change.
+		w.log.Info("info/exclude changed; re-reading the tree")
+		w.ign.stop()
+		_ = w.scan("", scanQuiet, time.Time{}, true)
+		w.markLost("ignore rules changed (info/exclude)")
+	}
 	if rescan {
 		w.log.Warn("events were lost (inotify queue overflow); rescanning the project")
 		w.fullRescan()
+		w.markLost("events were lost (inotify queue overflow); the tree was rescanned")
 	}
 	w.handleBatch(batch)
 	w.syncCounts()
@@ -413,6 +468,7 @@ func (w *Watch) handleBatch(batch map[string]queued) {
 		removed    = make(map[string]struct{})
 		gitignores []string
 	)
+	var went []string // removed or moved away: whatever is there now
 	for rel, q := range batch {
 		if alwaysIgnored(rel) {
 			continue
@@ -420,8 +476,15 @@ func (w *Watch) handleBatch(batch map[string]queued) {
 		if path.Base(rel) == ".gitignore" {
 			gitignores = append(gitignores, parentOf(rel))
 		}
+		if q.op&(fsnotify.Remove|fsnotify.Rename) != 0 {
+			// What was there went, even if what is there now is ignored
+			// (a file replaced by an ignored directory): the record for
+			// checkpoints has it.
+			went = append(went, rel)
+		}
 		_, isWatched := w.dirs[rel]
 		_, isPolled := w.polled[rel]
+		attrOnly := q.op == fsnotify.Chmod
 		fi, err := os.Lstat(w.abs(rel))
 		switch {
 		case err != nil:
@@ -432,11 +495,31 @@ func (w *Watch) handleBatch(batch map[string]queued) {
 			if !errors.Is(err, os.ErrNotExist) {
 				w.log.Debug("cannot stat changed path", zap.String("path", rel), zap.Error(err))
 			}
+			if w.inLeaveOut(rel, true) {
+				// Most likely the left-out directory itself went: not an
+				// edit, but what a checkpoint leaves out changed.
+				w.smu.Lock()
+				w.note(rel)
+				w.smu.Unlock()
+				continue
+			}
 			cands = append(cands, rel)
 			candChange = append(candChange, change{rel: rel, t: q.t})
 			candDir = append(candDir, false)
 		case fi.IsDir():
-			if isWatched || isPolled {
+			if (isWatched || isPolled) && q.op&(fsnotify.Remove|fsnotify.Rename) != 0 {
+				// Moved or removed, and a directory of that name is back
+				// (made again, or another moved in) before this batch: the
+				// watches are on the one that went. Forget them, and take
+				// this one as new.
+				removed[rel] = struct{}{}
+			} else if isWatched || isPolled {
+				continue // a watched directory's own mode is of no interest
+			}
+			if w.inLeaveOut(rel, true) {
+				w.smu.Lock()
+				w.note(rel) // not watched, not an edit; see above
+				w.smu.Unlock()
 				continue
 			}
 			cands = append(cands, rel)
@@ -445,14 +528,26 @@ func (w *Watch) handleBatch(batch map[string]queued) {
 		default: // a file, symlink (never followed) or special file
 			if isWatched || isPolled {
 				removed[rel] = struct{}{} // a directory replaced by a file
+				attrOnly = false
+			}
+			if w.inLeaveOut(rel, false) {
+				continue
 			}
 			cands = append(cands, rel)
-			candChange = append(candChange, change{rel: rel, t: q.t, exists: true})
+			candChange = append(candChange, change{rel: rel, t: q.t, exists: true, attrOnly: attrOnly})
 			candDir = append(candDir, false)
 		}
 	}
 	if len(removed) > 0 {
 		w.unwatchTrees(removed)
+	}
+	if len(removed) > 0 || len(went) > 0 {
+		w.smu.Lock()
+		for d := range removed {
+			w.note(d)
+		}
+		w.note(went...)
+		w.smu.Unlock()
 	}
 	if len(gitignores) > 0 {
 		w.ign.stop() // git caches ignore files; the next question starts a fresh one
@@ -470,6 +565,11 @@ func (w *Watch) handleBatch(batch map[string]queued) {
 		}
 	}
 	w.record(files)
+	if len(newDirs) > 0 {
+		w.smu.Lock()
+		w.note(newDirs...)
+		w.smu.Unlock()
+	}
 	// Parents first: a nested directory is then found by its parent's scan.
 	sort.Strings(newDirs)
 	for _, d := range newDirs {
@@ -492,7 +592,8 @@ func (w *Watch) handleBatch(batch map[string]queued) {
 	}
 }
 
-// record adds changed files to the stats and tells OnActivity.
+// record adds changed files to the record of changes and, unless only
+// their attributes changed, to the stats, and tells OnActivity.
 func (w *Watch) record(files []change) {
 	if len(files) == 0 {
 		return
@@ -501,6 +602,10 @@ func (w *Watch) record(files []change) {
 	var last change
 	w.smu.Lock()
 	for _, c := range files {
+		w.note(c.rel)
+		if c.attrOnly {
+			continue
+		}
 		if c.t.After(now) {
 			c.t = now
 		}
@@ -516,7 +621,7 @@ func (w *Watch) record(files []change) {
 		}
 	}
 	w.smu.Unlock()
-	if w.opt.OnActivity != nil {
+	if w.opt.OnActivity != nil && last.rel != "" {
 		w.opt.OnActivity(Activity{Path: last.rel, Time: last.t})
 	}
 }
@@ -573,6 +678,7 @@ func (w *Watch) teardown() {
 	}
 	clear(w.dirs)
 	clear(w.polled)
+	clear(w.skipped)
 	if w.ign != nil {
 		w.ign.close()
 	}
@@ -581,8 +687,26 @@ func (w *Watch) teardown() {
 
 func (w *Watch) syncCounts() {
 	w.smu.Lock()
-	w.nDirs, w.nPolled = len(w.dirs), len(w.polled)
+	w.nDirs, w.nPolled, w.nSkipped = len(w.dirs), len(w.polled), len(w.skipped)
 	w.smu.Unlock()
+}
+
+// inLeaveOut reports whether rel lies in a directory named in
+// Options.LeaveOut, or is one (when isDir).
+func (w *Watch) inLeaveOut(rel string, isDir bool) bool {
+	if len(w.leaveOut) == 0 {
+		return false
+	}
+	for {
+		i := strings.IndexByte(rel, '/')
+		if i < 0 {
+			return isDir && w.leaveOut[rel]
+		}
+		if w.leaveOut[rel[:i]] {
+			return true
+		}
+		rel = rel[i+1:]
+	}
 }
 
 // unwatch forgets one directory.
@@ -592,6 +716,11 @@ func (w *Watch) unwatch(d string) {
 		delete(w.dirs, d)
 	}
 	delete(w.polled, d)
+	for s := range w.skipped {
+		if isUnder(s, d) {
+			delete(w.skipped, s)
+		}
+	}
 	if d != "" {
 		w.ign.dropDomains(d)
 	}
@@ -617,6 +746,11 @@ func (w *Watch) unwatchTrees(removed map[string]struct{}) {
 	for d := range w.polled {
 		if under(d) {
 			w.unwatch(d)
+		}
+	}
+	for d := range w.skipped {
+		if under(d) {
+			delete(w.skipped, d)
 		}
 	}
 }

@@ -280,6 +280,7 @@ func TestOverflowRescan(t *testing.T) {
 	root := t.TempDir()
 	mkdirs(t, root, "d")
 	w := watchDir(t, h, root, Options{})
+	mark := changesT(t, w, Mark{}).Mark
 	a, err := os.Create(filepath.Join(root, "d/a"))
 	if err != nil {
 		t.Fatal(err)
@@ -302,9 +303,18 @@ func TestOverflowRescan(t *testing.T) {
 	h.mu.Unlock()
 	waitChanged(t, w, "d/lost-in-overflow.txt", "d/a", "d/b")
 	waitFor(t, "the overflow logged", func() bool { return logged(logs, "overflow") })
-	// The watch still works after it.
+	// The record of changes since before the overflow is incomplete: an
+	// incremental checkpoint must not trust it.
+	ch := changesT(t, w, mark)
+	if ch.Complete || !strings.Contains(ch.Incomplete, "overflow") {
+		t.Errorf("Changes across the overflow = complete %v (%s), want incomplete", ch.Complete, ch.Incomplete)
+	}
+	// The watch still works after it, and the record since is complete.
 	mkfile(t, filepath.Join(root, "d/after.txt"), "")
 	waitChanged(t, w, "d/after.txt")
+	if after := changesT(t, w, ch.Mark); !after.Complete || !slices.Contains(after.Paths, "d/after.txt") {
+		t.Errorf("Changes after the overflow = %+v", after)
+	}
 }
 
 // The rescan the overflow handler asks for, with the events of the changes

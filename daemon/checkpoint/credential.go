@@ -1,0 +1,197 @@
+package checkpoint
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"time"
+)
+
+// Credential is the user that every git process of one call runs as, and
+// that owns what the call creates (temporary indexes, a shadow repository):
+// a root daemon checkpoints a user's project with that user's rights, so
+// git's own ownership check passes without safe.directory and the kernel
+// refuses what the user could not do. HOME is the user's, so git reads the
+// user's global config (never the daemon's).
+type Credential struct {
+	UID    uint32
+	GID    uint32
+	Groups []uint32
+	// Home is the user's home directory; "" runs git without HOME.
+	Home string
+}
+
+// sysProcAttr is the process attribute that runs a command as c, or nil
+// when c is nil or is the daemon's own user (a non-root process may not
+// set its groups, and has no need to).
+func (c *Credential) sysProcAttr() *syscall.SysProcAttr {
+	if c == nil || (os.Geteuid() != 0 && int(c.UID) == os.Geteuid() && int(c.GID) == os.Getegid()) {
+		return nil
+	}
+	return &syscall.SysProcAttr{Credential: &syscall.Credential{
+		Uid: c.UID, Gid: c.GID, Groups: slices.Clone(c.Groups),
+	}}
+}
+
+// own gives path to the credential's user (nothing for nil), without
+// following a symlink.
+func (c *Credential) own(path string) error {
+	if c == nil || int(c.UID) == os.Geteuid() {
+		return nil
+	}
+	if err := os.Lchown(path, int(c.UID), int(c.GID)); err != nil {
+		return fmt.Errorf("give %s to uid %d: %w", path, c.UID, err)
+	}
+	return nil
+}
+
+// mkdirTemp makes a private temporary directory owned by the credential's
+// user.
+func (c *Credential) mkdirTemp(parent, pattern string) (string, error) {
+	dir, err := os.MkdirTemp(parent, pattern)
+	if err != nil {
+		return "", err
+	}
+	if err := c.own(dir); err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
+}
+
+// mkdirAll makes dir and its missing parents (mode 0700), giving each one
+// it makes to the credential's user.
+func (c *Credential) mkdirAll(dir string) error {
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			break
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := os.Mkdir(missing[i], 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		if err := c.own(missing[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mayRead reports whether the credential's user may read a file with the
+// given owner and mode (the permission bits as the kernel checks them).
+func (c *Credential) mayRead(st *syscall.Stat_t) bool {
+	if c == nil {
+		return true
+	}
+	mode := uint32(st.Mode)
+	switch {
+	case st.Uid == c.UID:
+		return mode&0o400 != 0
+	case st.Gid == c.GID || slices.Contains(c.Groups, st.Gid):
+		return mode&0o040 != 0
+	default:
+		return mode&0o004 != 0
+	}
+}
+
+// mayWriteDir reports whether the credential's user may create and remove
+// entries in a directory with the given owner and mode.
+func (c *Credential) mayWriteDir(uid, gid, mode uint32) bool {
+	switch {
+	case uid == c.UID:
+		return mode&0o300 == 0o300
+	case gid == c.GID || slices.Contains(c.Groups, gid):
+		return mode&0o030 == 0o030
+	default:
+		return mode&0o003 == 0o003
+	}
+}
+
+// openUserFile opens a file of the user's repository (its index) for
+// reading on the daemon's side: never through a symlink, only a regular
+// file, and only one the credential's user may read, so that a root daemon
+// reads nothing for the user that the user could not read.
+func (c *Credential) openUserFile(path string) (*os.File, os.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && !c.mayRead(st) {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %w (not readable by uid %d)", path, os.ErrPermission, c.UID)
+	}
+	return f, fi, nil
+}
+
+// copyUserFile copies the user's file src to dst (created, owned by the
+// credential's user) with src's mtime, so that git's racy-entry check sees
+// the copy as it would the original. A missing src leaves dst absent.
+func (c *Credential) copyUserFile(src, dst string) error {
+	in, fi, err := c.openUserFile(src)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	if err := c.own(dst); err != nil {
+		return err
+	}
+	return os.Chtimes(dst, fi.ModTime(), fi.ModTime())
+}
+
+// writePrivateFile writes a new file for git to read, owned by the
+// credential's user, with the given mtime (zero: now).
+func (c *Credential) writePrivateFile(path string, data []byte, mtime time.Time) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := c.own(path); err != nil {
+		return err
+	}
+	if !mtime.IsZero() {
+		return os.Chtimes(path, mtime, mtime)
+	}
+	return nil
+}
