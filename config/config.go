@@ -22,9 +22,15 @@ type Config struct {
 	LogKeep       int      `toml:"log_keep" json:"log_keep"`
 	// MaxConnections bounds the API connections open at once, in total and
 	// per user other than root and the daemon's own (0: the default).
-	MaxConnections        int  `toml:"max_connections" json:"max_connections"`
-	MaxConnectionsPerUser int  `toml:"max_connections_per_user" json:"max_connections_per_user"`
-	Defaults              Spec `toml:"defaults" json:"defaults"`
+	MaxConnections        int `toml:"max_connections" json:"max_connections"`
+	MaxConnectionsPerUser int `toml:"max_connections_per_user" json:"max_connections_per_user"`
+	// CheckpointKeep and CheckpointMaxAge bound each session's checkpoint
+	// history: older checkpoints are folded into the ones kept (their ids
+	// still resolve); the newest checkpoint of a session is always kept.
+	// Zero is the built-in default (100 checkpoints, 30 days).
+	CheckpointKeep   int      `toml:"checkpoint_keep" json:"checkpoint_keep"`
+	CheckpointMaxAge Duration `toml:"checkpoint_max_age" json:"checkpoint_max_age"`
+	Defaults         Spec     `toml:"defaults" json:"defaults"`
 }
 
 // FieldError is a value that fails validation, named by its dotted key, so
@@ -66,6 +72,12 @@ func (c *Config) Validate() error {
 	}
 	if c.LogKeep < 1 {
 		return &FieldError{"log_keep", fmt.Sprintf("must be at least 1 (the log itself), got %d", c.LogKeep)}
+	}
+	if c.CheckpointKeep < 0 {
+		return &FieldError{"checkpoint_keep", "must not be negative"}
+	}
+	if c.CheckpointMaxAge.Duration < 0 {
+		return &FieldError{"checkpoint_max_age", "must not be negative"}
 	}
 	if c.MaxConnections < 0 || c.MaxConnectionsPerUser < 0 {
 		return &FieldError{"max_connections", "must not be negative"}

@@ -353,7 +353,7 @@ func (d *Daemon) CheckpointSession(ctx context.Context, c ipc.Caller, id string)
 	if err != nil {
 		return nil, ended(s, err, what)
 	}
-	out := ipc.CheckpointResult(res)
+	out := wireResult(res)
 	return &out, nil
 }
 

@@ -83,7 +83,9 @@ func New(opt Options) (*Daemon, error) {
 		since: time.Now(), bootID: proc.BootID(),
 		reg: newRegistry(), bus: newBus(), usage: newUsageMeter(),
 		ckpt: checkpoint.New(checkpoint.Options{
-			StateDir: cfg.StateDir, MaxFileSize: int64(cfg.Defaults.CheckpointMaxFile), Log: opt.Log.Named("checkpoint"),
+			StateDir: cfg.StateDir, MaxFileSize: int64(cfg.Defaults.CheckpointMaxFile),
+			Keep: cfg.CheckpointKeep, MaxAge: cfg.CheckpointMaxAge.Duration, LeaveOut: checkpoint.DefaultLeaveOut,
+			Log: opt.Log.Named("checkpoint"),
 		}),
 		cron: newScheduler(opt.Log.Named("cron")),
 	}
@@ -99,7 +101,7 @@ func New(opt Options) (*Daemon, error) {
 	}
 	d.restarts = newRestarter(d)
 	d.deps = session.Deps{
-		Clock: clock, Log: d.log, StateDir: cfg.StateDir, Socket: cfg.Socket, BootID: d.bootID,
+		Clock: clock, Log: d.log, StateDir: cfg.StateDir, Socket: cfg.Socket, BootID: d.bootID, LeaveOut: checkpoint.DefaultLeaveOut,
 		Events: d.bus, Records: recordWriter{cfg.StateDir}, Watches: d.hub, Checkpoints: d.ckpt,
 		Schedule: d.cron, Output: d.out, Live: d.reg.isLive, OnEnd: d.sessionEnded,
 	}

@@ -121,14 +121,24 @@ func (d *Daemon) ProjectCheckpoints(ctx context.Context, c ipc.Caller, p ipc.Pro
 		return nil, err
 	}
 	dir := proj.Dir()
+	cred, shadow := d.gitAccess(c)
 	ctx, cancel := context.WithTimeout(ctx, checkpoint.DefaultTimeout)
 	defer cancel()
 	if opt.Prune > 0 {
-		if _, err := d.ckpt.Prune(ctx, dir, opt.Prune); err != nil {
+		if _, err := d.ckpt.Prune(ctx, checkpoint.PruneRequest{Dir: dir, Keep: opt.Prune, ShadowRoot: shadow, Credential: cred}); err != nil {
 			return nil, ipc.Conflict("prune checkpoints of %s: %w", dir, err)
 		}
 	}
-	list, err := d.ckpt.List(ctx, dir)
+	if opt.Find != "" {
+		f, err := d.ckpt.Lookup(ctx, checkpoint.LookupRequest{Dir: dir, ID: opt.Find, ShadowRoot: shadow, Credential: cred})
+		if err != nil {
+			return nil, ipc.NotFound("checkpoint %s of %s: %w", opt.Find, dir, err)
+		}
+		cp := wireCheckpoint(f.Checkpoint)
+		cp.Match, cp.MatchedID = string(f.Match), f.ID
+		return []ipc.Checkpoint{cp}, nil
+	}
+	list, err := d.ckpt.List(ctx, checkpoint.ListRequest{Dir: dir, ShadowRoot: shadow, Credential: cred})
 	if err != nil {
 		return nil, ipc.Conflict("list checkpoints of %s: %w", dir, err)
 	}
@@ -154,7 +164,12 @@ func (d *Daemon) RestoreProject(ctx context.Context, c ipc.Caller, p ipc.Project
 	}
 	ctx, cancel := context.WithTimeout(ctx, checkpoint.DefaultTimeout)
 	defer cancel()
-	saved, restored, err := d.ckpt.Restore(ctx, dir, req.Checkpoint)
+	cred, shadow := d.gitAccess(c)
+	spec, _ := projectSpec(proj, d.cfg.Defaults.Clone())
+	saved, restored, err := d.ckpt.Restore(ctx, checkpoint.RestoreRequest{
+		Dir: dir, Checkpoint: req.Checkpoint, MaxFileSize: int64(spec.CheckpointMaxFile), Ignore: spec.Watch.Ignore,
+		ShadowRoot: shadow, Credential: cred,
+	})
 	if err != nil {
 		return nil, ipc.Conflict("restore %s to %s: %w", dir, req.Checkpoint, err)
 	}
@@ -166,11 +181,55 @@ func (d *Daemon) RestoreProject(ctx context.Context, c ipc.Caller, p ipc.Project
 			d.log.Warn("record the restore in the session state", zap.Error(err))
 		}
 	}
-	return &ipc.RestoreResponse{Saved: ipc.CheckpointResult(saved), Restored: wireCheckpoint(restored)}, nil
+	return &ipc.RestoreResponse{Saved: wireResult(saved), Restored: wireCheckpoint(restored)}, nil
+}
+
+// CheckpointStats implements ipc.Projects.
+func (d *Daemon) CheckpointStats(ctx context.Context, c ipc.Caller, p ipc.ProjectRef) (*ipc.CheckpointStats, error) {
+	proj, err := d.projectFor(c, p)
+	if err != nil {
+		return nil, err
+	}
+	cred, shadow := d.gitAccess(c)
+	spec, _ := projectSpec(proj, d.cfg.Defaults.Clone())
+	ctx, cancel := context.WithTimeout(ctx, checkpoint.DefaultTimeout)
+	defer cancel()
+	st, err := d.ckpt.Stats(ctx, checkpoint.StatsRequest{
+		Dir: proj.Dir(), MaxFileSize: int64(spec.CheckpointMaxFile), Ignore: spec.Watch.Ignore,
+		Largest: 10, ShadowRoot: shadow, Credential: cred,
+	})
+	if err != nil {
+		return nil, ipc.Conflict("checkpoint stats of %s: %w", proj.Dir(), err)
+	}
+	out := &ipc.CheckpointStats{Checkpoints: st.Checkpoints, Sessions: st.Sessions, Objects: st.Objects, DiskBytes: st.DiskBytes, SizeBytes: st.SizeBytes, LeftOut: []ipc.LeftOut{}}
+	for _, l := range st.LeftOut {
+		out.LeftOut = append(out.LeftOut, ipc.LeftOut{Path: l.Path, Bytes: l.Bytes, Files: l.Files, Partial: l.Partial})
+	}
+	return out, nil
+}
+
+// gitAccess is how git runs for the caller's projects (session.GitAccess).
+func (d *Daemon) gitAccess(c ipc.Caller) (*checkpoint.Credential, string) {
+	owner, err := ownerFor(c.UID)
+	if err != nil {
+		// projectFor has already refused an unknown user.
+		return nil, ""
+	}
+	return session.GitAccess(owner)
+}
+
+func wireResult(r checkpoint.Result) ipc.CheckpointResult {
+	return ipc.CheckpointResult{
+		ID: r.ID, Ref: r.Ref, Tree: r.Tree, Time: r.Time, FilesChanged: r.FilesChanged, Files: r.Files,
+		Skipped: r.Skipped, LeftOut: r.LeftOut, Summary: r.Summary, Incremental: r.Incremental, FullReason: r.FullReason,
+	}
 }
 
 func wireCheckpoint(c checkpoint.Checkpoint) ipc.Checkpoint {
-	return ipc.Checkpoint{ID: c.ID, SessionID: c.SessionID, Time: c.Time, FilesChanged: c.FilesChanged, Message: c.Message, Ref: c.Ref}
+	return ipc.Checkpoint{
+		ID: c.ID, SessionID: c.SessionID, Time: c.Time, FilesChanged: c.FilesChanged, Message: c.Message, Ref: c.Ref,
+		Summary: c.Summary, Turn: c.Turn, Files: c.Files, FormerIDs: c.FormerIDs, Folded: c.Folded,
+	}
 }
 
 // convert copies a file format into its wire type through their common

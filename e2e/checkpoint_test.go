@@ -222,7 +222,9 @@ func TestCheckpointSchedule(t *testing.T) {
 	if len(list) != n {
 		t.Fatalf("checkpoints --json: got %d entries, want %d", len(list), n)
 	}
-	wantFields := []string{"files_changed", "id", "message", "ref", "session_id", "time"}
+	// DESIGN's fields, and the summary (turn and files) with the first
+	// files changed; turn, former_ids and folded appear when they apply.
+	wantFields := []string{"files", "files_changed", "id", "message", "ref", "session_id", "summary", "time"}
 	for _, cp := range list {
 		var keys []string
 		for k := range cp {

@@ -236,6 +236,68 @@ func TestRootDaemonActsWithTheUsersRights(t *testing.T) {
 		}
 	})
 
+	t.Run("a repository whose git config runs programs", func(t *testing.T) {
+		dir := u.project(t)
+		marker := filepath.Join(t.TempDir(), "ran")
+		_ = os.Chmod(filepath.Dir(marker), 0o777)
+		prog := filepath.Join(dir, "prog.sh")
+		if err := os.WriteFile(prog, []byte("#!/bin/sh\nid -u >> "+marker+"\ncat\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		_ = os.Chown(prog, u.uid, u.gid)
+		asUser := func(args ...string) {
+			t.Helper()
+			cmd := exec.Command("git", args...)
+			cmd.Dir, cmd.Env = dir, append(cleanEnv(), "HOME=/tmp", "GIT_CONFIG_NOSYSTEM=1")
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid)}}
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("git %v as %s: %v\n%s", args, u.name, err, out)
+			}
+		}
+		asUser("init", "-q")
+		asUser("config", "core.fsmonitor", prog)
+		asUser("config", "filter.x.clean", prog)
+		asUser("config", "filter.x.smudge", prog)
+		asUser("config", "core.hooksPath", dir)
+		if err := os.WriteFile(filepath.Join(dir, ".gitattributes"), []byte("*.txt filter=x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "work.txt"), []byte("the user's work\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := u.ctl(t, d.sock, "start", dir, "--", "sleep", "30")
+		if r.code != 0 {
+			t.Fatalf("%v: %s", r.args, r.stderr)
+		}
+		id := strings.Fields(r.stdout)[len(strings.Fields(r.stdout))-1]
+		if c := u.ctl(t, d.sock, "--json", "checkpoint", id); c.code != 0 {
+			t.Fatalf("checkpoint as %s: %s", u.name, c.stderr)
+		}
+		u.ctl(t, d.sock, "stop", id)
+		d.waitEnded(id, 15*time.Second)
+		if b, err := os.ReadFile(marker); err == nil {
+			t.Errorf("the repository's programs ran during checkpoints, as uid %s", strings.Fields(string(b)))
+		}
+		// The checkpoint's objects and ref are the user's, not root's.
+		refs, err := filepath.Glob(filepath.Join(dir, ".git", "refs", "sessiond", "checkpoints", "*"))
+		if err != nil || len(refs) == 0 {
+			t.Fatalf("no checkpoint ref in the user's repository: %v", err)
+		}
+		_ = filepath.WalkDir(filepath.Join(dir, ".git"), func(p string, e os.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if fi, err := os.Lstat(p); err == nil && fi.Sys().(*syscall.Stat_t).Uid != uint32(u.uid) {
+				t.Errorf("%s is owned by uid %d, not the user", p, fi.Sys().(*syscall.Stat_t).Uid)
+			}
+			return nil
+		})
+		list := u.ctl(t, d.sock, "checkpoints", dir)
+		if list.code != 0 || !strings.Contains(list.stdout, "work.txt") {
+			t.Errorf("checkpoints as the user: %s%s (want the checkpoint naming work.txt)", list.stdout, list.stderr)
+		}
+	})
+
 	t.Run("sessiond.toml linked to a root-only file", func(t *testing.T) {
 		secret := rootFile(t, "secret.toml", "[session]\ntopsecret_key_name = 1\n")
 		dir := u.project(t)

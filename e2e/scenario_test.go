@@ -25,7 +25,6 @@ one)
   echo "working on F2"
   pass F2; echo "logout done" > logout.txt
   sessionctl report --summary "Completed F1 and F2 (login, logout)" --next "Build the password reset (F3)" --task "Login and logout" --status completed --progress 50
-  sleep 0.3
   ;;
 two)
   echo "working on F3"
@@ -47,7 +46,6 @@ five)
   sessionctl report --resolve 1 --summary "Mail goes through the project's SMTP relay; reset works"
   pass F2; pass F3; echo "reset done" > reset.txt
   sessionctl report --task "Password reset" --status completed --next "Ship the profile page (F4)"
-  sleep 0.3
   ;;
 esac
 `

@@ -84,6 +84,8 @@ type Projects interface {
 	ClearProjectSession(ctx context.Context, c Caller, p ProjectRef) error
 	ProjectCheckpoints(ctx context.Context, c Caller, p ProjectRef, opt CheckpointsOptions) ([]Checkpoint, error)
 	RestoreProject(ctx context.Context, c Caller, p ProjectRef, req RestoreRequest) (*RestoreResponse, error)
+	// CheckpointStats says what the project's checkpoints hold on disk.
+	CheckpointStats(ctx context.Context, c Caller, p ProjectRef) (*CheckpointStats, error)
 }
 
 // Events is the event stream: /v1/events.

@@ -291,7 +291,16 @@ func (c *Client) Checkpoints(ctx context.Context, dir string, opt CheckpointsOpt
 	if opt.Prune > 0 {
 		q.Set("prune", strconv.Itoa(opt.Prune))
 	}
+	if opt.Find != "" {
+		q.Set("find", opt.Find)
+	}
 	return do[[]Checkpoint](ctx, c, http.MethodGet, p, q, nil)
+}
+
+// CheckpointStats says what a project's checkpoints hold on disk.
+func (c *Client) CheckpointStats(ctx context.Context, dir string) (*CheckpointStats, error) {
+	p, q := projectPath(dir, "/checkpoints/stats")
+	return do[*CheckpointStats](ctx, c, http.MethodGet, p, q, nil)
 }
 
 // Restore restores a project's work tree to a checkpoint.

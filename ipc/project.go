@@ -35,6 +35,12 @@ type CheckpointResult struct {
 	// LeftOut names untracked content that was left out (dependency
 	// directories, files over checkpoint_max_file).
 	LeftOut []string `json:"left_out,omitempty"`
+	// Summary is the checkpoint's subject (turn and files changed).
+	Summary string `json:"summary,omitempty"`
+	// Incremental is a checkpoint made from the watcher's record of what
+	// changed; FullReason says why one was a full scan instead.
+	Incremental bool   `json:"incremental"`
+	FullReason  string `json:"full_reason,omitempty"`
 }
 
 // Checkpoint is one checkpoint of a project, as listed.
@@ -45,6 +51,45 @@ type Checkpoint struct {
 	FilesChanged int       `json:"files_changed"`
 	Message      string    `json:"message"`
 	Ref          string    `json:"ref"`
+	// Summary is the checkpoint's subject: the agent's turn, if any, and
+	// the files changed ("Turn \"Add retries\": 2 files changed: a.go, b.go").
+	Summary string `json:"summary,omitempty"`
+	// Turn is the agent turn the checkpoint ends, shortened.
+	Turn string `json:"turn,omitempty"`
+	// Files are the first few files changed.
+	Files []string `json:"files,omitempty"`
+	// FormerIDs are ids the checkpoint had before a prune rewrote it: a
+	// handoff or progress entry citing one still finds it.
+	FormerIDs []string `json:"former_ids,omitempty"`
+	// Folded is how many older checkpoints were folded into this one.
+	Folded int `json:"folded,omitempty"`
+	// Match and MatchedID say how a looked-up id found this checkpoint
+	// (current, former or folded) and which full id it matched.
+	Match     string `json:"match,omitempty"`
+	MatchedID string `json:"matched_id,omitempty"`
+}
+
+// CheckpointStats is what a project's checkpoints hold on disk.
+type CheckpointStats struct {
+	Checkpoints int `json:"checkpoints"`
+	Sessions    int `json:"sessions"`
+	// Objects are the git objects only checkpoints reach, DiskBytes their
+	// size on disk (compressed), SizeBytes uncompressed.
+	Objects   int   `json:"objects"`
+	DiskBytes int64 `json:"disk_bytes"`
+	SizeBytes int64 `json:"size_bytes"`
+	// LeftOut are the largest things checkpoints leave out now (too large,
+	// or dependency directories).
+	LeftOut []LeftOut `json:"left_out"`
+}
+
+// LeftOut is one path checkpoints leave out, with its size.
+type LeftOut struct {
+	Path  string `json:"path"`
+	Bytes int64  `json:"bytes"`
+	Files int    `json:"files"`
+	// Partial: the size was not measured in full (too many files).
+	Partial bool `json:"partial,omitempty"`
 }
 
 // CheckpointsOptions says what GET /v1/projects/{id}/checkpoints does
@@ -53,6 +98,10 @@ type CheckpointsOptions struct {
 	// Prune, when positive, first keeps only that many checkpoints per
 	// session (older ones are folded into history).
 	Prune int
+	// Find, when set, looks an id up instead of listing: the one
+	// checkpoint it names now (its own id or prefix, an id it had before a
+	// prune, or one folded into it), with Match saying which.
+	Find string
 }
 
 // Handoff is a session's handoff.json: how it ended and what the next

@@ -43,20 +43,36 @@ func (a *app) checkpointCmd() *cobra.Command {
 }
 
 func (a *app) checkpointsCmd() *cobra.Command {
-	var prune int
+	var (
+		prune int
+		stats bool
+	)
 	cmd := &cobra.Command{
-		Use:   "checkpoints [--prune N] DIR",
-		Short: "List a project's checkpoints (--prune N keeps N per session first)",
-		Args:  cobra.ExactArgs(1),
+		Use:   "checkpoints [--prune N | --stats] DIR [ID]",
+		Short: "List a project's checkpoints, find the one an id names, or show what they hold on disk",
+		Long: "List a project's checkpoints, newest first. With ID, show the checkpoint that id names now: its own,\n" +
+			"one it had before a prune rewrote it, or one folded into it by retention. --prune N keeps N per\n" +
+			"session first; --stats shows the objects and bytes checkpoints hold and the largest content left out.",
+		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if prune < 0 {
 				return usageErr("--prune: want a positive number of checkpoints to keep")
+			}
+			if stats && (prune > 0 || len(args) == 2) {
+				return usageErr("--stats takes only DIR")
 			}
 			dir, err := absDir(args[0])
 			if err != nil {
 				return err
 			}
-			list, err := a.client.Checkpoints(cmd.Context(), dir, ipc.CheckpointsOptions{Prune: prune})
+			if stats {
+				return a.checkpointStats(cmd, dir)
+			}
+			opt := ipc.CheckpointsOptions{Prune: prune}
+			if len(args) == 2 {
+				opt.Find = args[1]
+			}
+			list, err := a.client.Checkpoints(cmd.Context(), dir, opt)
 			if err != nil {
 				return err
 			}
@@ -66,13 +82,59 @@ func (a *app) checkpointsCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tTIME\tSESSION\tFILES\tMESSAGE")
 			for _, c := range list {
-				fmt.Fprintf(tw, "%.12s\t%s\t%s\t%d\t%s\n", c.ID, c.Time.Local().Format("2006-01-02 15:04:05"), c.SessionID, c.FilesChanged, clipText(firstLine(c.Message), 60))
+				summary := c.Summary
+				if summary == "" {
+					summary = firstLine(c.Message)
+				}
+				fmt.Fprintf(tw, "%.12s\t%s\t%s\t%d\t%s\n", c.ID, c.Time.Local().Format("2006-01-02 15:04:05"), c.SessionID, c.FilesChanged, clipText(ipc.TerminalLine(summary), 72))
+				if len(c.FormerIDs) > 0 {
+					short := make([]string, len(c.FormerIDs))
+					for i, id := range c.FormerIDs {
+						short[i] = fmt.Sprintf("%.12s", id)
+					}
+					fmt.Fprintf(tw, "  was %s\t\t\t\t(the same checkpoint before a prune)\n", strings.Join(short, ", "))
+				}
+				if c.Folded > 0 {
+					fmt.Fprintf(tw, "  holds %s\t\t\t\t(folded into it by retention)\n", plural(c.Folded, "older checkpoint"))
+				}
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if opt.Find != "" && len(list) == 1 && list[0].Match != "current" {
+				fmt.Fprintf(a.out, "%s is %s id of checkpoint %.12s\n", opt.Find, map[string]string{"former": "a former", "folded": "a folded"}[list[0].Match], list[0].ID)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().IntVar(&prune, "prune", 0, "keep only the newest N checkpoints of each session (older ones fold into history)")
+	cmd.Flags().BoolVar(&stats, "stats", false, "show what the checkpoints hold on disk")
 	return cmd
+}
+
+func (a *app) checkpointStats(cmd *cobra.Command, dir string) error {
+	st, err := a.client.CheckpointStats(cmd.Context(), dir)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.printJSON(st)
+	}
+	fmt.Fprintf(a.out, "%s of %s\n", plural(st.Checkpoints, "checkpoint"), plural(st.Sessions, "session"))
+	fmt.Fprintf(a.out, "%s only checkpoints reach: %s on disk, %s uncompressed\n", plural(st.Objects, "object"), humanBytes(st.DiskBytes), humanBytes(st.SizeBytes))
+	if len(st.LeftOut) > 0 {
+		fmt.Fprintln(a.out, "largest left out of checkpoints:")
+		tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
+		for _, l := range st.LeftOut {
+			size := humanBytes(l.Bytes)
+			if l.Partial {
+				size = "≥ " + size
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", ipc.TerminalLine(l.Path), size, plural(l.Files, "file"))
+		}
+		return tw.Flush()
+	}
+	return nil
 }
 
 func firstLine(s string) string {

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sessiond/sessiond/daemon/checkpoint"
+	"github.com/sessiond/sessiond/daemon/watch"
 	"github.com/sessiond/sessiond/ipc"
 )
 
@@ -29,11 +30,23 @@ type ckptState struct {
 	last time.Time
 	// startedAt is when the running one began.
 	startedAt time.Time
+	// mark and base are the watch's mark read with the last checkpoint
+	// and that checkpoint's tree: the next one is incremental from them.
+	mark watch.Mark
+	base string
 }
+
+// settleTimeout bounds the wait at the end for the watcher to catch up with
+// the last writes.
+const settleTimeout = 2 * time.Second
 
 type ckptResult struct {
 	res checkpoint.Result
 	err error
+	// mark is the watch's mark the checkpoint's changes reached; valid
+	// when incremental.
+	mark        watch.Mark
+	incremental bool
 }
 
 // schedule arms the spec's checkpoint schedule; its ticks reach the
@@ -62,7 +75,7 @@ func (s *Session) scheduledCheckpoint() {
 	if s.ckpt.busy || (s.watch != nil && !s.watch.ChangedSince(s.ckpt.last)) {
 		return
 	}
-	s.beginCheckpoint("scheduled")
+	s.beginCheckpoint("scheduled", "")
 }
 
 // requestCheckpoint takes a checkpoint for a request now, or right after
@@ -73,18 +86,32 @@ func (s *Session) requestCheckpoint(m message) {
 		return
 	}
 	s.ckpt.answering = append(s.ckpt.answering, m)
-	s.beginCheckpoint(m.why)
+	s.beginCheckpoint(m.why, "")
 }
 
-func (s *Session) beginCheckpoint(why string) {
+func (s *Session) beginCheckpoint(why, turn string) {
 	s.ckpt.busy, s.ckpt.why, s.ckpt.startedAt = true, why, s.deps.Clock.Now()
-	dir, id, mode := s.projectDir, s.id, checkpoint.Mode(s.spec.CheckpointMode)
-	msg := fmt.Sprintf("sessiond %s checkpoint of session %s", why, id)
+	req := checkpoint.TakeRequest{
+		Dir: s.projectDir, SessionID: s.id, Mode: checkpoint.Mode(s.spec.CheckpointMode),
+		Message: why + " checkpoint", Turn: turn,
+		MaxFileSize: int64(s.spec.CheckpointMaxFile), Ignore: s.spec.Watch.Ignore,
+		ShadowRoot: s.shadowRoot(), Credential: s.gitCredential(),
+	}
+	w, since, base := s.watch, s.ckpt.mark, s.ckpt.base
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), checkpoint.DefaultTimeout)
 		defer cancel()
-		res, err := s.deps.Checkpoints.Take(ctx, dir, id, mode, msg)
-		s.ckptDone <- ckptResult{res, err}
+		var r ckptResult
+		if w != nil {
+			// What the watcher saw since the last checkpoint makes this
+			// one incremental; a failed read is a full scan.
+			if ch, err := w.Changes(ctx, since); err == nil {
+				req.Changes = &checkpoint.Changes{Base: base, Paths: ch.Paths, Complete: ch.Complete, Incomplete: ch.Incomplete}
+				r.mark, r.incremental = ch.Mark, true
+			}
+		}
+		r.res, r.err = s.deps.Checkpoints.Take(ctx, req)
+		s.ckptDone <- r
 	}()
 }
 
@@ -102,6 +129,9 @@ func (s *Session) checkpointDone(r ckptResult) {
 		s.emit(ipc.EventCheckpoint, "checkpoint failed: "+err.Error(), map[string]any{"error": err.Error()})
 	} else {
 		s.ckpt.last = started
+		if r.incremental {
+			s.ckpt.mark, s.ckpt.base = r.mark, r.res.Tree
+		}
 		if !r.res.Skipped {
 			// The watcher's findings go to disk with each checkpoint, so
 			// that a crash does not lose them all.
@@ -127,7 +157,7 @@ func (s *Session) checkpointDone(r ckptResult) {
 	s.ckpt.answering = nil
 	if len(s.ckpt.waiting) > 0 {
 		s.ckpt.answering, s.ckpt.waiting = s.ckpt.waiting, nil
-		s.beginCheckpoint(s.ckpt.answering[0].why)
+		s.beginCheckpoint(s.ckpt.answering[0].why, "")
 	}
 }
 
@@ -153,9 +183,17 @@ func (s *Session) finishCheckpoints() {
 		s.unschedule = nil
 	}
 	s.waitCheckpoint()
+	if s.watch != nil {
+		// The last writes before the exit are in the watch's facts and in
+		// the final checkpoint's record: wait until the watcher has seen
+		// them (its barrier), without giving up the record since the mark.
+		ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+		_, _ = s.watch.Changes(ctx, s.ckpt.mark)
+		cancel()
+	}
 	changed := s.watch == nil || s.watch.ChangedSince(s.ckpt.last)
 	if s.spec.Checkpoint != "" && changed {
-		s.beginCheckpoint("final")
+		s.beginCheckpoint("final", "")
 		s.waitCheckpoint()
 	}
 }

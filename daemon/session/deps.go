@@ -24,6 +24,10 @@ type Deps struct {
 	// BootID tells this boot from another, so that a pid recorded before a
 	// reboot is never taken for a live child.
 	BootID string
+	// LeaveOut are the directories neither the watcher nor checkpoints
+	// count as the project's work when untracked (node_modules, .venv...):
+	// one list, so that files_changed and checkpoints agree.
+	LeaveOut []string
 
 	Events      Publisher
 	Records     RecordWriter
@@ -58,7 +62,7 @@ type Watcher interface {
 
 // Checkpointer takes checkpoints; *checkpoint.Checkpointer is one.
 type Checkpointer interface {
-	Take(ctx context.Context, dir, sessionID string, mode checkpoint.Mode, message string) (checkpoint.Result, error)
+	Take(ctx context.Context, req checkpoint.TakeRequest) (checkpoint.Result, error)
 }
 
 // Scheduler runs jobs on cron schedules.

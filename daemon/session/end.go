@@ -136,7 +136,7 @@ func (s *Session) writeAccount(reason Reason) error {
 	} else {
 		ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
 		defer cancel()
-		if facts, err := checkpoint.Facts(ctx, s.projectDir); err == nil && facts.IsRepo {
+		if facts, err := checkpoint.Facts(ctx, checkpoint.FactsRequest{Dir: s.projectDir, Credential: s.gitCredential()}); err == nil && facts.IsRepo {
 			in.Git = &facts
 		}
 		// What changed, less the temporary files made and removed on the

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/config"
+	"github.com/sessiond/sessiond/daemon/checkpoint"
 	"github.com/sessiond/sessiond/daemon/state"
 )
 
@@ -59,6 +60,39 @@ func (s *Session) credential() *syscall.Credential {
 		return nil
 	}
 	return s.owner.Credential()
+}
+
+// GitAccess is how git runs for owner's project: with owner's credential
+// and home, so that git reads the user's own global config and never the
+// daemon's, and with the shadow repositories of non-git projects where
+// that user's own daemon keeps its state (~/.local/state/sessiond/shadow),
+// owned by the user, since git running as the user cannot enter a root
+// daemon's state dir. A nil owner (the daemon runs as the user) is the
+// daemon's own identity and state dir.
+func GitAccess(owner *state.Owner) (cred *checkpoint.Credential, shadowRoot string) {
+	if owner == nil {
+		return nil, ""
+	}
+	cred = &checkpoint.Credential{UID: uint32(owner.UID), GID: uint32(owner.GID)}
+	for _, g := range owner.Groups {
+		cred.Groups = append(cred.Groups, uint32(g))
+	}
+	if u, err := user.LookupId(strconv.Itoa(owner.UID)); err == nil && u.HomeDir != "" {
+		cred.Home = u.HomeDir
+		shadowRoot = filepath.Join(u.HomeDir, ".local", "state", "sessiond", "shadow")
+	}
+	return cred, shadowRoot
+}
+
+// gitCredential and shadowRoot are the session's GitAccess, looked up once.
+func (s *Session) gitCredential() *checkpoint.Credential {
+	s.gitOnce.Do(func() { s.gitCred, s.gitShadow = GitAccess(s.owner) })
+	return s.gitCred
+}
+
+func (s *Session) shadowRoot() string {
+	s.gitCredential()
+	return s.gitShadow
 }
 
 // dedupeEnv keeps the last value of each variable.

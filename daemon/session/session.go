@@ -38,8 +38,12 @@ type Session struct {
 	// when the session runs with the daemon's own identity.
 	proj  *state.Project
 	owner *state.Owner
-	deps  Deps
-	log   *zap.Logger
+	// gitCred is the owner's credential for git, made once (gitOnce).
+	gitOnce   sync.Once
+	gitCred   *checkpoint.Credential
+	gitShadow string
+	deps      Deps
+	log       *zap.Logger
 
 	inbox chan message
 	// ticks are the checkpoint schedule's, coalesced.

@@ -192,7 +192,7 @@ func (s *Session) prepareProject() error {
 	}
 	ctx, cancel := context.WithTimeout(s.startCtx, gitTimeout)
 	defer cancel()
-	in.GitLog = checkpoint.RecentLog(ctx, s.projectDir, 10)
+	in.GitLog = checkpoint.RecentLog(ctx, checkpoint.LogRequest{Dir: s.projectDir, N: 10, Credential: s.gitCredential()})
 	if err := p.WriteContext(in); err != nil {
 		return fmt.Errorf("write context: %w", err)
 	}
@@ -202,7 +202,7 @@ func (s *Session) prepareProject() error {
 // watchProject starts watching the project; without a watch, idle
 // detection sees output only and checkpoints run at every schedule tick.
 func (s *Session) watchProject() {
-	w, err := s.deps.Watches.Watch(s.projectDir, watch.Options{Ignore: s.spec.Watch.Ignore, OnActivity: s.onActivity})
+	w, err := s.deps.Watches.Watch(s.projectDir, watch.Options{Ignore: s.spec.Watch.Ignore, LeaveOut: s.deps.LeaveOut, OnActivity: s.onActivity})
 	if err != nil {
 		s.log.Warn("project not watched: idle detection sees output only, checkpoints run on every schedule tick", zap.Error(err))
 		return

@@ -34,6 +34,7 @@ func (s *Server) register() {
 	s.handle("GET "+v+"/projects/{id}/session", s.projectSession)
 	s.handle("DELETE "+v+"/projects/{id}/session", s.clearProjectSession)
 	s.handle("GET "+v+"/projects/{id}/checkpoints", s.projectCheckpoints)
+	s.handle("GET "+v+"/projects/{id}/checkpoints/stats", s.checkpointStats)
 	s.handle("POST "+v+"/projects/{id}/restore", s.restoreProject)
 
 	s.handle("GET "+v+"/events", s.events)
@@ -223,7 +224,7 @@ func (s *Server) projectCheckpoints(w http.ResponseWriter, r *http.Request, c ip
 	if err != nil {
 		return err
 	}
-	list, err := s.backend.ProjectCheckpoints(r.Context(), c, project(r), ipc.CheckpointsOptions{Prune: prune})
+	list, err := s.backend.ProjectCheckpoints(r.Context(), c, project(r), ipc.CheckpointsOptions{Prune: prune, Find: r.URL.Query().Get("find")})
 	if err != nil {
 		return err
 	}
@@ -231,6 +232,14 @@ func (s *Server) projectCheckpoints(w http.ResponseWriter, r *http.Request, c ip
 		list = []ipc.Checkpoint{}
 	}
 	return writeJSON(w, http.StatusOK, list)
+}
+
+func (s *Server) checkpointStats(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
+	st, err := s.backend.CheckpointStats(r.Context(), c, project(r))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, st)
 }
 
 func (s *Server) restoreProject(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {

@@ -132,6 +132,10 @@ func (b *backend) RestoreProject(ctx context.Context, c ipc.Caller, p ipc.Projec
 	return &ipc.RestoreResponse{Saved: ipc.CheckpointResult{ID: "saved"}, Restored: ipc.Checkpoint{ID: req.Checkpoint}}, nil
 }
 
+func (b *backend) CheckpointStats(ctx context.Context, c ipc.Caller, p ipc.ProjectRef) (*ipc.CheckpointStats, error) {
+	return &ipc.CheckpointStats{Checkpoints: 1}, nil
+}
+
 // serve starts a server on a socket in a temp dir and returns a client.
 func serve(t *testing.T, b ipc.Backend, access AccessFunc) (*ipc.Client, string) {
 	t.Helper()
