@@ -111,6 +111,16 @@ type Session struct {
 	// DevServerWasRunning records, at the end, whether a sidecar was still
 	// running when the session stopped.
 	DevServerWasRunning bool `json:"dev_server_was_running,omitempty"`
+	// Agent is the coding agent the session runs, when its command is one
+	// (or the spec names one); nil for other commands.
+	Agent *Agent `json:"agent,omitempty"`
+	// Tokens is the agent's model use so far, from its transcript.
+	Tokens *Tokens `json:"tokens,omitempty"`
+	// TTY is a session whose command runs on a terminal held by its
+	// holder process (sessionctl attach, screen, send).
+	TTY bool `json:"tty,omitempty"`
+	// Worktree is the git worktree the session runs in, if any.
+	Worktree *Worktree `json:"worktree,omitempty"`
 }
 
 // SessionRow is the part of a session record that a table of sessions
@@ -131,6 +141,11 @@ type SessionRow struct {
 	Checkpoints  int        `json:"checkpoints"`
 	ProjectDir   string     `json:"project_dir"`
 	Usage        *Usage     `json:"usage,omitempty"`
+	// Agent, Tokens, TTY and Worktree are the record's.
+	Agent    *Agent    `json:"agent,omitempty"`
+	Tokens   *Tokens   `json:"tokens,omitempty"`
+	TTY      bool      `json:"tty,omitempty"`
+	Worktree *Worktree `json:"worktree,omitempty"`
 }
 
 // Usage is what a live session's whole process tree uses.
@@ -148,7 +163,8 @@ type Usage struct {
 func (s *Session) Row() SessionRow {
 	return SessionRow{ID: s.ID, Name: s.Name, Command: s.Command, State: s.State, EndReason: s.EndReason,
 		PID: s.PID, StartedAt: s.StartedAt, EndedAt: s.EndedAt, Deadline: s.Deadline, Restarts: s.Restarts,
-		LastActivity: s.LastActivity, Checkpoints: s.Checkpoints, ProjectDir: s.ProjectDir, Usage: s.Usage}
+		LastActivity: s.LastActivity, Checkpoints: s.Checkpoints, ProjectDir: s.ProjectDir, Usage: s.Usage,
+		Agent: s.Agent, Tokens: s.Tokens, TTY: s.TTY, Worktree: s.Worktree}
 }
 
 // Warning records a session's warning: when it was given and who was signalled.
@@ -237,6 +253,12 @@ const (
 	EventRestarted  = "restarted"
 	EventFailed     = "failed"
 	EventExtended   = "extended"
+	// The agent's state changes (Agent.State), one event per change.
+	EventAgentWorking = "agent_working"
+	EventAgentWaiting = "agent_waiting"
+	EventAgentIdle    = "agent_idle"
+	// EventBudget is a session at its token or cost budget's warning.
+	EventBudget = "budget"
 )
 
 // Event is one line of the event stream.

@@ -1,0 +1,79 @@
+package ipc
+
+import "time"
+
+// Agent states of Agent.State: what the agent does, as its own events tell
+// (never guessed from its screen).
+const (
+	AgentWorking = "working"
+	AgentWaiting = "waiting"
+	AgentIdle    = "idle"
+	AgentUnknown = "unknown"
+)
+
+// Agent is what sessiond knows of the coding agent a session runs: which
+// one, its conversation, and what it is doing.
+type Agent struct {
+	// Name is the adapter: "claude-code", "codex" or "generic".
+	Name string `json:"name"`
+	// Integrated is whether sessiond hears from the agent (its hooks or
+	// notify program are installed); without, State stays unknown.
+	Integrated bool `json:"integrated"`
+	// Interactive is an agent run for a person at its terminal: the end of
+	// a turn is waiting for the next prompt.
+	Interactive bool `json:"interactive,omitempty"`
+	// ConversationID and TranscriptPath are the agent's conversation, once
+	// known (chosen by sessiond, or told by the agent's first hook).
+	ConversationID string `json:"conversation_id,omitempty"`
+	TranscriptPath string `json:"transcript_path,omitempty"`
+	// ResumedFrom is the conversation this session continues, if any.
+	ResumedFrom string `json:"resumed_from,omitempty"`
+	// State is working, waiting, idle or unknown, since StateSince.
+	State      string     `json:"state"`
+	StateSince *time.Time `json:"state_since,omitempty"`
+	// WaitingReason says what a waiting agent waits for: "permission:
+	// Bash", "question: ...", "prompt" (the next prompt).
+	WaitingReason string `json:"waiting_reason,omitempty"`
+	// Turns counts the agent's finished turns; LastPrompt is the first line
+	// of the latest turn's prompt.
+	Turns      int    `json:"turns,omitempty"`
+	LastPrompt string `json:"last_prompt,omitempty"`
+	// Notices say what could not be integrated or read, one sentence each.
+	Notices []string `json:"notices,omitempty"`
+}
+
+// Tokens is an agent's use of its model: tokens read from its transcript,
+// and the cost where the agent reports it.
+type Tokens struct {
+	Input      int64 `json:"input"`
+	Output     int64 `json:"output"`
+	CacheRead  int64 `json:"cache_read"`
+	CacheWrite int64 `json:"cache_write"`
+	// CostUSD is the agent's own figure; CostKnown says whether it gave one.
+	CostUSD   float64 `json:"cost_usd,omitempty"`
+	CostKnown bool    `json:"cost_known,omitempty"`
+}
+
+// Total is every token counted: input, output and cache reads and writes.
+func (t *Tokens) Total() int64 {
+	if t == nil {
+		return 0
+	}
+	return t.Input + t.Output + t.CacheRead + t.CacheWrite
+}
+
+// Worktree is the git worktree a session runs in.
+type Worktree struct {
+	// Name is the worktree's name; Branch is sessiond/<Name>.
+	Name   string `json:"name"`
+	Branch string `json:"branch"`
+	// Path is the worktree's directory (the session's project dir).
+	Path string `json:"path"`
+	// Repo is the work tree of the repository it belongs to; Base the
+	// commit it started from.
+	Repo string `json:"repo"`
+	Base string `json:"base"`
+	// Port is the port allocated to it ($PORT, SESSIOND_PORT); 0 when no
+	// port_range is set.
+	Port int `json:"port,omitempty"`
+}
