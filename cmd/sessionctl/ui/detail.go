@@ -122,7 +122,10 @@ func (m *model) recordLines(s *ipc.Session, width int) []string {
 	add("command", cmd)
 
 	if ipc.Live(s.State) {
-		t := "started " + m.clock(s.StartedAt) + " (" + span(m.now.Sub(s.StartedAt)) + " ago)"
+		t := span(m.now.Sub(s.StartedAt))
+		if !s.Deadline.IsZero() {
+			t += " of " + span(s.Deadline.Sub(s.StartedAt)) + " · " + span(s.Deadline.Sub(m.now)) + " left"
+		}
 		if !s.WarnAt.IsZero() {
 			if m.now.Before(s.WarnAt) {
 				t += " · warns " + m.clock(s.WarnAt)
@@ -131,7 +134,7 @@ func (m *model) recordLines(s *ipc.Session, width int) []string {
 			}
 		}
 		if !s.Deadline.IsZero() {
-			t += " · deadline " + m.clock(s.Deadline) + " (" + span(s.Deadline.Sub(m.now)) + " left)"
+			t += " · deadline " + m.clock(s.Deadline)
 		}
 		add("time", t)
 	} else {
@@ -327,12 +330,13 @@ func (m *model) outputLines(width, height int) []string {
 		return nil
 	}
 	title := "output"
+	s := m.sessions[m.tail.id]
 	switch {
 	case m.tail.err != "":
 		title += " (" + line(m.tail.err) + ")"
 	case m.tail.ended:
 		title += " (ended)"
-	case m.tail.f != nil || m.conn == nil:
+	case s != nil && ipc.Live(s.State):
 		title += " (following)"
 	}
 	out := []string{m.st.faint.Render(rule(title, width))}

@@ -264,10 +264,10 @@ func (m model) askRestore(dir string, c ipc.Checkpoint) (model, tea.Cmd) {
 		}
 	}
 	args := []string{"restore", dir, shortID(c.ID)}
-	question := fmt.Sprintf("Restore %s to checkpoint %s of %s? The current tree is checkpointed first.", line(dir), shortID(c.ID), m.clock(c.Time))
+	question := fmt.Sprintf("Restore %s to checkpoint %s (%s)?", line(dir), shortID(c.ID), m.clock(c.Time))
 	if force {
 		args = []string{"restore", "--force", dir, shortID(c.ID)}
-		question = fmt.Sprintf("A session runs in %s: restore it to checkpoint %s of %s under it? The current tree is checkpointed first.", line(dir), shortID(c.ID), m.clock(c.Time))
+		question = fmt.Sprintf("Restore %s to checkpoint %s (%s) while a session runs in it?", line(dir), shortID(c.ID), m.clock(c.Time))
 	}
 	command := m.ctl(args...)
 	id := c.ID

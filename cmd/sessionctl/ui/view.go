@@ -3,6 +3,7 @@ package ui
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"charm.land/bubbles/v2/help"
@@ -241,16 +242,20 @@ func (m *model) statusLine() string {
 		return m.st.faint.Render("filter: type words to match · ⏎ keeps it · esc clears it")
 	}
 	if m.tried && !m.online {
-		return m.st.banner.Render(fit(" sessiond is not reachable on "+line(m.opt.Socket)+": "+m.offline+" · retrying", m.width))
+		return m.st.banner.Render(" sessiond is not reachable on " + line(m.opt.Socket) + " (" + m.offline + ") · retrying ")
 	}
 	return m.status.render(m)
 }
 
 // describeOffline says in a few words why the daemon is not reachable.
 func describeOffline(err error) string {
+	var sys *os.SyscallError
+	if errors.As(err, &sys) {
+		return line(sys.Err.Error())
+	}
 	var un *ipc.UnreachableError
 	if errors.As(err, &un) {
 		return line(un.Err.Error())
 	}
-	return line(err.Error())
+	return firstLine(err.Error())
 }
