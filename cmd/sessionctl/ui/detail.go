@@ -332,6 +332,8 @@ func (m *model) outputLines(width, height int) []string {
 	title := "output"
 	s := m.sessions[m.tail.id]
 	switch {
+	case !m.online && m.tried:
+		title += " (not followed: sessiond is not reachable)"
 	case m.tail.err != "":
 		title += " (" + line(m.tail.err) + ")"
 	case m.tail.ended:

@@ -24,14 +24,16 @@ func (m model) feed(msg tea.Msg) (model, tea.Cmd) {
 			m.events.Close()
 		}
 		m.events = msg.w
+		lost := m.tried
 		m.online, m.tried, m.offline, m.retries = true, true, "", 0
 		m.sessions = make(map[string]*ipc.Session, len(msg.sessions))
 		m.fetching = map[string]bool{}
 		for i := range msg.sessions {
 			m.put(&msg.sessions[i])
 		}
-		// What failed while the daemon was away is asked again.
-		if s := m.sessions[m.tail.id]; m.tail.err != "" || (m.tail.ended && s != nil && ipc.Live(s.State)) {
+		// A stream of a connection lost is of a daemon gone: the output
+		// is followed anew, and what failed meanwhile is asked again.
+		if lost {
 			m.tail.f.stop()
 			m.tail = tailView{}
 		}
