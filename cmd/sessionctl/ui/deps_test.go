@@ -7,15 +7,18 @@ import (
 )
 
 // TestLightAtStartUp keeps out of sessionctl the packages whose init does
-// work on every start of every command: the clipboard package (that the
-// bubbles text input and text area import) searches $PATH for xclip, xsel
-// and the like in its init.
+// work on every start of every command: lipgloss detects the terminal's
+// colours on stdout in its init (reading terminfo, and running `tmux info`
+// inside tmux), and the clipboard package, which the bubbles text input
+// and text area import, searches $PATH for xclip, xsel and the like. The
+// bubbles packages that style with lipgloss (help, viewport, list, table,
+// ...) are kept out through it.
 func TestLightAtStartUp(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "github.com/sessiond/sessiond/cmd/sessionctl").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
-	forbidden := []string{"github.com/atotto/clipboard", "charm.land/bubbles/v2/textinput", "charm.land/bubbles/v2/textarea"}
+	forbidden := []string{"charm.land/lipgloss/v2", "github.com/atotto/clipboard"}
 	for _, pkg := range strings.Fields(string(out)) {
 		for _, f := range forbidden {
 			if pkg == f {

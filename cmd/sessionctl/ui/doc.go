@@ -9,7 +9,10 @@
 // dashboard says so and reconnects when it answers again.
 //
 // The package lives apart from sessionctl's other commands and does no
-// work at package initialisation, so that linking it costs those commands
-// nothing measurable at start-up; it leaves out the bubbles text input,
-// whose clipboard dependency searches $PATH in its init.
+// work at package initialisation, nor links a package that does, so that
+// the other commands start as fast as without it: it styles with x/ansi
+// rather than lipgloss (whose init detects the terminal's colours, reading
+// terminfo and, inside tmux, running `tmux info`), and edits its few lines
+// of text itself rather than with the bubbles text input (whose clipboard
+// dependency searches $PATH in its init).
 package ui

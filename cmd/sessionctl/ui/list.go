@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/sessiond/sessiond/ipc"
 )
@@ -195,39 +195,39 @@ type column struct {
 	// drop ranks the columns left out first when the window is narrow:
 	// the highest goes first.
 	drop int
-	cell func(m *model, s *ipc.Session, w int) (text string, style lipgloss.Style)
+	cell func(m *model, s *ipc.Session, w int) (text string, style paint)
 }
 
 // timeColumn is the title of the time bar's column, which styles its own cells.
 const timeColumn = "TIME"
 
 func (m *model) columns() []column {
-	none := lipgloss.NewStyle()
+	none := paint{}
 	cols := []column{
-		{title: "NAME", width: 8, max: 28, flex: true, drop: 0, cell: func(m *model, s *ipc.Session, _ int) (string, lipgloss.Style) {
+		{title: "NAME", width: 8, max: 28, flex: true, drop: 0, cell: func(m *model, s *ipc.Session, _ int) (string, paint) {
 			return displayName(s), m.st.bold
 		}},
-		{title: "ID", width: 8, drop: 2, cell: func(_ *model, s *ipc.Session, _ int) (string, lipgloss.Style) {
+		{title: "ID", width: 8, drop: 2, cell: func(_ *model, s *ipc.Session, _ int) (string, paint) {
 			return s.ID, none
 		}},
 	}
 	if m.multiUser() {
-		cols = append(cols, column{title: "USER", width: 8, drop: 6, cell: func(m *model, s *ipc.Session, _ int) (string, lipgloss.Style) {
+		cols = append(cols, column{title: "USER", width: 8, drop: 6, cell: func(m *model, s *ipc.Session, _ int) (string, paint) {
 			return line(m.users[s.UID]), none
 		}})
 	}
 	cols = append(cols,
-		column{title: "STATE", width: 11, drop: 0, cell: func(m *model, s *ipc.Session, _ int) (string, lipgloss.Style) {
+		column{title: "STATE", width: 11, drop: 0, cell: func(m *model, s *ipc.Session, _ int) (string, paint) {
 			return stateText(s), m.st.state(s)
 		}},
-		column{title: "AGENT", width: 7, drop: 3, cell: func(m *model, s *ipc.Session, _ int) (string, lipgloss.Style) {
+		column{title: "AGENT", width: 7, drop: 3, cell: func(m *model, s *ipc.Session, _ int) (string, paint) {
 			if s.Agent == nil || s.Agent.State == "" {
 				return "-", m.st.faint
 			}
 			return s.Agent.State, m.st.agent(s.Agent.State)
 		}},
 		column{title: timeColumn, width: 10, drop: 1},
-		column{title: "LEFT", width: 5, right: true, drop: 1, cell: func(m *model, s *ipc.Session, _ int) (string, lipgloss.Style) {
+		column{title: "LEFT", width: 5, right: true, drop: 1, cell: func(m *model, s *ipc.Session, _ int) (string, paint) {
 			if !ipc.Live(s.State) || s.Deadline.IsZero() {
 				return "-", m.st.faint
 			}
@@ -237,25 +237,25 @@ func (m *model) columns() []column {
 			}
 			return compact(left), none
 		}},
-		column{title: "LAST", width: 5, right: true, drop: 4, cell: func(m *model, s *ipc.Session, _ int) (string, lipgloss.Style) {
+		column{title: "LAST", width: 5, right: true, drop: 4, cell: func(m *model, s *ipc.Session, _ int) (string, paint) {
 			if s.LastActivity == nil {
 				return "-", m.st.faint
 			}
 			return compact(m.now.Sub(*s.LastActivity)), none
 		}},
-		column{title: "CKPT", width: 4, right: true, drop: 5, cell: func(_ *model, s *ipc.Session, _ int) (string, lipgloss.Style) {
+		column{title: "CKPT", width: 4, right: true, drop: 5, cell: func(_ *model, s *ipc.Session, _ int) (string, paint) {
 			return fmt.Sprint(s.Checkpoints), none
 		}},
-		column{title: "RST", width: 3, right: true, drop: 5, cell: func(_ *model, s *ipc.Session, _ int) (string, lipgloss.Style) {
+		column{title: "RST", width: 3, right: true, drop: 5, cell: func(_ *model, s *ipc.Session, _ int) (string, paint) {
 			return fmt.Sprint(s.Restarts), none
 		}},
-		column{title: "TOKENS", width: 6, right: true, drop: 4, cell: func(m *model, s *ipc.Session, _ int) (string, lipgloss.Style) {
+		column{title: "TOKENS", width: 6, right: true, drop: 4, cell: func(m *model, s *ipc.Session, _ int) (string, paint) {
 			if s.Tokens == nil {
 				return "-", m.st.faint
 			}
 			return tokens(s.Tokens.Total()), none
 		}},
-		column{title: "PROJECT", width: 10, flex: true, drop: 7, cell: func(_ *model, s *ipc.Session, _ int) (string, lipgloss.Style) {
+		column{title: "PROJECT", width: 10, flex: true, drop: 7, cell: func(_ *model, s *ipc.Session, _ int) (string, paint) {
 			p := line(s.ProjectDir)
 			if s.Worktree != nil {
 				p += " [" + line(s.Worktree.Name) + "]"
@@ -342,7 +342,7 @@ func (m *model) row(cols []column, s *ipc.Session, selected bool) string {
 		}
 		text, style := c.cell(m, s, c.width)
 		if c.right {
-			if w := lipgloss.Width(text); w < c.width {
+			if w := ansi.StringWidth(text); w < c.width {
 				text = strings.Repeat(" ", c.width-w) + text
 			}
 		}

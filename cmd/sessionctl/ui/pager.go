@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"charm.land/bubbles/v2/help"
-	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
-	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/sessiond/sessiond/ipc"
 )
@@ -30,30 +28,48 @@ const (
 )
 
 // pager is a full screen of scrollable text: a session's logs (followed),
-// its record, its handoff, or the help.
+// its record, its handoff, or the help. Its lines are plain text.
 type pager struct {
 	kind    pageKind
 	title   string
 	command string
-	vp      viewport.Model
 	lines   []string
+	width   int
+	height  int // of the text, without the title and key lines
+	top     int // the first line shown
+	left    int // the first column shown
 	f       *follower
 	ended   bool
 	err     string
 }
 
 func (p *pager) resize(width, height int) {
-	p.vp.SetWidth(width)
-	p.vp.SetHeight(max(1, height-2))
+	bottom := p.atBottom()
+	p.width, p.height = width, max(1, height-2)
+	p.scroll(0)
+	if bottom {
+		p.toBottom()
+	}
 }
+
+func (p *pager) maxTop() int { return max(0, len(p.lines)-p.height) }
+
+func (p *pager) atBottom() bool { return p.top >= p.maxTop() }
+
+func (p *pager) scroll(n int) { p.top = min(max(p.top+n, 0), p.maxTop()) }
+
+func (p *pager) toBottom() { p.top = p.maxTop() }
 
 // add appends output lines; a pager at its bottom stays there.
 func (p *pager) add(lines []string) {
-	bottom := p.vp.AtBottom() || len(p.lines) == 0
+	bottom := p.atBottom()
+	before := len(p.lines)
 	p.lines = appendCapped(p.lines, lines, pageLines)
-	p.vp.SetContentLines(p.lines)
+	if dropped := before + len(lines) - len(p.lines); dropped > 0 {
+		p.top = max(0, p.top-dropped)
+	}
 	if bottom {
-		p.vp.GotoBottom()
+		p.toBottom()
 	}
 }
 
@@ -69,16 +85,18 @@ func (p *pager) render(m *model) []string {
 			title += " (following)"
 		}
 	}
+	if len(p.lines) > p.height {
+		title += fmt.Sprintf(" · %d–%d of %d", p.top+1, min(p.top+p.height, len(p.lines)), len(p.lines))
+	}
 	out := []string{m.st.title.Render(rule(title, m.width))}
-	body := strings.Split(p.vp.View(), "\n")
-	for i := 0; i < p.vp.Height(); i++ {
-		if i < len(body) {
-			out = append(out, body[i])
+	for i := p.top; i < p.top+p.height; i++ {
+		if i < len(p.lines) {
+			out = append(out, ansi.Cut(p.lines[i], p.left, p.left+m.width))
 		} else {
 			out = append(out, "")
 		}
 	}
-	keys := m.st.key.Render("esc") + m.st.faint.Render(" back  ") + m.st.key.Render("↑↓ pgup pgdn") +
+	keys := m.st.key.Render("esc") + m.st.faint.Render(" back  ") + m.st.key.Render("↑↓ pgup pgdn ←→") +
 		m.st.faint.Render(" scroll  ") + m.st.key.Render("g G") + m.st.faint.Render(" top, end")
 	if p.command != "" {
 		keys += m.st.faint.Render("  $ ") + p.command
@@ -89,11 +107,9 @@ func (p *pager) render(m *model) []string {
 // openPage shows lines full screen.
 func (m *model) openPage(kind pageKind, title, command string, lines []string) {
 	m.pager.f.stop()
-	m.pager = pager{kind: kind, title: title, command: command, vp: viewport.New()}
-	m.pager.vp.FillHeight = false
+	m.pager = pager{kind: kind, title: title, command: command, lines: lines}
 	m.pager.resize(m.width, m.height)
-	m.pager.lines = lines
-	m.pager.vp.SetContentLines(lines)
+	m.pager.top = 0
 	m.mode = modePager
 }
 
@@ -110,18 +126,44 @@ func (m model) openLogs(s *ipc.Session) (model, tea.Cmd) {
 	return m, cmd
 }
 
-// openHelp shows every key.
+// openHelp shows every key, a column per group, and what the columns mean.
 func (m *model) openHelp() {
-	h := help.New()
-	h.Styles.FullKey = m.st.key
-	h.Styles.FullDesc = lipgloss.NewStyle()
-	h.Styles.FullSeparator = m.st.faint
-	h.FullSeparator = "    "
-	lines := strings.Split(h.FullHelpView(m.keys.full()), "\n")
+	var cols [][]string
+	for _, group := range m.keys.full() {
+		kw := 0
+		for _, k := range group {
+			kw = max(kw, ansi.StringWidth(k.Help().Key))
+		}
+		var col []string
+		for _, k := range group {
+			h := k.Help()
+			col = append(col, fit(h.Key, kw)+" "+h.Desc)
+		}
+		cols = append(cols, col)
+	}
+	var lines []string
+	for i := 0; ; i++ {
+		var b strings.Builder
+		more := false
+		for _, col := range cols {
+			w := 0
+			for _, c := range col {
+				w = max(w, ansi.StringWidth(c))
+			}
+			cell := ""
+			if i < len(col) {
+				cell, more = col[i], true
+			}
+			b.WriteString(fit(cell, w+4))
+		}
+		if !more {
+			break
+		}
+		lines = append(lines, strings.TrimRight(b.String(), " "))
+	}
 	lines = append(lines, "",
 		"The list holds the sessions sessiond shows you (root sees everyone's),",
 		"in three views: live, ended and all.",
-		"",
 		"TIME   the time used until the deadline; │ marks the warning",
 		"LEFT   the time to the deadline",
 		"LAST   the time since the last output or file change",
@@ -136,22 +178,34 @@ func (m *model) openHelp() {
 }
 
 func (m model) pagerKey(msg tea.KeyPressMsg) (model, tea.Cmd) {
+	p := &m.pager
 	switch msg.String() {
 	case "esc", "q", "?":
-		m.pager.f.stop()
+		p.f.stop()
 		m.pager = pager{}
 		m.mode = modeList
-		return m, nil
+	case "up", "k", "ctrl+p":
+		p.scroll(-1)
+	case "down", "j", "ctrl+n", "enter":
+		p.scroll(1)
+	case "pgup", "b":
+		p.scroll(-p.height)
+	case "pgdown", "space", "f":
+		p.scroll(p.height)
+	case "u", "ctrl+u":
+		p.scroll(-p.height / 2)
+	case "d", "ctrl+d":
+		p.scroll(p.height / 2)
 	case "g", "home":
-		m.pager.vp.GotoTop()
-		return m, nil
+		p.top = 0
 	case "G", "end":
-		m.pager.vp.GotoBottom()
-		return m, nil
+		p.toBottom()
+	case "left", "h":
+		p.left = max(0, p.left-8)
+	case "right", "l":
+		p.left += 8
 	}
-	var cmd tea.Cmd
-	m.pager.vp, cmd = m.pager.vp.Update(msg)
-	return m, cmd
+	return m, nil
 }
 
 // picker chooses the checkpoint of a project to restore.

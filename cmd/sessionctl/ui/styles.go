@@ -5,10 +5,25 @@ import (
 	"strings"
 	"time"
 
-	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/sessiond/sessiond/ipc"
 )
+
+// paint is an SGR style: Render wraps text in the style's sequence and a
+// reset. The dashboard styles with x/ansi, which Bubble Tea links anyway,
+// rather than lipgloss: lipgloss detects the terminal's colours in its
+// package initialisation (reading terminfo, and running `tmux info` inside
+// tmux), which every sessionctl command would pay at start-up.
+type paint struct{ sgr ansi.Style }
+
+// Render styles s.
+func (p paint) Render(s string) string {
+	if len(p.sgr) == 0 || s == "" {
+		return s
+	}
+	return p.sgr.Styled(s)
+}
 
 // styles are the dashboard's looks. They are built when the dashboard
 // starts, not at package initialisation, and without colour when the user
@@ -17,49 +32,48 @@ import (
 type styles struct {
 	color bool
 
-	title, bold, faint, reverse lipgloss.Style
-	tabOn, tabOff               lipgloss.Style
-	selected                    lipgloss.Style
-	good, warn, bad, info, note lipgloss.Style
-	banner                      lipgloss.Style
-	key                         lipgloss.Style
+	plain, title, bold, faint, reverse paint
+	tabOn, tabOff                      paint
+	selected                           paint
+	good, warn, bad, info, note        paint
+	banner                             paint
+	key                                paint
 }
 
 func newStyles(color bool) styles {
-	plain := lipgloss.NewStyle()
-	fg := func(c string) lipgloss.Style {
+	sgr := func(s ansi.Style) paint { return paint{s} }
+	fg := func(c ansi.BasicColor, more ansi.Style) paint {
 		if !color {
-			return plain
+			return paint{more}
 		}
-		return plain.Foreground(lipgloss.Color(c))
+		return paint{append(ansi.Style{}.ForegroundColor(c), more...)}
 	}
 	st := styles{
 		color:    color,
-		title:    plain.Bold(true),
-		bold:     plain.Bold(true),
-		faint:    plain.Faint(true),
-		reverse:  plain.Reverse(true),
-		tabOn:    plain.Bold(true).Reverse(true),
-		tabOff:   plain.Faint(true),
-		selected: plain.Reverse(true),
-		good:     fg("2"),
-		warn:     fg("3"),
-		bad:      fg("1"),
-		info:     fg("6"),
-		note:     fg("5").Bold(true),
-		banner:   fg("1").Bold(true).Reverse(true),
-		key:      fg("6").Bold(true),
+		title:    sgr(ansi.Style{}.Bold()),
+		bold:     sgr(ansi.Style{}.Bold()),
+		faint:    sgr(ansi.Style{}.Faint()),
+		reverse:  sgr(ansi.Style{}.Reverse(true)),
+		tabOn:    sgr(ansi.Style{}.Bold().Reverse(true)),
+		tabOff:   sgr(ansi.Style{}.Faint()),
+		selected: sgr(ansi.Style{}.Reverse(true)),
+		good:     fg(ansi.Green, nil),
+		warn:     fg(ansi.Yellow, nil),
+		bad:      fg(ansi.Red, nil),
+		info:     fg(ansi.Cyan, nil),
+		note:     fg(ansi.Magenta, ansi.Style{}.Bold()),
+		banner:   fg(ansi.Red, ansi.Style{}.Bold().Reverse(true)),
+		key:      fg(ansi.Cyan, ansi.Style{}.Bold()),
 	}
 	if !color {
 		// Without colour the states that need a person stand out by weight.
-		st.bad = plain.Bold(true)
-		st.note = plain.Bold(true)
+		st.bad = sgr(ansi.Style{}.Bold())
 	}
 	return st
 }
 
 // state is the style of a session state (or end reason) in the list.
-func (st *styles) state(s *ipc.Session) lipgloss.Style {
+func (st *styles) state(s *ipc.Session) paint {
 	switch s.State {
 	case ipc.StateRunning:
 		return st.good
@@ -74,12 +88,12 @@ func (st *styles) state(s *ipc.Session) lipgloss.Style {
 		}
 		return st.bad
 	}
-	return lipgloss.NewStyle()
+	return st.plain
 }
 
 // agent is the style of an agent state: waiting stands out, since a
 // person is wanted.
-func (st *styles) agent(state string) lipgloss.Style {
+func (st *styles) agent(state string) paint {
 	switch state {
 	case ipc.AgentWorking:
 		return st.good
@@ -137,7 +151,7 @@ type barCell struct {
 	style barStyle
 }
 
-func (st *styles) barStyle(b barStyle, live bool) lipgloss.Style {
+func (st *styles) barStyle(b barStyle, live bool) paint {
 	if !live && b != barStyleLeft {
 		return st.faint
 	}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 
-	"charm.land/bubbles/v2/help"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
@@ -220,14 +219,28 @@ func (m *model) header() string {
 
 // keyLine lists the main keys, as many as fit.
 func (m *model) keyLine() string {
-	h := help.New()
-	h.SetWidth(m.width)
-	h.Styles.ShortKey = m.st.key
-	h.Styles.ShortDesc = m.st.faint
-	h.Styles.ShortSeparator = m.st.faint
-	h.Styles.Ellipsis = m.st.faint
-	h.ShortSeparator = "  "
-	return h.ShortHelpView(m.keys.short())
+	var b strings.Builder
+	width := 0
+	for i, k := range m.keys.short() {
+		h := k.Help()
+		item := h.Key + " " + h.Desc
+		sep := 0
+		if i > 0 {
+			sep = 2
+		}
+		if width+sep+ansi.StringWidth(item) > m.width-2 {
+			if width+sep+1 <= m.width {
+				b.WriteString(strings.Repeat(" ", sep) + m.st.faint.Render("…"))
+			}
+			break
+		}
+		if sep > 0 {
+			b.WriteString("  ")
+		}
+		b.WriteString(m.st.key.Render(h.Key) + " " + m.st.faint.Render(h.Desc))
+		width += sep + ansi.StringWidth(item)
+	}
+	return b.String()
 }
 
 // statusLine is the line above the keys: the daemon's absence, the
