@@ -3,6 +3,7 @@ package ui
 import (
 	"cmp"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -255,12 +256,16 @@ func (m *model) columns() []column {
 			}
 			return tokens(s.Tokens.Total()), none
 		}},
-		column{title: "PROJECT", width: 10, flex: true, drop: 7, cell: func(_ *model, s *ipc.Session, _ int) (string, paint) {
-			p := line(s.ProjectDir)
+		column{title: "PROJECT", width: 10, flex: true, drop: 7, cell: func(_ *model, s *ipc.Session, w int) (string, paint) {
+			wt := ""
 			if s.Worktree != nil {
-				p += " [" + line(s.Worktree.Name) + "]"
+				wt = " [" + line(s.Worktree.Name) + "]"
 			}
-			return p, none
+			// The whole directory when it fits, else its base name.
+			if p := line(s.ProjectDir) + wt; ansi.StringWidth(p) <= w {
+				return p, none
+			}
+			return line(filepath.Base(s.ProjectDir)) + wt, none
 		}},
 	)
 	return cols

@@ -647,3 +647,22 @@ func TestLiveOutputIsActivity(t *testing.T) {
 		t.Errorf("the log's tail is not new activity, got %v", got)
 	}
 }
+
+// TestRootSeesEveryUser: with sessions of several users (what the daemon
+// shows root), the list names each session's user.
+func TestRootSeesEveryUser(t *testing.T) {
+	m := newModel(Options{Socket: "/run/sessiond/sessiond.sock"})
+	m.loc, m.now = time.UTC, t0
+	m.users[1000], m.users[1001] = "dev", "ops"
+	list := fixture()
+	list[1].UID = 1001
+	m = send(t, m, tea.WindowSizeMsg{Width: 100, Height: 24}, connectedMsg{sessions: list})
+	golden(t, m, "two_users_100x24")
+	if r := m.row(layoutColumns(m.columns(), m.width), m.sessions["b5y6z7w8"], false); !strings.Contains(ansi.Strip(r), " ops ") {
+		t.Errorf("beta's row should name its user ops: %q", ansi.Strip(r))
+	}
+	one := newTestModel(t, 100, 24, Options{})
+	if strings.Contains(screen(one), "USER") {
+		t.Errorf("with one user's sessions there is no USER column:\n%s", screen(one))
+	}
+}
