@@ -346,6 +346,7 @@ func (m model) submitPrompt() (model, tea.Cmd) {
 			m.prompt.err = "want a signal such as INT, TERM, HUP, USR1 or a number"
 			return m, nil
 		}
+		command = m.ctl("kill", "-s", sig.Name, p.id)
 		m.mode = modeList
 		m.status = running(command)
 		return m, m.run(requestTimeout, func(ctx context.Context, c *ipc.Client) tea.Msg {

@@ -87,7 +87,7 @@ func (c *conn) connect() tea.Cmd {
 	}
 }
 
-// next waits for the stream's next event.
+// nextEvent waits for the stream's next event.
 func nextEvent(w *ipc.EventWatcher) tea.Cmd {
 	return func() tea.Msg {
 		ev, err := w.Next()

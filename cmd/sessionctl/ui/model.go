@@ -169,7 +169,7 @@ func (m model) quit() (model, tea.Cmd) {
 	return m, tea.Quit
 }
 
-// userName names a uid for the USER column, once per uid.
+// learnUser looks up the name of a uid for the USER column, once per uid.
 func (m *model) learnUser(uid int) {
 	if _, ok := m.users[uid]; ok {
 		return

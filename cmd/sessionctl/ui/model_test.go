@@ -466,7 +466,7 @@ func TestExtendChecksTheDuration(t *testing.T) {
 
 func TestSignalRunsKill(t *testing.T) {
 	m := press(t, typeText(t, press(t, newTestModel(t, 80, 24, Options{}), "k"), "int"), "enter")
-	if !strings.Contains(screen(m), "… $ sessionctl kill -s int a1x2c3d4") {
+	if !strings.Contains(screen(m), "… $ sessionctl kill -s SIGINT a1x2c3d4") {
 		t.Errorf("the signal should run sessionctl kill:\n%s", screen(m))
 	}
 }
