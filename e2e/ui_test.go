@@ -25,6 +25,13 @@ const uiWait = 20 * time.Second
 // When the dashboard exits, the pane's shell prints "ui exited N".
 func startUI(t *testing.T, d *daemon, width, height int) *tmuxPane {
 	t.Helper()
+	return startUIWith(t, d, width, height, "")
+}
+
+// startUIWith is startUI with environment assignments ("NO_COLOR=1")
+// before the command.
+func startUIWith(t *testing.T, d *daemon, width, height int, env string) *tmuxPane {
+	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed: the dashboard is driven through it (.ci/run installs it)")
 	}
@@ -40,7 +47,7 @@ func startUI(t *testing.T, d *daemon, width, height int) *tmuxPane {
 		t.Fatal(err)
 	}
 	p := &tmuxPane{t: t, sock: filepath.Join(dir, "s")}
-	shell := fmt.Sprintf("%s --socket %s ui; echo ui exited $?; sleep 600", sessionctlBin, d.sock)
+	shell := fmt.Sprintf("%s %s --socket %s ui; echo ui exited $?; sleep 600", env, sessionctlBin, d.sock)
 	p.run("-f", conf, "new-session", "-d", "-s", "ui", "-x", fmt.Sprint(width), "-y", fmt.Sprint(height), shell)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -64,8 +71,12 @@ func (p *tmuxPane) run(args ...string) string {
 }
 
 // capture is the pane's screen as text.
-func (p *tmuxPane) capture() string {
-	out, err := exec.Command("tmux", "-S", p.sock, "capture-pane", "-p", "-t", "ui").CombinedOutput()
+func (p *tmuxPane) capture() string { return p.captureWith() }
+
+// captureWith is capture with more capture-pane flags (-e: with the
+// attributes and colours, as escape sequences).
+func (p *tmuxPane) captureWith(flags ...string) string {
+	out, err := exec.Command("tmux", append([]string{"-S", p.sock, "capture-pane", "-p", "-t", "ui"}, flags...)...).CombinedOutput()
 	if err != nil {
 		return fmt.Sprintf("(capture-pane: %v: %s)", err, out)
 	}
@@ -272,4 +283,35 @@ func TestDashboardReconnects(t *testing.T) {
 	p.waitText("[live 0]", "ended 1")
 	p.keys("q")
 	p.waitText("ui exited 0")
+}
+
+// colourSGR matches an SGR sequence that sets a colour (30–37, 90–97,
+// 38;..., and the backgrounds).
+var colourSGR = regexp.MustCompile(`\x1b\[(?:[0-9;]*;)?(?:3[0-8]|4[0-8]|9[0-7]|10[0-7])(?:;[0-9;]*)?m`)
+
+// reverseSGR matches an SGR sequence that turns reverse video on.
+var reverseSGR = regexp.MustCompile(`\x1b\[(?:[0-9;]*;)?7(?:;[0-9;]*)?m`)
+
+// TestDashboardNoColor: NO_COLOR leaves every colour out, and keeps the
+// selection in reverse video; without it, a running session is green.
+func TestDashboardNoColor(t *testing.T) {
+	d := startDaemon(t)
+	d.start("--name", "plain", "--timeout", "1h", project(t), "--", "sleep", "600")
+	for _, tt := range []struct {
+		env    string
+		colour bool
+	}{{"NO_COLOR=1", false}, {"", true}} {
+		p := startUIWith(t, d, 80, 24, tt.env)
+		p.waitText("[live 1]", "plain", "running")
+		s := p.captureWith("-e")
+		if got := colourSGR.FindAllString(s, -1); tt.colour != (len(got) > 0) {
+			t.Errorf("env %q: colour sequences %q, want colour %v\n%q", tt.env, got, tt.colour, s)
+		}
+		if !reverseSGR.MatchString(s) {
+			t.Errorf("env %q: the selection should be in reverse video:\n%q", tt.env, s)
+		}
+		p.keys("q")
+		p.waitText("ui exited 0")
+		p.run("kill-server")
+	}
 }
