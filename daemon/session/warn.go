@@ -46,14 +46,16 @@ func (s *Session) give(wn warning) {
 	now := s.deps.Clock.Now()
 	deadline := wn.deadline
 	// In-band first, so that an agent woken by the signal finds the file
-	// and its state already warned.
+	// and its state already warned; the state before the file, so that
+	// one who sees the file and asks finds the session warned.
+	w := ipc.Warning{At: now, Reason: wn.reason, Hook: s.spec.OnWarning, Signal: s.spec.WarnSignal.Name}
+	s.rec.State = ipc.StateWarned
+	s.rec.Warning = &w
+	s.publish()
 	s.writeWarning(deadline, now, wn.text)
 	if s.agent != nil {
 		s.agent.context = wn.text
 	}
-	w := ipc.Warning{At: now, Reason: wn.reason, Hook: s.spec.OnWarning, Signal: s.spec.WarnSignal.Name}
-	s.rec.State = ipc.StateWarned
-	s.rec.Warning = &w
 	_ = s.commit()
 	s.emit(ipc.EventWarned, wn.text, w)
 	if s.spec.OnWarning != "" {
