@@ -181,8 +181,8 @@ func normalizePayload(t *testing.T, body []byte, id, dir string) []byte {
 	s = strings.ReplaceAll(s, `"`+id+`"`, `"$SESSION"`)
 	s = strings.ReplaceAll(s, `"host":`+strconv.Quote(host), `"host":"$HOST"`)
 	for re, repl := range map[string]string{
-		`"id":"[0-9a-f]{32}"`:     `"id":"$ID"`,
-		`"time":"[^"]+"`:          `"time":"$TIME"`,
+		`"id":"[0-9a-f]{32}"`:      `"id":"$ID"`,
+		`"time":"[^"]+"`:           `"time":"$TIME"`,
 		`"project_id":"[0-9a-f]+"`: `"project_id":"$PROJECT_ID"`,
 	} {
 		s = regexp.MustCompile(re).ReplaceAllLiteralString(s, repl)
