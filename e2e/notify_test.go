@@ -738,3 +738,63 @@ func TestConfigCheckNotify(t *testing.T) {
 		}
 	})
 }
+
+func TestNotifyRootDaemonRunsCommandsAsTheUser(t *testing.T) {
+	t.Parallel()
+	u := newUser(t)
+	sockDir, err := os.MkdirTemp("", "sdr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	if err := os.Chmod(sockDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemonWith(t, filepath.Join(t.TempDir(), "state"), filepath.Join(sockDir, "s.sock"), fmt.Sprintf(`
+allowed_groups = [%q]
+
+[defaults]
+checkpoint = ""
+
+[[notify]]
+name = "daemon-rule"
+on = ["ended"]
+command = ["sh", "-c", "id -u > \"$SESSIOND_PROJECT_DIR/daemon-uid\""]
+`, u.group))
+	dir := u.project(t)
+	cfg := filepath.Join(dir, "sessiond.toml")
+	writePerm(t, cfg, "[[notify]]\non = [\"ended\"]\ncommand = [\"sh\", \"-c\", \"id -u > project-uid; id -g > project-gid\"]\n", 0o600)
+	if err := os.Chown(cfg, u.uid, u.gid); err != nil {
+		t.Fatal(err)
+	}
+	r := u.ctl(t, d.sock, "start", "-q", dir, "--", "true")
+	if r.code != 0 {
+		t.Fatalf("start as %s:\n%s", u.name, r)
+	}
+	for file, want := range map[string]int{"daemon-uid": u.uid, "project-uid": u.uid, "project-gid": u.gid} {
+		got := strings.TrimSpace(string(waitLine(t, filepath.Join(dir, file), 10*time.Second)))
+		if got != strconv.Itoa(want) {
+			t.Errorf("%s: the command ran as %s, want %d (the session's user)", file, got, want)
+		}
+	}
+	r = u.ctl(t, d.sock, "notify", "test", "daemon-rule")
+	if r.code != 1 || !strings.Contains(r.stderr, "only root and the daemon's user") {
+		t.Errorf("a user testing the daemon's rule: want it refused\n%s", r)
+	}
+	if err := os.Remove(filepath.Join(dir, "project-uid")); err != nil {
+		t.Fatal(err)
+	}
+	r = u.ctl(t, d.sock, "--json", "notify", "test", "--dir", dir)
+	var resp struct {
+		Results []struct {
+			Origin    string `json:"origin"`
+			Delivered bool   `json:"delivered"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &resp); err != nil || r.code != 0 || len(resp.Results) != 1 || resp.Results[0].Origin != "project" {
+		t.Errorf("a user testing every rule: want the project's alone, delivered (%v)\n%s", err, r)
+	}
+	if got := strings.TrimSpace(string(waitLine(t, filepath.Join(dir, "project-uid"), 5*time.Second))); got != strconv.Itoa(u.uid) {
+		t.Errorf("notify test ran the project's command as %s, want %d", got, u.uid)
+	}
+}
