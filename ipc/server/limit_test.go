@@ -640,7 +640,14 @@ func TestAcceptOutOfDescriptors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer unix.Close(fd)
+	// Closed once: by the *os.File it is handed to below, else here. A
+	// second close would hit whatever a later test got that number for.
+	owned := true
+	defer func() {
+		if owned {
+			unix.Close(fd)
+		}
+	}()
 
 	var old unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &old); err != nil {
@@ -693,6 +700,8 @@ func TestAcceptOutOfDescriptors(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := os.NewFile(uintptr(fd), "client")
+	owned = false
+	defer f.Close()
 	resp, err := http.ReadResponse(bufio.NewReader(f), nil)
 	if err != nil {
 		t.Fatal(err)
