@@ -39,13 +39,20 @@ type notifyScope struct {
 // the project's sessions would run under.
 func (d *Daemon) notifyScope(c ipc.Caller, dir string) (*notifyScope, error) {
 	sc := &notifyScope{}
+	privileged := mayTestDaemonRules(c)
 	add := func(origin string, index int, r config.NotifyRule) {
 		o := notify.FromProject
 		if origin == ipc.NotifyOriginDaemon {
 			o = notify.FromDaemon
 		}
+		shown := r.Redacted()
+		if o == notify.FromDaemon && !privileged && len(shown.Command) > 1 {
+			// The daemon's commands are its owner's: their arguments
+			// may hold what other users should not read.
+			shown.Command = append(shown.Command[:1:1], "…")
+		}
 		sc.entries = append(sc.entries, notifyEntry{
-			info: ipc.NotifyRuleInfo{Number: len(sc.entries) + 1, Origin: origin, Index: index, Label: r.Label(), Rule: r.Redacted()},
+			info: ipc.NotifyRuleInfo{Number: len(sc.entries) + 1, Origin: origin, Index: index, Label: r.Label(), Rule: shown},
 			rule: r, origin: o,
 		})
 	}
@@ -87,6 +94,10 @@ func (d *Daemon) notifyScope(c ipc.Caller, dir string) (*notifyScope, error) {
 	sc.env = session.EnvBase(spec)
 	return sc, nil
 }
+
+// mayTestDaemonRules reports whether c may send through the daemon's own
+// rules, and see their commands whole: root and the daemon's user.
+func mayTestDaemonRules(c ipc.Caller) bool { return c.Root() || c.UID == os.Geteuid() }
 
 // find returns the entry a "notify test" argument names: a rule's name,
 // else its number in the listing.
@@ -141,7 +152,7 @@ func (d *Daemon) NotifyTest(ctx context.Context, c ipc.Caller, req ipc.NotifyTes
 	if err != nil {
 		return nil, err
 	}
-	mayDaemon := c.Root() || c.UID == os.Geteuid()
+	mayDaemon := mayTestDaemonRules(c)
 	var pick []notifyEntry
 	if req.Rule != "" {
 		e, ok := sc.find(req.Rule)

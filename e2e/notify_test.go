@@ -777,6 +777,14 @@ command = ["sh", "-c", "id -u > \"$SESSIOND_PROJECT_DIR/daemon-uid\""]
 			t.Errorf("%s: the command ran as %s, want %d (the session's user)", file, got, want)
 		}
 	}
+	r = u.ctl(t, d.sock, "--json", "notify", "rules")
+	var st notifyStatus
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || len(st.Rules) != 1 || strings.Join(st.Rules[0].Rule.Command, " ") != "sh …" {
+		t.Errorf("a user listing the daemon's rule: want its command without its arguments (%v)\n%s", err, r)
+	}
+	if st := d.notifyStatus(); len(st.Rules) != 1 || len(st.Rules[0].Rule.Command) != 3 {
+		t.Errorf("root listing the daemon's rule: want its command whole: %+v", st.Rules)
+	}
 	r = u.ctl(t, d.sock, "notify", "test", "daemon-rule")
 	if r.code != 1 || !strings.Contains(r.stderr, "only root and the daemon's user") {
 		t.Errorf("a user testing the daemon's rule: want it refused\n%s", r)
