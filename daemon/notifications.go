@@ -141,12 +141,24 @@ func projectRules(p *state.Project) ([]config.NotifyRule, error) {
 // on a sink.
 func (x *notifications) observe(ev ipc.Event) {
 	out := notify.Event{Time: ev.Time, SessionID: ev.SessionID, ProjectID: ev.ProjectID, Message: ev.Message}
+	// atDeadline marks the warning of the session's own deadline.
+	atDeadline := false
 	switch ev.Type {
 	case ipc.EventStarted:
 		out.Type = config.NotifyStarted
 	case ipc.EventRestarted:
 		out.Type = config.NotifyRestarted
 	case ipc.EventWarned:
+		switch warningReason(ev.Data) {
+		case warnBudget:
+			// The budget event that comes with it tells of it.
+			return
+		case warnWaiting:
+			// The stop that waiting_timeout brings: the message says
+			// when, and the session's deadline is not it.
+		default:
+			atDeadline = true
+		}
 		out.Type = config.NotifyWarned
 	case ipc.EventAgentWaiting:
 		out.Type = config.NotifyAgentWaiting
@@ -198,7 +210,9 @@ func (x *notifications) observe(ev ipc.Event) {
 	out.LogPath = s.LogPath()
 	switch out.Type {
 	case config.NotifyWarned:
-		out.Deadline = rec.Deadline
+		if atDeadline {
+			out.Deadline = rec.Deadline
+		}
 	case config.NotifyEnded:
 		out.EndReason, out.ExitCode, out.Signal = rec.EndReason, rec.ExitCode, rec.Signal
 		out.HandoffFile = handoffFile(s, &rec)
@@ -211,28 +225,47 @@ func (x *notifications) observe(ev ipc.Event) {
 const restartLimitKey = "restart_limit"
 
 // rulesFor returns the rules of s's project for an event of type typ,
-// with the spec's on_warning as a rule of its own at the warning.
+// with the spec's on_warning as a rule of its own at every warning: the
+// deadline's and the waiting's (warned), and the budget's.
 func (x *notifications) rulesFor(s *session.Session, typ string) []config.NotifyRule {
 	x.mu.Lock()
 	rules := x.project[s.ProjectDir()]
 	x.mu.Unlock()
-	if typ == config.NotifyWarned {
+	if typ == config.NotifyWarned || typ == config.NotifyBudget {
 		if cmd := s.Spec().OnWarning; cmd != "" {
-			rules = append(slices.Clip(rules), onWarning(cmd, s.Name()))
+			rules = append(slices.Clip(rules), onWarning(cmd, s.Name(), typ))
 		}
 	}
 	return rules
 }
 
 // onWarning is the rule a spec's on_warning stands for: the command through
-// /bin/sh at the warning, bounded in time. It names the session, so that
-// each session's hook has a queue of its own and one session's hanging
-// hook never holds up another's.
-func onWarning(cmd, session string) config.NotifyRule {
+// /bin/sh at a warning (an event of type on), bounded in time. It names the
+// session, so that each session's hook has a queue of its own and one
+// session's hanging hook never holds up another's.
+func onWarning(cmd, session, on string) config.NotifyRule {
 	return config.NotifyRule{
-		Name: onWarningRule, On: []string{config.NotifyWarned}, SessionName: session,
+		Name: onWarningRule, On: []string{on}, SessionName: session,
 		Command: []string{"/bin/sh", "-c", cmd}, Timeout: config.Duration{Duration: onWarningTimeout},
 	}
+}
+
+// The reasons of a warning (ipc.Warning.Reason) that are not the deadline's.
+const (
+	warnWaiting = "waiting"
+	warnBudget  = "budget"
+)
+
+// warningReason returns what a warned event's warning is for ("" for the
+// deadline's).
+func warningReason(data json.RawMessage) string {
+	var w struct {
+		Reason string `json:"reason"`
+	}
+	if len(data) == 0 || json.Unmarshal(data, &w) != nil {
+		return ""
+	}
+	return w.Reason
 }
 
 // wants reports whether one of rules is for events of type typ.

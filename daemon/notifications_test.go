@@ -87,7 +87,7 @@ func TestNotificationsFromTheBus(t *testing.T) {
 	rcv := newReceiver(t)
 	d := newNotifyDaemon(t, config.NotifyRule{
 		Name:    "all",
-		On:      []string{"agent_waiting", "restart_limit", "failed", "checkpoint_failed", "budget", "started"},
+		On:      []string{"agent_waiting", "restart_limit", "failed", "checkpoint_failed", "budget", "started", "warned"},
 		Webhook: rcv.URL + "/all",
 	})
 	t0 := time.Now()
@@ -111,12 +111,17 @@ func TestNotificationsFromTheBus(t *testing.T) {
 		{Type: ipc.EventActivity, SessionID: "s5"},
 		{Type: ipc.EventBudget, SessionID: "s5"},
 		{Type: ipc.EventStarted, SessionID: "s6"},
+		// The deadline's warning and the waiting's are warned; the
+		// budget's is told by the budget event that comes with it.
+		{Type: ipc.EventWarned, SessionID: "s7", Data: json.RawMessage(`{"at":"2026-01-01T00:00:00Z","reason":"budget"}`)},
+		{Type: ipc.EventWarned, SessionID: "s7", Data: json.RawMessage(`{"at":"2026-01-01T00:00:00Z","reason":"waiting"}`)},
+		{Type: ipc.EventWarned, SessionID: "s7", Data: json.RawMessage(`{"at":"2026-01-01T00:00:00Z"}`)},
 	} {
 		// Each event at a time of its own, as the sessions publish them.
 		ev.Time = t0.Add(time.Duration(i) * time.Millisecond)
 		d.bus.Publish(ev)
 	}
-	want := "agent_waiting agent_waiting agent_waiting agent_waiting restart_limit failed checkpoint_failed budget started"
+	want := "agent_waiting agent_waiting agent_waiting agent_waiting restart_limit failed checkpoint_failed budget started warned warned"
 	deadline := time.Now().Add(10 * time.Second)
 	for strings.Join(rcv.got(), " ") != want && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
@@ -125,8 +130,8 @@ func TestNotificationsFromTheBus(t *testing.T) {
 		t.Errorf("notifications %q, want %q", got, want)
 	}
 	st := d.notes.n.Stats()
-	if st.Duplicates != 3 || st.Sent != 9 {
-		t.Errorf("counters %+v, want 3 repeats of a waiting spell left out and 9 sent", st)
+	if st.Duplicates != 3 || st.Sent != 11 {
+		t.Errorf("counters %+v, want 3 repeats of a waiting spell left out and 11 sent", st)
 	}
 }
 

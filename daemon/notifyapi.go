@@ -88,7 +88,7 @@ func (d *Daemon) notifyScope(c ipc.Caller, dir string) (*notifyScope, error) {
 		owner = o
 	}
 	if spec.OnWarning != "" {
-		add(ipc.NotifyOriginSpec, 0, onWarning(spec.OnWarning, ""))
+		add(ipc.NotifyOriginSpec, 0, onWarning(spec.OnWarning, "", config.NotifyWarned))
 	}
 	sc.owner = d.notes.ownerOf(c.UID, owner)
 	sc.env = session.EnvBase(spec)
