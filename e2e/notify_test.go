@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sessiond/sessiond/daemon/agent/agenttest"
 )
 
 // Notifications (docs/notifications.md) through the real daemon: webhooks
@@ -804,5 +806,66 @@ command = ["sh", "-c", "id -u > \"$SESSIOND_PROJECT_DIR/daemon-uid\""]
 	}
 	if got := strings.TrimSpace(string(waitLine(t, filepath.Join(dir, "project-uid"), 5*time.Second))); got != strconv.Itoa(u.uid) {
 		t.Errorf("notify test ran the project's command as %s, want %d", got, u.uid)
+	}
+}
+
+func TestNotifyAgentWaitingOncePerSpell(t *testing.T) {
+	t.Parallel()
+	agents := agenttest.Build(t)
+	srv := newHookServer(t, nil)
+	d := startDaemonWith(t, filepath.Join(t.TempDir(), "state"), newSocketPath(t), fmt.Sprintf(`
+[defaults]
+checkpoint = ""
+
+[[notify]]
+name = "waiting"
+on = ["agent_waiting"]
+webhook = "%s/waiting"
+`, srv.URL))
+	dir := project(t)
+	control := t.TempDir()
+	// Two permission prompts; the hooks tell of each twice
+	// (PermissionRequest, then Notification).
+	id := d.start(dir, "--env", "FAKEAGENT_SCRIPT=prompt,ask=Bash,wait=next,ask=Bash,stop,exit",
+		"--env", "FAKEAGENT_DIR="+control, "--env", "CLAUDE_CONFIG_DIR="+t.TempDir(),
+		"--", filepath.Join(agents, "claude"), "-p", "do the task")
+	agentState := func() string {
+		var rec struct {
+			Agent *struct {
+				State string `json:"state"`
+			} `json:"agent"`
+		}
+		_ = json.Unmarshal([]byte(d.mustCtl("inspect", id)), &rec)
+		if rec.Agent == nil {
+			return ""
+		}
+		return rec.Agent.State
+	}
+	srv.waitHits(t, "/waiting", 1, 20*time.Second)
+	grant := filepath.Join(control, "grant")
+	writePerm(t, grant, "", 0o600)
+	waitFor(t, 10*time.Second, "the agent to work again", func() (bool, string) {
+		st := agentState()
+		return st == "working", st
+	})
+	if err := os.Remove(grant); err != nil {
+		t.Fatal(err)
+	}
+	writePerm(t, filepath.Join(control, "next"), "", 0o600)
+	hits := srv.waitHits(t, "/waiting", 2, 20*time.Second)
+	writePerm(t, grant, "", 0o600)
+	d.waitEnded(id, 20*time.Second)
+	d.waitStats("the notifications to be sent", 10*time.Second, func(s notifyStats) bool { return s.Pending == 0 })
+	if n := len(srv.hitsOf("/waiting")); n != 2 {
+		t.Errorf("%d agent_waiting notifications for two waiting spells, want 2", n)
+	}
+	for _, h := range hits {
+		var p map[string]any
+		if err := json.Unmarshal(h.body, &p); err != nil || p["event"] != "agent_waiting" || p["session_id"] != id {
+			t.Errorf("payload %s (%v), want agent_waiting of %s", h.body, err, id)
+		}
+	}
+	if a, b := hits[0].header.Get("Sessiond-Delivery"), hits[1].header.Get("Sessiond-Delivery"); a == b {
+		t.Errorf("two spells sent with one delivery id %q", a)
 	}
 }
