@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -187,12 +188,12 @@ func (s *Session) agentEvent(payload []byte) (ipc.AgentHookResponse, bool, error
 		return ipc.AgentHookResponse{}, false, ipc.BadRequest("%s hook payload: %w", a.adapter.Name(), err)
 	}
 	s.applyAgentEvent(ev)
-	if s.rec.Agent.ConversationID == "" && !a.located {
-		// An agent that names no conversation in its events (Codex's
-		// notify before its first turn) is looked for once on disk.
+	if (s.rec.Agent.ConversationID == "" || s.rec.Agent.TranscriptPath == "") && !a.located {
+		// An agent whose events name no conversation or no transcript
+		// (Codex's notify) has them looked for on disk, once.
 		a.located = true
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		conv, err := a.adapter.Locate(ctx, agent.Query{ProjectDir: s.projectDir, Since: a.since, Env: s.env()})
+		conv, err := a.adapter.Locate(ctx, agent.Query{ConversationID: s.rec.Agent.ConversationID, ProjectDir: s.projectDir, Since: a.since, Env: s.env()})
 		cancel()
 		if err == nil {
 			s.rec.Agent.ConversationID = conv.ID
@@ -259,7 +260,12 @@ func (s *Session) setAgentState(st, reason string, now time.Time) {
 		reason = ""
 	}
 	if rec.State == st {
-		rec.WaitingReason = reason
+		// A wait told twice (Claude Code's PermissionRequest, then its
+		// Notification) keeps its first, most precise, words; a wait for
+		// something else takes the new ones.
+		if kind(reason) != kind(rec.WaitingReason) || rec.WaitingReason == "" {
+			rec.WaitingReason = reason
+		}
 		return
 	}
 	rec.State, rec.WaitingReason, rec.StateSince = st, reason, &now
@@ -368,4 +374,10 @@ func (s *Session) warnWaiting() {
 	text := fmt.Sprintf("sessiond: the agent has waited %s for %s; the session is stopped at %s (waiting_timeout %s) unless it gets an answer.",
 		s.deps.Clock.Now().Sub(s.timeline.waitingSince).Round(time.Second), what, end.Format(time.RFC3339), s.spec.WaitingTimeout)
 	s.give(warning{reason: warnWaiting, deadline: end, text: text})
+}
+
+// kind is the first word of a waiting reason: permission, question, prompt.
+func kind(reason string) string {
+	k, _, _ := strings.Cut(reason, ":")
+	return k
 }
