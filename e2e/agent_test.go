@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -536,4 +537,73 @@ func TestAgentRealClaudeCode(t *testing.T) {
 	}
 	d.mustCtl("stop", id)
 	d.waitEnded(id, 30*time.Second)
+}
+
+// TestAgentTurnCheckpoints: with checkpoint_on = ["turn"], each turn of the
+// agent ends with a checkpoint named after its prompt, so that the list
+// reads like the conversation, and a restore goes back to before a turn.
+func TestAgentTurnCheckpoints(t *testing.T) {
+	d := startDaemon(t)
+	dir := project(t)
+	if out, err := exec.Command("git", "-C", dir, "init", "-q").CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sessiond.toml"), []byte("[session]\ncheckpoint = \"\"\ncheckpoint_on = [\"turn\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := newAgentSetup(t, "prompt=Add the login form,wait=one,stop,prompt=Add the logout button,wait=two,stop,wait=done,exit")
+	id := d.start(append(a.flags, dir, "--", "claude", "-p", "start")...)
+	d.waitAgent(id, "working")
+	write := func(name, text string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitCheckpoints := func(n int) {
+		t.Helper()
+		waitFor(t, 20*time.Second, fmt.Sprintf("%d checkpoints", n), func() (bool, string) {
+			got := d.inspect(id).Checkpoints
+			return got == n, fmt.Sprint(got)
+		})
+	}
+	write("login.html", "<form>\n")
+	a.cue(t, "one")
+	waitCheckpoints(1)
+	write("logout.html", "<button>\n")
+	a.cue(t, "two")
+	waitCheckpoints(2)
+	a.cue(t, "done")
+	d.waitEnded(id, 20*time.Second)
+
+	var list []struct {
+		ID      string   `json:"id"`
+		Turn    string   `json:"turn"`
+		Summary string   `json:"summary"`
+		Files   []string `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(d.mustCtl("--json", "checkpoints", dir)), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].Turn != "Add the logout button" || list[1].Turn != "Add the login form" {
+		t.Fatalf("checkpoints %+v, want one per turn, newest first, named after its prompt", list)
+	}
+	if !slices.Contains(list[0].Files, "logout.html") || slices.Contains(list[0].Files, "login.html") {
+		t.Errorf("the second turn's checkpoint names %q, want logout.html only", list[0].Files)
+	}
+	table := d.mustCtl("checkpoints", dir)
+	if !strings.Contains(table, `Turn "Add the logout button": 1 file changed: logout.html`) {
+		t.Errorf("checkpoints table does not read like the conversation:\n%s", table)
+	}
+	if st := d.mustCtl("checkpoints", "--stats", dir); !strings.Contains(st, "2 checkpoints of 1 session") || !strings.Contains(st, "only checkpoints reach") {
+		t.Errorf("checkpoints --stats:\n%s", st)
+	}
+	// Back to before the second turn.
+	d.mustCtl("restore", dir, list[1].ID)
+	if _, err := os.Stat(filepath.Join(dir, "logout.html")); !os.IsNotExist(err) {
+		t.Errorf("logout.html is still there after the restore to before its turn: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "login.html")); err != nil || string(b) != "<form>\n" {
+		t.Errorf("login.html after the restore: %q, %v", b, err)
+	}
 }

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -206,10 +208,44 @@ func (s *Session) agentEvent(payload []byte) (ipc.AgentHookResponse, bool, error
 	spent := s.readTranscript()
 	_ = s.commit()
 	resp := ipc.AgentHookResponse{Event: ev.Hook, State: s.rec.Agent.State}
-	if a.context != "" && contextEvents[ev.Hook] {
-		resp.Context, a.context = a.context, ""
+	var told []string
+	if ev.SessionStarted && ev.Source != "compact" {
+		// The agent starts with what the session knows: context.md, in its
+		// own conversation, whatever its prompt says.
+		if c := s.contextForAgent(); c != "" {
+			told = append(told, c)
+		}
 	}
+	if a.context != "" && contextEvents[ev.Hook] {
+		told, a.context = append(told, a.context), ""
+	}
+	resp.Context = strings.Join(told, "\n\n")
 	return resp, spent, nil
+}
+
+// maxAgentContext bounds the context.md an agent is given at its start
+// (Claude Code keeps about 10,000 characters of a hook's added context).
+const maxAgentContext = 9000
+
+// contextForAgent is the session's context.md for its agent's start,
+// bounded; "" when there is none.
+func (s *Session) contextForAgent() string {
+	if s.proj == nil {
+		return ""
+	}
+	b, err := s.proj.ReadFile(filepath.Join(state.DirName, state.ContextFile), 1<<20)
+	if err != nil {
+		return ""
+	}
+	text := string(b)
+	if len(text) > maxAgentContext {
+		cut := maxAgentContext
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		text = text[:cut] + "\n\n[... cut: the rest is in " + filepath.Join(state.DirName, state.ContextFile) + "]"
+	}
+	return text
 }
 
 // applyAgentEvent moves the record's agent fields with one event.
