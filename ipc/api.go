@@ -112,4 +112,5 @@ type Backend interface {
 	Projects
 	Events
 	System
+	Notifications
 }
