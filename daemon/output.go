@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -30,6 +31,8 @@ type outputWatcher struct {
 	// unknown time.
 	adopted map[string]bool
 	done    chan struct{}
+	// events and overflows count what inotify delivered (for metrics).
+	events, overflows atomic.Uint64
 }
 
 // watchedLog is one session log being written.
@@ -62,6 +65,7 @@ func (o *outputWatcher) loop() {
 			if !ok {
 				return
 			}
+			o.events.Add(1)
 			if !ev.Has(fsnotify.Write) {
 				continue
 			}
@@ -87,6 +91,7 @@ func (o *outputWatcher) loop() {
 			}
 			o.log.Warn("log watcher", zap.Error(err))
 			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				o.overflows.Add(1)
 				// Writes went unseen: every log looks again.
 				o.mu.Lock()
 				now := time.Now()

@@ -45,6 +45,7 @@ func (s *Server) register() {
 	s.handle("GET "+v+"/health", func(w http.ResponseWriter, r *http.Request, _ ipc.Caller) error {
 		return writeJSON(w, http.StatusOK, b.Health(r.Context()))
 	})
+	s.handle("GET "+v+"/metrics", s.serveMetrics)
 }
 
 // The adapters below turn a typed backend call into a handler.
