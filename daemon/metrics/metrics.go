@@ -76,7 +76,7 @@ func New(src Sources) *Metrics {
 	m.deadlineLate = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "sessiond", Name: "deadline_lateness_seconds",
 		Help: "How late a session's stop began, after its deadline.", Buckets: latenessBuckets})
 	m.handoff = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "sessiond", Name: "handoff_latency_seconds",
-		Help: "Time from a session's end (its exit, or the end of its stop) to its handoff on disk, the final checkpoint included.",
+		Help:    "Time from a session's end (its exit, or the end of its stop) to its handoff on disk, the final checkpoint included.",
 		Buckets: []float64{.001, .0025, .005, .01, .02, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}})
 	m.checkpoints = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "sessiond", Name: "checkpoint_duration_seconds",
 		Help:    "Time a checkpoint took, by outcome: made, unchanged (the tree equals the last checkpoint's) or failed.",
