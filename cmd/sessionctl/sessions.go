@@ -360,31 +360,6 @@ func (a *app) eventsCmd() *cobra.Command {
 	return cmd
 }
 
-func (a *app) versionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print client and daemon versions",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			v, err := a.client.Version(cmd.Context())
-			if a.json {
-				out := map[string]any{"client": version}
-				if err == nil {
-					out["daemon"] = v
-				}
-				_ = a.printJSON(out)
-				return err
-			}
-			fmt.Fprintf(a.out, "sessionctl %s\n", version)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(a.out, "sessiond   %s (api %s, pid %d, socket %s)\n", v.Version, v.API, v.PID, v.Socket)
-			return nil
-		},
-	}
-}
-
 func (a *app) extendCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "extend ID|DIR DURATION",
