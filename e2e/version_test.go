@@ -29,7 +29,9 @@ func TestVersionNamesTheSocket(t *testing.T) {
 	}
 	var info struct {
 		Client, Socket string
-		Daemon         struct{ StateDir string `json:"state_dir"` }
+		Daemon         struct {
+			StateDir string `json:"state_dir"`
+		}
 	}
 	if err := json.Unmarshal([]byte(d.mustCtl("--json", "version")), &info); err != nil || info.Socket != d.sock || info.Daemon.StateDir != d.stateDir {
 		t.Errorf("version --json = %+v, %v", info, err)
