@@ -46,6 +46,7 @@ func (s *Server) register() {
 		return writeJSON(w, http.StatusOK, b.Health(r.Context()))
 	})
 	s.handle("GET "+v+"/metrics", s.serveMetrics)
+	s.registerDebug()
 }
 
 // The adapters below turn a typed backend call into a handler.
