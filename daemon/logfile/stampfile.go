@@ -1,6 +1,7 @@
 package logfile
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -326,7 +327,7 @@ func (st *stampFile) snapshot(from *Stamps) (*Stamps, error) {
 		}
 		s.oldest = max(s.oldest, oldest)
 		s.n = start + m/stampSize
-		s.lastBurst = s.n > 0 && st.lastIdx == s.n-1
+		s.lastBurst = lastIsRun(body[:m])
 		return s, nil
 	}
 	data := make([]byte, len(stampMagic)+st.n*stampSize)
@@ -339,7 +340,18 @@ func (st *stampFile) snapshot(from *Stamps) (*Stamps, error) {
 		return nil, err
 	}
 	n := (m - len(stampMagic)) / stampSize
-	return &Stamps{recs: recs, oldest: oldest, n: n, gen: st.gen, lastBurst: st.lastIdx == n-1 && n > 0}, nil
+	return &Stamps{recs: recs, oldest: oldest, n: n, gen: st.gen, lastBurst: lastIsRun(data[len(stampMagic):m])}, nil
+}
+
+// lastIsRun reports whether the last whole record of body times bytes (a
+// burst or an unknown run, kept in Stamps.recs) rather than saying where
+// the kept bytes begin.
+func lastIsRun(body []byte) bool {
+	n := len(body) / stampSize
+	if n == 0 {
+		return false
+	}
+	return int64(binary.LittleEndian.Uint64(body[(n-1)*stampSize+8:])) != stampOldest
 }
 
 func (st *stampFile) close() error {

@@ -432,3 +432,33 @@ func TestStampsOfANewLog(t *testing.T) {
 		t.Errorf("first bytes of a new log stamped %v (unknown until %d), want the time of Open", got, st.UnknownUntil())
 	}
 }
+
+// TestStampsRefreshAfterUnknown: a refresh of a file that ends with the
+// unknown run of an older log does not count that run twice.
+func TestStampsRefreshAfterUnknown(t *testing.T) {
+	path := t.TempDir() + "/output.log"
+	if err := os.WriteFile(path, seqLines(0, 2), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open(path, Options{MaxSize: 1 << 20, Stamps: true, PriorUnknown: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	first, err := l.Stamps(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := OpenAppend(path)
+	defer w.Close()
+	w.Write(seqLines(2, 1))
+	l.Seen(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	next, err := l.Stamps(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, _ := l.Stamps(nil)
+	if fmt.Sprint(next.recs) != fmt.Sprint(full.recs) || len(full.recs) != 2 {
+		t.Errorf("refresh %v, full read %v; want the unknown run and one burst", next.recs, full.recs)
+	}
+}
