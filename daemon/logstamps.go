@@ -188,14 +188,16 @@ func (ls *lineStamper) inRange(t time.Time) bool {
 }
 
 // timeOf returns when the byte at off was seen: from the stamps, read
-// again once per read when they do not reach it yet, else now (it is
-// being seen now: written after the write event that woke the reader).
+// again once per read when they do not reach it yet, else now. Bytes the
+// watcher has not stamped yet (its write event is still on its way) are
+// seen now, by this reader, and stamped so, so that every reader agrees.
 func (ls *lineStamper) timeOf(off int64) time.Time {
 	if ls.stamps == nil {
 		return time.Time{}
 	}
 	if off >= ls.stamps.End() && !ls.refreshed {
 		ls.refreshed = true
+		ls.log.Seen(time.Now())
 		if st, err := ls.log.Stamps(ls.stamps); err == nil && st != nil {
 			ls.stamps = st
 		}

@@ -120,10 +120,19 @@ sleep 100
 			return strings.Contains(out, want), out
 		})
 	}
-	waitLog("first\n")
+	// A line has its time once the daemon has seen it (a reader that
+	// gets to it first sees, and stamps, it then).
+	waitStamped := func(line string) {
+		t.Helper()
+		waitFor(t, 10*time.Second, "a time for "+line, func() (bool, string) {
+			out := d.mustCtl("logs", "-t", id)
+			return regexp.MustCompile(`(?m)^\S+Z `+line+`$`).MatchString(out), out
+		})
+	}
+	waitStamped("first")
 	mid1 := time.Now().UTC()
 	g1.open(t)
-	waitLog("second\n")
+	waitStamped("second")
 	mid2 := time.Now().UTC()
 	g2.open(t)
 	waitLog("thi")
@@ -231,9 +240,10 @@ for i in $(seq 100 199); do printf '%063d\n' $i; done
 sleep 100
 `)
 	id := d.start(dir, "--", run)
-	waitFor(t, 10*time.Second, "the first 100 lines", func() (bool, string) {
-		out := d.mustCtl("logs", "-n", "1", id)
-		return strings.HasSuffix(out, "99\n"), out
+	// Stamped once seen: by the daemon's watcher, or by this reader.
+	waitFor(t, 10*time.Second, "the first 100 lines, with their times", func() (bool, string) {
+		out := d.mustCtl("logs", "-t", "-n", "1", id)
+		return stampRE.MatchString(out) && strings.HasSuffix(out, "99\n"), out
 	})
 	mid := time.Now().UTC()
 	g.open(t)
