@@ -126,7 +126,7 @@ sleep 100
 		t.Helper()
 		waitFor(t, 10*time.Second, "a time for "+line, func() (bool, string) {
 			out := d.mustCtl("logs", "-t", id)
-			return regexp.MustCompile(`(?m)^\S+Z `+line+`$`).MatchString(out), out
+			return regexp.MustCompile(`(?m)^\S+Z ` + line + `$`).MatchString(out), out
 		})
 	}
 	waitStamped("first")
