@@ -164,12 +164,12 @@ func TestMetricsMoveWithSessions(t *testing.T) {
 			t.Errorf("while live, %s = %v, want %v", name, c.got, c.want)
 		}
 	}
-	if v := live.value("sessiond_watch_events_total", "watcher", "projects"); v <= 0 {
-		t.Errorf("project watch events = %v after a file was written", v)
-	}
-	if v := live.value("sessiond_watch_events_total", "watcher", "logs"); v <= 0 {
-		t.Errorf("log watch events = %v after the session wrote", v)
-	}
+	// The watchers count an event once they have read it.
+	waitFor(t, 10*time.Second, "watch events of the project and of the log", func() (bool, string) {
+		s := scrapeSocket(t, d)
+		p, l := s.value("sessiond_watch_events_total", "watcher", "projects"), s.value("sessiond_watch_events_total", "watcher", "logs")
+		return p > 0 && l > 0, fmt.Sprintf("projects %v, logs %v", p, l)
+	})
 
 	d.mustCtl("stop", id)
 	d.waitEnded(timed, 15*time.Second)
