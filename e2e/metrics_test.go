@@ -153,7 +153,13 @@ func TestMetricsMoveWithSessions(t *testing.T) {
 	d.mustCtl("checkpoint", id)
 	timed := d.start(project(t), "--timeout", "2s", "--warn-before", "1s", "--stop-grace", "1s", "--", "sleep", "100")
 
-	live := scrapeSocket(t, d)
+	// A start answers as its session runs; its event follows at once.
+	var live metricsScrape
+	waitFor(t, 10*time.Second, "both starts counted", func() (bool, string) {
+		live = scrapeSocket(t, d)
+		v := live.value("sessiond_session_starts_total")
+		return v == 2, fmt.Sprint(v)
+	})
 	for name, c := range map[string]struct{ got, want float64 }{
 		"starts":                {live.value("sessiond_session_starts_total"), 2},
 		"running":               {live.value("sessiond_sessions", "state", "running"), 2},
