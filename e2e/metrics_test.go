@@ -179,7 +179,13 @@ func TestMetricsMoveWithSessions(t *testing.T) {
 
 	d.mustCtl("stop", id)
 	d.waitEnded(timed, 15*time.Second)
-	after := scrapeSocket(t, d)
+	// The ended event follows the end on disk.
+	var after metricsScrape
+	waitFor(t, 10*time.Second, "both ends counted", func() (bool, string) {
+		after = scrapeSocket(t, d)
+		v := after.value("sessiond_handoff_latency_seconds")
+		return v == 2, fmt.Sprint(v)
+	})
 	for name, c := range map[string]struct{ got, want float64 }{
 		"running":             {after.value("sessiond_sessions", "state", "running"), 0},
 		"ended":               {after.value("sessiond_sessions", "state", "ended"), 2},
