@@ -97,6 +97,9 @@ type Session struct {
 	agent   *agentRun
 	// resume is the conversation the session continues ("": a new one).
 	resume string
+	// recDirty: the published record holds changes not yet written (an
+	// agent's token counts), written with the next commit.
+	recDirty bool
 }
 
 // Params say what session to create.
@@ -285,6 +288,7 @@ func (s *Session) commit() error {
 		applyStats(&s.rec, s.watch.Stats())
 	}
 	s.rec.Seq++
+	s.recDirty = false
 	err := s.deps.Records.WriteRecord(cloneRecord(s.rec))
 	if err != nil {
 		s.log.Error("write session record", zap.Error(err))
