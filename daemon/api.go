@@ -32,6 +32,10 @@ type launchParams struct {
 	RestartOf      string
 	Restarts       int
 	RestartHistory []time.Time
+	// ID is the session's id when the start chose it already (for the
+	// worktree named after it); Worktree the worktree it runs in.
+	ID       string
+	Worktree *ipc.Worktree
 }
 
 // launch registers a session and starts it, and returns once its command
@@ -67,8 +71,20 @@ func (d *Daemon) launch(p launchParams) (*session.Session, session.StartInfo, er
 			return nil, session.StartInfo{}, ipc.Conflict("the name %q is in use by live session %s: choose another with --name, or stop that one", p.Name, s.ID())
 		}
 	}
+	id := p.ID
+	if id == "" {
+		id = d.reg.newID()
+	}
+	if p.Worktree != nil {
+		wt, err := d.holdWorktree(p.Worktree, id, p.Spec.PortRange)
+		if err != nil {
+			d.startMu.Unlock()
+			return nil, session.StartInfo{}, err
+		}
+		p.Worktree = wt
+	}
 	s := session.New(session.Params{
-		ID: d.reg.newID(), Name: p.Name, UID: p.UID, Project: p.Project, Owner: p.Owner, Spec: p.Spec, EnvKeys: p.EnvKeys,
+		ID: id, Name: p.Name, Worktree: p.Worktree, UID: p.UID, Project: p.Project, Owner: p.Owner, Spec: p.Spec, EnvKeys: p.EnvKeys,
 		RestartOf: p.RestartOf, Restarts: p.Restarts, RestartHistory: p.RestartHistory,
 	}, d.deps)
 	d.reg.add(s)
@@ -141,11 +157,20 @@ func (d *Daemon) StartSession(ctx context.Context, c ipc.Caller, req ipc.StartRe
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	s, info, err := d.launch(launchParams{UID: c.UID, Project: p, Owner: owner, Spec: spec, Name: req.Name, EnvKeys: keys})
+	wt, err := d.startWorktree(ctx, c, p, owner, spec, req)
 	if err != nil {
 		return nil, err
 	}
-	return &ipc.StartResponse{Session: s.Snapshot(), Summary: info.Summary, Notices: info.Notices}, nil
+	if wt != nil {
+		p = wt.project
+	}
+	s, info, err := d.launch(launchParams{UID: c.UID, Project: p, Owner: owner, Spec: spec, Name: req.Name, EnvKeys: keys,
+		ID: wt.sessionID(), Worktree: wt.wire()})
+	if err != nil {
+		wt.undo(d)
+		return nil, err
+	}
+	return &ipc.StartResponse{Session: s.Snapshot(), Summary: info.Summary, Notices: append(wt.noticeList(), info.Notices...)}, nil
 }
 
 // GetSession implements ipc.Sessions.
@@ -213,7 +238,7 @@ func (d *Daemon) RestartSession(ctx context.Context, c ipc.Caller, id string, re
 	}
 	ns, info, err := d.launch(launchParams{
 		UID: s.UID(), Project: s.Project(), Owner: s.Owner(), Spec: s.Spec(), Name: s.Name(), EnvKeys: rec.EnvKeys,
-		RestartOf: s.ID(), Restarts: rec.Restarts + 1, RestartHistory: s.RestartHistory(),
+		RestartOf: s.ID(), Restarts: rec.Restarts + 1, RestartHistory: s.RestartHistory(), Worktree: rec.Worktree,
 	})
 	if err != nil {
 		return nil, err
@@ -373,7 +398,10 @@ func (d *Daemon) SessionHandoff(ctx context.Context, c ipc.Caller, id string) (*
 	if err != nil {
 		return nil, ipc.Conflict("%w", err)
 	}
-	out := ipc.Handoff(*h)
+	var out ipc.Handoff
+	if err := convert(h, &out); err != nil {
+		return nil, err
+	}
 	return &out, nil
 }
 

@@ -107,4 +107,5 @@ type Backend interface {
 	Projects
 	Events
 	System
+	Worktrees
 }

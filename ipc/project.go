@@ -133,6 +133,8 @@ type Handoff struct {
 	DevServerWasRunning  bool      `json:"dev_server_was_running"`
 	Restarts             int       `json:"restarts"`
 	LogTail              []string  `json:"log_tail"`
+	// Worktree is the session's worktree, if it ran in one.
+	Worktree *WorktreeHandoff `json:"worktree,omitempty"`
 }
 
 // ProjectSession is a project's session state (the seed's schema) and the

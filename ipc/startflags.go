@@ -15,6 +15,7 @@ type StartFlags struct {
 	req        StartRequest
 	env        []string
 	checkpoint string
+	worktree   string
 	fs         *pflag.FlagSet
 }
 
@@ -33,6 +34,7 @@ func (f *StartFlags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.checkpoint, "checkpoint", "", `checkpoint schedule, cron or "@every 5m"; "" turns checkpoints off`)
 	fs.StringVar(&f.req.Restart, "restart", "", "restart policy: no, on-failure, always")
 	fs.StringArrayVar(&f.env, "env", nil, "KEY=VALUE for the command's environment (repeatable)")
+	f.bindWorktree(fs)
 }
 
 // Request returns the start request the flags describe for the project
@@ -93,6 +95,9 @@ func (f *StartFlags) Request(dir string, command []string) (StartRequest, error)
 	}
 	if strings.ContainsRune(req.OnWarning, 0) {
 		return req, fmt.Errorf("--on-warning: the command contains a NUL byte")
+	}
+	if err := f.worktreeRequest(&req); err != nil {
+		return req, err
 	}
 	return req, nil
 }

@@ -199,6 +199,12 @@ type StartRequest struct {
 	IdleTimeout     string            `json:"idle_timeout,omitempty"`
 	Checkpoint      *string           `json:"checkpoint,omitempty"`
 	Restart         string            `json:"restart,omitempty"`
+	// Worktree runs the session in a git worktree of the repository Dir
+	// is in, named WorktreeName (default: the session's id), made from
+	// From (default: HEAD) if it does not exist yet.
+	Worktree     bool   `json:"worktree,omitempty"`
+	WorktreeName string `json:"worktree_name,omitempty"`
+	From         string `json:"from,omitempty"`
 }
 
 // StartResponse is the new session, and the project's restore summary

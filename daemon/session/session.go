@@ -113,6 +113,9 @@ type Params struct {
 	RestartOf      string
 	Restarts       int
 	RestartHistory []time.Time
+	// Worktree is the git worktree the session runs in (Project is its
+	// directory), nil for none.
+	Worktree *ipc.Worktree
 }
 
 // StartInfo is what a start found, for the one who asked for it.
@@ -142,7 +145,7 @@ func New(p Params, deps Deps) *Session {
 		Command: p.Spec.Command, State: ipc.StateStarting, StartedAt: now,
 		Deadline: deadline, WarnAt: warnAt, Restarts: p.Restarts, RestartOf: p.RestartOf,
 		FilesChanged: []string{}, LogPath: s.logPath(), UID: p.UID, BootID: deps.BootID,
-		EnvKeys: p.EnvKeys, Spec: &s.spec,
+		EnvKeys: p.EnvKeys, Spec: &s.spec, Worktree: p.Worktree,
 	}
 	s.restartHistory = p.RestartHistory
 	s.publish()

@@ -205,8 +205,8 @@ func (m *Manager) ByPath(path string) (Entry, bool) {
 }
 
 // Adopt adds an entry the index lost (a corrupt index kept aside) from
-// what a session record says of its worktree; it changes nothing when the
-// index knows the worktree.
+// what a session record says of its worktree, with the port a live
+// session holds; it changes nothing when the index knows the worktree.
 func (m *Manager) Adopt(e Entry) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -219,7 +219,6 @@ func (m *Manager) Adopt(e Entry) error {
 		}
 	}
 	e.State = StateReady
-	e.Port, e.Holder = 0, ""
 	m.entries[e.Key()] = &e
 	if err := m.saveLocked(); err != nil {
 		delete(m.entries, e.Key())

@@ -21,6 +21,9 @@ func (m *Manager) Hold(k Key, holder string, r config.PortRange) (int, error) {
 	if !ok {
 		return 0, fmt.Errorf("worktree %s: %w", k, ErrUnknown)
 	}
+	if e.State == StateRemoving {
+		return 0, fmt.Errorf("worktree %s: %w (being removed)", k, ErrBusy)
+	}
 	old := *e
 	port, err := m.pickLocked(e, r)
 	if err != nil {

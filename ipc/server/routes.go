@@ -37,6 +37,9 @@ func (s *Server) register() {
 	s.handle("GET "+v+"/projects/{id}/checkpoints/stats", s.checkpointStats)
 	s.handle("POST "+v+"/projects/{id}/restore", s.restoreProject)
 
+	s.handle("GET "+v+"/worktrees", s.listWorktrees)
+	s.handle("DELETE "+v+"/worktrees/{name}", s.removeWorktree)
+
 	s.handle("GET "+v+"/events", s.events)
 	s.handle("GET "+v+"/version", func(w http.ResponseWriter, r *http.Request, _ ipc.Caller) error {
 		return writeJSON(w, http.StatusOK, b.Version(r.Context()))
