@@ -126,13 +126,8 @@ func (d *Daemon) startWorktree(ctx context.Context, c ipc.Caller, p *state.Proje
 	}
 	w.entry, w.created, w.notices = prep.Entry, prep.Created, prep.Notices
 	if prep.Created || prep.Remade {
-		msg := fmt.Sprintf("worktree %s at %s on %s", prep.Entry.Name, prep.Entry.Path, prep.Entry.Branch)
-		if prep.Copied > 0 || prep.SetupRan > 0 {
-			msg += fmt.Sprintf(" (%d .worktreeinclude files copied, %d setup commands run)", prep.Copied, prep.SetupRan)
-		}
 		d.log.Info("worktree ready", zap.String("worktree", prep.Entry.Name), zap.String("repo", prep.Entry.Repo),
-			zap.Int("copied", prep.Copied), zap.Int("setup", prep.SetupRan))
-		w.notices = append(w.notices, msg)
+			zap.String("path", prep.Entry.Path), zap.Int("copied", prep.Copied), zap.Int("setup", prep.SetupRan))
 	}
 	wp, _, err := d.openProject(prep.Entry.Path, c.UID)
 	if err != nil {
@@ -208,10 +203,13 @@ func (d *Daemon) releaseWorktree(s *session.Session) {
 
 // recoverWorktrees settles the worktrees after the sessions are
 // recovered: entries a lost index forgot come back from the session
-// records, half-made worktrees are rolled back, ports of sessions that are
-// not live are released.
+// records (those whose directory is still there), half-made worktrees are
+// rolled back, ports of sessions that are not live are released.
 func (d *Daemon) recoverWorktrees() {
 	for _, s := range d.reg.all() {
+		if d.worktrees.Loaded() {
+			break
+		}
 		rec := s.Snapshot()
 		wt := rec.Worktree
 		if wt == nil {
@@ -221,6 +219,9 @@ func (d *Daemon) recoverWorktrees() {
 			UID: s.UID(), Session: s.ID(), RepoUncommitted: wt.RepoUncommitted, CreatedAt: rec.StartedAt}
 		if ipc.Live(rec.State) {
 			e.Port, e.Holder = wt.Port, s.ID()
+		}
+		if _, err := os.Lstat(wt.Path); err != nil {
+			continue
 		}
 		if err := d.worktrees.Adopt(e); err != nil {
 			d.log.Warn("rebuild a worktree's entry", zap.String("worktree", wt.Name), zap.Error(err))

@@ -165,7 +165,8 @@ func (m *Manager) Prepare(ctx context.Context, req PrepareRequest) (Prepared, er
 	}
 	// The entry is on disk before anything is made, so that a crash from
 	// here on is rolled back at the next start (Recover).
-	m.entries[k] = &nw
+	stored := nw
+	m.entries[k] = &stored
 	if err := m.saveLocked(); err != nil {
 		delete(m.entries, k)
 		m.mu.Unlock()

@@ -96,9 +96,17 @@ type Manager struct {
 	path string
 	log  *zap.Logger
 
+	// loaded is set when the index was read from disk: Adopt is for an
+	// index that was missing or corrupt.
+	loaded bool
+
 	mu      sync.Mutex
 	entries map[Key]*Entry
 }
+
+// Loaded reports whether the index was read from disk at Open (false: it
+// was missing, or corrupt and kept aside).
+func (m *Manager) Loaded() bool { return m.loaded }
 
 // Open loads the index from the state dir. A missing index is an empty
 // one; a corrupt one is kept aside (state.ReadJSON) and the manager starts
@@ -126,6 +134,7 @@ func Open(opt Options) (*Manager, error) {
 		}
 		m.entries[e.Key()] = &e
 	}
+	m.loaded = true
 	return m, nil
 }
 
