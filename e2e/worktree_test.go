@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -385,5 +388,105 @@ func TestWorktreeStartBadInput(t *testing.T) {
 	}
 	if got := readFile(t, filepath.Join(d.worktreeRecord(dirty).Worktree.Path, "app.txt")); got != "main line\n" {
 		t.Errorf("the worktree has the uncommitted change: %q", got)
+	}
+}
+
+// TestWorktreeRootMode: a root daemon makes a user's worktree with that
+// user's rights, where the user's own daemon keeps its state.
+func TestWorktreeRootMode(t *testing.T) {
+	u := newUser(t)
+	home := u.project(t)
+	if out, err := exec.Command("usermod", "-d", home, u.name).CombinedOutput(); err != nil {
+		t.Fatalf("usermod -d: %v\n%s", err, out)
+	}
+	d := rootDaemon(t, u)
+
+	// The user's repository, made by root and given to the user.
+	repo := u.project(t)
+	if err := os.Chown(repo, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	r := &ckptRepo{t: t, dir: repo}
+	r.git("init", "-q", "-b", "main")
+	r.git("config", "user.name", "E2E Test")
+	r.git("config", "user.email", "e2e@example.com")
+	r.write("app.txt", "main line\n")
+	r.write(".gitignore", ".env\n")
+	r.write(".worktreeinclude", ".env\n")
+	r.write("sessiond.toml", "[session]\nworktree_setup = [\"id -u > setup-uid.txt\"]\nport_range = \"43200-43299\"\n")
+	r.commitAll("first")
+	r.write(".env", "SECRET=user\n")
+	if out, err := exec.Command("chown", "-R", fmt.Sprintf("%d:%d", u.uid, u.gid), repo).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v\n%s", err, out)
+	}
+
+	res := u.ctl(t, d.sock, "start", "-q", "--worktree=mine", repo, "--", "sh", "-c", "id -u > uid.txt; echo $HOME > home.txt; exec sleep 600")
+	if res.code != 0 {
+		t.Fatalf("start as the user:\n%s", res)
+	}
+	id := strings.TrimSpace(res.stdout)
+	rec := d.worktreeRecord(id)
+	wt := rec.Worktree
+	wantRoot := filepath.Join(home, ".local", "state", "sessiond", "worktrees")
+	if !strings.HasPrefix(wt.Path, wantRoot+"/") {
+		t.Errorf("worktree at %s, want under %s", wt.Path, wantRoot)
+	}
+	waitFile(t, filepath.Join(wt.Path, "uid.txt"), 15*time.Second)
+	uid := strconv.Itoa(u.uid) + "\n"
+	for _, f := range []string{"uid.txt", "setup-uid.txt"} {
+		if got := readFile(t, filepath.Join(wt.Path, f)); got != uid {
+			t.Errorf("%s = %q, want the user's uid %q", f, got, uid)
+		}
+	}
+	if got := readFile(t, filepath.Join(wt.Path, "home.txt")); got != home+"\n" {
+		t.Errorf("the session's HOME = %q, want %s", got, home)
+	}
+	if got := readFile(t, filepath.Join(wt.Path, ".env")); got != "SECRET=user\n" {
+		t.Errorf(".env = %q", got)
+	}
+	// Everything made for the worktree is the user's: its directories up
+	// to the user's state dir, its files, and git's record of it.
+	owned := []string{filepath.Join(home, ".local"), filepath.Join(repo, ".git", "worktrees", "mine")}
+	err := filepath.Walk(wt.Path, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		owned = append(owned, p)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := filepath.Dir(wt.Path); p != home; p = filepath.Dir(p) {
+		owned = append(owned, p)
+	}
+	for _, p := range owned {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Errorf("%s: %v", p, err)
+			continue
+		}
+		if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != u.uid {
+			t.Errorf("%s belongs to uid %d, want the user's %d", p, st.Uid, u.uid)
+		}
+	}
+	if fileExists(filepath.Join(d.stateDir, "worktrees")) {
+		t.Error("the root daemon made the user's worktree in its own state dir")
+	}
+	if got := strings.TrimSpace(r.git("-c", "safe.directory=*", "branch", "--list", "sessiond/mine")); !strings.HasSuffix(got, "sessiond/mine") {
+		t.Errorf("branch sessiond/mine: %q", got)
+	}
+
+	// The user sees and removes their worktree; another user's view has
+	// nothing of it.
+	res = u.ctl(t, d.sock, "--json", "worktrees")
+	if res.code != 0 || !strings.Contains(res.stdout, `"name": "mine"`) || !strings.Contains(res.stdout, `"state": "active"`) {
+		t.Errorf("worktrees as the user:\n%s", res)
+	}
+	if res := u.ctl(t, d.sock, "stop", id); res.code != 0 {
+		t.Fatalf("stop:\n%s", res)
+	}
+	if res := u.ctl(t, d.sock, "worktree", "rm", "--force", "mine"); res.code != 0 || fileExists(wt.Path) {
+		t.Errorf("worktree rm --force as the user:\n%s", res)
 	}
 }
