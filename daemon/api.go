@@ -32,6 +32,8 @@ type launchParams struct {
 	RestartOf      string
 	Restarts       int
 	RestartHistory []time.Time
+	// Resume is the agent conversation the session continues.
+	Resume string
 	// ID is the session's id when the start chose it already (for the
 	// worktree named after it); Worktree the worktree it runs in.
 	ID       string
@@ -85,7 +87,7 @@ func (d *Daemon) launch(p launchParams) (*session.Session, session.StartInfo, er
 	}
 	s := session.New(session.Params{
 		ID: id, Name: p.Name, Worktree: p.Worktree, UID: p.UID, Project: p.Project, Owner: p.Owner, Spec: p.Spec, EnvKeys: p.EnvKeys,
-		RestartOf: p.RestartOf, Restarts: p.Restarts, RestartHistory: p.RestartHistory,
+		RestartOf: p.RestartOf, Restarts: p.Restarts, RestartHistory: p.RestartHistory, Resume: p.Resume,
 	}, d.deps)
 	d.reg.add(s)
 	d.startMu.Unlock()
@@ -164,7 +166,12 @@ func (d *Daemon) StartSession(ctx context.Context, c ipc.Caller, req ipc.StartRe
 	if wt != nil {
 		p = wt.project
 	}
-	s, info, err := d.launch(launchParams{UID: c.UID, Project: p, Owner: owner, Spec: spec, Name: req.Name, EnvKeys: keys,
+	resume, err := d.resumeFor(c, p, spec, req.Resume)
+	if err != nil {
+		wt.undo(d)
+		return nil, err
+	}
+	s, info, err := d.launch(launchParams{UID: c.UID, Project: p, Owner: owner, Spec: spec, Name: req.Name, EnvKeys: keys, Resume: resume,
 		ID: wt.sessionID(), Worktree: wt.wire()})
 	if err != nil {
 		wt.undo(d)
@@ -238,7 +245,7 @@ func (d *Daemon) RestartSession(ctx context.Context, c ipc.Caller, id string, re
 	}
 	ns, info, err := d.launch(launchParams{
 		UID: s.UID(), Project: s.Project(), Owner: s.Owner(), Spec: s.Spec(), Name: s.Name(), EnvKeys: rec.EnvKeys,
-		RestartOf: s.ID(), Restarts: rec.Restarts + 1, RestartHistory: s.RestartHistory(), Worktree: rec.Worktree,
+		RestartOf: s.ID(), Restarts: rec.Restarts + 1, RestartHistory: s.RestartHistory(), Resume: restartResume(s), Worktree: rec.Worktree,
 	})
 	if err != nil {
 		return nil, err
@@ -342,7 +349,7 @@ func (d *Daemon) ExtendSession(ctx context.Context, c ipc.Caller, id string, req
 	if err != nil {
 		return nil, err
 	}
-	rec, err := s.Extend(ctx, by.Duration)
+	rec, err := s.Extend(ctx, by.Duration, req.ByAgent)
 	if err != nil {
 		return nil, ended(s, err, what)
 	}
@@ -400,7 +407,7 @@ func (d *Daemon) SessionHandoff(ctx context.Context, c ipc.Caller, id string) (*
 	}
 	var out ipc.Handoff
 	if err := convert(h, &out); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("handoff of %s: %w", s.ID(), err)
 	}
 	return &out, nil
 }

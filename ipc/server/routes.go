@@ -27,7 +27,9 @@ func (s *Server) register() {
 	s.handle("POST "+v+"/sessions/{id}/extend", withSessionBody(b.ExtendSession))
 	s.handle("POST "+v+"/sessions/{id}/report", withSessionBody(b.ReportSession))
 	s.handle("POST "+v+"/sessions/{id}/checkpoint", bySession(b.CheckpointSession))
+	s.handle("POST "+v+"/sessions/{id}/agent/hook", withSessionBody(b.AgentHook))
 	s.handle("GET "+v+"/sessions/{id}/handoff", bySession(b.SessionHandoff))
+	s.handle("GET "+v+"/sessions/{id}/briefing", bySession(b.SessionBriefing))
 	s.handle("GET "+v+"/sessions/{id}/logs", s.logs)
 
 	s.handle("GET "+v+"/projects", s.listProjects)
@@ -47,6 +49,7 @@ func (s *Server) register() {
 	s.handle("GET "+v+"/health", func(w http.ResponseWriter, r *http.Request, _ ipc.Caller) error {
 		return writeJSON(w, http.StatusOK, b.Health(r.Context()))
 	})
+	s.registerDebug()
 }
 
 // The adapters below turn a typed backend call into a handler.
