@@ -2,7 +2,6 @@ package worktree
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -125,10 +124,3 @@ func shellQuote(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
-
-// isNotExist tells a git error about a missing directory.
-func isNotExist(err error) bool {
-	return err != nil && (errors.Is(err, errNoDir) || strings.Contains(err.Error(), "no such file or directory"))
-}
-
-var errNoDir = errors.New("no such directory")
