@@ -369,7 +369,15 @@ func (d *Daemon) RemoveWorktree(ctx context.Context, c ipc.Caller, name string, 
 	if err != nil {
 		return nil, err
 	}
-	rr := worktree.RemoveRequest{Key: e.Key(), Owner: owner, Credential: cred}
+	// Checked again once no start can take the worktree: one may have
+	// begun since the check above.
+	busy := func() error {
+		if live := d.reg.live(e.Path); len(live) > 0 {
+			return ipc.Conflict("worktree %s has a live session (%s): stop it first (sessionctl stop %s)", name, live[0].ID(), live[0].ID())
+		}
+		return nil
+	}
+	rr := worktree.RemoveRequest{Key: e.Key(), Owner: owner, Credential: cred, Check: busy}
 	out := &ipc.WorktreeRemoved{Worktree: *wireWorktree(e)}
 	res, err := d.worktrees.Remove(ctx, rr)
 	var ue *worktree.UncommittedError

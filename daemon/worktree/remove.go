@@ -24,6 +24,10 @@ type RemoveRequest struct {
 	// Force removes uncommitted work too (the caller checkpoints it
 	// first).
 	Force bool
+	// Check, if set, runs once the worktree is marked as being removed
+	// (no session can take it from then on) and before anything goes: an
+	// error stops the removal. The daemon looks for a live session there.
+	Check func() error
 }
 
 // Removed says what Remove did.
@@ -81,6 +85,11 @@ func (m *Manager) Remove(ctx context.Context, req RemoveRequest) (Removed, error
 			return out, errors.Join(err, uerr)
 		}
 		return out, err
+	}
+	if req.Check != nil {
+		if err := req.Check(); err != nil {
+			return undo(err)
+		}
 	}
 	if err := removeDir(ctx, e, req.Owner, req.Credential); err != nil {
 		return undo(fmt.Errorf("remove worktree %s: %w", e.Name, err))

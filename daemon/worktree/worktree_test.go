@@ -539,3 +539,25 @@ func TestRunsNothingOfTheRepository(t *testing.T) {
 		}
 	}
 }
+
+func TestRemoveCheckStopsIt(t *testing.T) {
+	repo := newRepo(t)
+	m, _ := newManager(t)
+	r := req(t, repo, "held")
+	e := prepare(t, m, r).Entry
+	var during string
+	_, err := m.Remove(context.Background(), RemoveRequest{Key: e.Key(), Check: func() error {
+		cur, _ := m.Get(e.Key())
+		during = cur.State
+		if _, herr := m.Hold(e.Key(), "late", r.Ports); !errors.Is(herr, ErrBusy) {
+			t.Errorf("a session took the worktree being removed: %v", herr)
+		}
+		return errors.New("a session runs there")
+	}})
+	if err == nil || !strings.Contains(err.Error(), "a session runs there") || during != StateRemoving {
+		t.Fatalf("remove = %v (state during the check %q)", err, during)
+	}
+	if cur, ok := m.Get(e.Key()); !ok || cur.State != StateReady || !exists(e.Path) {
+		t.Errorf("after the stopped removal: %+v, dir %v", cur, exists(e.Path))
+	}
+}
