@@ -112,5 +112,6 @@ type Backend interface {
 	Projects
 	Events
 	System
+	Notifications
 	Worktrees
 }

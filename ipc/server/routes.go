@@ -39,6 +39,15 @@ func (s *Server) register() {
 	s.handle("GET "+v+"/projects/{id}/checkpoints/stats", s.checkpointStats)
 	s.handle("POST "+v+"/projects/{id}/restore", s.restoreProject)
 
+	s.handle("GET "+v+"/notify", func(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
+		st, err := b.NotifyStatus(r.Context(), c, r.URL.Query().Get("dir"))
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, http.StatusOK, st)
+	})
+	s.handle("POST "+v+"/notify/test", withBody(http.StatusOK, b.NotifyTest))
+
 	s.handle("GET "+v+"/worktrees", s.listWorktrees)
 	s.handle("DELETE "+v+"/worktrees/{name}", s.removeWorktree)
 
