@@ -14,6 +14,7 @@ import (
 
 	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/daemon/checkpoint"
+	"github.com/sessiond/sessiond/daemon/metrics"
 	"github.com/sessiond/sessiond/daemon/proc"
 	"github.com/sessiond/sessiond/daemon/session"
 	"github.com/sessiond/sessiond/daemon/state"
@@ -55,6 +56,10 @@ type Daemon struct {
 	restarts *restarter
 	usage    *usageMeter
 	notes    *notifications
+	// metrics are nil unless metrics = true; metricsServer is the TCP
+	// listener of metrics_listen.
+	metrics       *metrics.Metrics
+	metricsServer *server.MetricsServer
 	// worktrees are the git worktrees of sessions (worktrees.go).
 	worktrees *worktree.Manager
 
@@ -116,6 +121,9 @@ func New(opt Options) (*Daemon, error) {
 		Events:     d.bus, Records: recordWriter{cfg.StateDir}, Watches: d.hub, Checkpoints: d.ckpt,
 		Schedule: d.cron, Output: d.out, Live: d.reg.isLive, OnEnd: d.sessionEnded,
 	}
+	if cfg.Metrics {
+		d.enableMetrics()
+	}
 	return d, nil
 }
 
@@ -140,6 +148,9 @@ func (d *Daemon) Run(ctx context.Context, hurry <-chan struct{}) error {
 	if err == nil {
 		err = d.shareSocket()
 	}
+	if err == nil {
+		err = d.listenMetrics()
+	}
 	if err != nil {
 		l.Close()
 		d.close()
@@ -150,7 +161,8 @@ func (d *Daemon) Run(ctx context.Context, hurry <-chan struct{}) error {
 	// Root and the daemon's own user (whose agents' hooks may all call at
 	// once) are bounded only by the total.
 	srv := server.New(d, access, d.log, server.Options{Limits: server.Limits{
-		Total: d.cfg.MaxConnections, PerUID: d.cfg.MaxConnectionsPerUser, Trusted: []int{0, os.Geteuid()}}})
+		Total: d.cfg.MaxConnections, PerUID: d.cfg.MaxConnectionsPerUser, Trusted: []int{0, os.Geteuid()}},
+		Metrics: d.metricsHandler(), Observe: d.requestObserver()})
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(l) }()
 	d.log.Info("sessiond ready", zap.String("socket", d.cfg.Socket), zap.String("state_dir", d.cfg.StateDir), zap.String("version", d.version))
@@ -198,6 +210,7 @@ func (d *Daemon) shutdown(srv *server.Server, hurry <-chan struct{}) {
 				_ = srv.Close()
 			}
 		}},
+		{"stop the metrics listener", d.stopMetrics},
 		{"release watchers and the scheduler", func(context.Context) { d.close() }},
 	}
 	for _, step := range steps {
