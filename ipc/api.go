@@ -119,4 +119,5 @@ type Backend interface {
 	Events
 	System
 	Notifications
+	Worktrees
 }

@@ -121,6 +121,9 @@ type Params struct {
 	RestartHistory []time.Time
 	// Resume is the agent conversation to continue ("": a new one).
 	Resume string
+	// Worktree is the git worktree the session runs in (Project is its
+	// directory), nil for none.
+	Worktree *ipc.Worktree
 }
 
 // StartInfo is what a start found, for the one who asked for it.
@@ -150,7 +153,7 @@ func New(p Params, deps Deps) *Session {
 		Command: p.Spec.Command, State: ipc.StateStarting, StartedAt: now,
 		Deadline: deadline, WarnAt: warnAt, Restarts: p.Restarts, RestartOf: p.RestartOf,
 		FilesChanged: []string{}, LogPath: s.logPath(), UID: p.UID, BootID: deps.BootID,
-		EnvKeys: p.EnvKeys, Spec: &s.spec,
+		EnvKeys: p.EnvKeys, Spec: &s.spec, Worktree: p.Worktree,
 	}
 	s.restartHistory = p.RestartHistory
 	s.resume = p.Resume
