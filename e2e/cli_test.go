@@ -181,3 +181,55 @@ func TestPsFormatFilterAndColour(t *testing.T) {
 		}
 	}
 }
+
+// TestStartAndStopBatches: several projects, or --count sessions of one
+// spec, start in one call; one that cannot start is said and the others
+// run; stop --all stops them in one call, every handoff on disk.
+func TestStartAndStopBatches(t *testing.T) {
+	d := startDaemon(t)
+	dirs := []string{project(t), project(t), project(t)}
+	out := d.mustCtl(append(append([]string{"start", "-q", "--checkpoint", ""}, dirs...), "--", "sleep", "300")...)
+	ids := strings.Fields(out)
+	if len(ids) != 3 {
+		t.Fatalf("start of three projects printed %q, want three ids", out)
+	}
+	for i, id := range ids {
+		if rec := d.inspect(id); rec.ProjectDir != dirs[i] || rec.State != "running" {
+			t.Errorf("session %s: %s in %s, want running in %s", id, rec.State, rec.ProjectDir, dirs[i])
+		}
+	}
+	// --count in a project without concurrent = true: one runs, the rest are refused.
+	one := project(t)
+	r := d.ctl("start", "-q", "--count", "3", "--checkpoint", "", one, "--", "sleep", "300")
+	if r.code != 1 || len(strings.Fields(r.stdout)) != 1 || strings.Count(r.stderr, "already has a live session") != 2 {
+		t.Errorf("--count 3 without concurrent: %s", r)
+	}
+	many := project(t)
+	writeFile(t, filepath.Join(many, "sessiond.toml"), "[session]\nconcurrent = true\ncheckpoint = \"\"\n")
+	r = d.ctl("start", "-q", "--count", "4", many, "--", "sleep", "300")
+	if r.code != 0 || len(strings.Fields(r.stdout)) != 4 {
+		t.Errorf("--count 4 with concurrent = true: %s", r)
+	}
+	if r := d.ctl("start", dirs[0], "sleep", "1"); r.code != 2 || !strings.Contains(r.stderr, "directory sleep does not exist (a command goes after --)") {
+		t.Errorf("a command without --: %s", r)
+	}
+	if r := d.ctl("start", "--wait", dirs[0], dirs[1], "--", "true"); r.code != 2 {
+		t.Errorf("--wait with a batch: %s", r)
+	}
+	live := d.list(false)
+	if len(live) != 8 {
+		t.Fatalf("%d live sessions, want 8", len(live))
+	}
+	out = d.mustCtl("stop", "--all", "--grace", "5s")
+	if n := strings.Count(out, "ended: interrupted"); n != 8 {
+		t.Errorf("stop --all: %d ends reported, want 8:\n%s", n, out)
+	}
+	for _, rec := range live {
+		if _, err := os.Stat(filepath.Join(d.stateDir, "sessions", rec.ID, "handoff.json")); err != nil {
+			t.Errorf("session %s: no handoff after stop --all: %v", rec.ID, err)
+		}
+	}
+	if n := len(d.list(false)); n != 0 {
+		t.Errorf("%d sessions live after stop --all", n)
+	}
+}

@@ -62,6 +62,11 @@ type Sessions interface {
 	ListSessions(ctx context.Context, c Caller, opt ListOptions) ([]Session, error)
 	StartSession(ctx context.Context, c Caller, req StartRequest) (*StartResponse, error)
 	GetSession(ctx context.Context, c Caller, id string) (*Session, error)
+	// StartSessions starts a session for each request, at once.
+	StartSessions(ctx context.Context, c Caller, reqs []StartRequest) ([]StartResult, error)
+	// StopSessions stops several sessions at once and returns once each
+	// end is on disk.
+	StopSessions(ctx context.Context, c Caller, req StopBatchRequest) ([]StopResult, error)
 	// StopSession returns once the session's end is on disk.
 	StopSession(ctx context.Context, c Caller, id string, req StopRequest) (*Session, error)
 	SignalSession(ctx context.Context, c Caller, id string, req SignalRequest) error

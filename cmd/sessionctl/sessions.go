@@ -8,7 +8,6 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,14 +28,28 @@ func (a *app) printJSON(v any) error {
 func (a *app) startCmd() *cobra.Command {
 	var flags ipc.StartFlags
 	var wait, quiet bool
+	var count int
 	cmd := &cobra.Command{
-		Use:   "start [flags] [DIR] [-- CMD ARGS...]",
-		Short: "Start a session (DIR defaults to .; CMD to the project's sessiond.toml)",
+		Use:   "start [flags] [DIR...] [-- CMD ARGS...]",
+		Short: "Start a session (DIR defaults to .; CMD to the project's sessiond.toml); several DIRs or --count N start a batch",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, command, err := dirAndCommand(cmd, args)
+			dirs, command, err := dirsAndCommand(cmd, args)
 			if err != nil {
-				return worktreeHint(cmd, &flags, err)
+				return err
 			}
+			if len(dirs) > 1 && cmd.Flags().Changed("worktree") && !flags.WorktreeNameGiven() {
+				return worktreeHint(cmd, &flags, usageErr("--worktree with %d directories", len(dirs)))
+			}
+			if count < 1 {
+				return usageErr("--count %d: want 1 or more", count)
+			}
+			if len(dirs) > 1 || count > 1 {
+				if wait {
+					return usageErr("--wait waits for one session: start a batch without it")
+				}
+				return a.startBatch(cmd.Context(), &flags, dirs, command, count, quiet)
+			}
+			dir := dirs[0]
 			abs, err := absDir(dir)
 			if err != nil {
 				return err
@@ -91,29 +104,75 @@ func (a *app) startCmd() *cobra.Command {
 		},
 	}
 	flags.Bind(cmd.Flags())
+	cmd.Flags().IntVar(&count, "count", 1, "start N sessions of the spec in each DIR (the project needs concurrent = true)")
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the session ends and exit with its exit code")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the session id")
 	return cmd
 }
 
-// dirAndCommand splits `[DIR] [-- CMD ARGS...]`: DIR defaults to ".", the
-// command to none (the project's sessiond.toml says it).
-func dirAndCommand(cmd *cobra.Command, args []string) (dir string, command []string, err error) {
+// dirsAndCommand splits `[DIR...] [-- CMD ARGS...]`: DIR defaults to ".",
+// the command to none (the project's sessiond.toml says it).
+func dirsAndCommand(cmd *cobra.Command, args []string) (dirs, command []string, err error) {
 	pos := args
 	if dash := cmd.ArgsLenAtDash(); dash >= 0 {
 		pos, command = args[:dash], args[dash:]
 		if len(command) == 0 {
-			return "", nil, usageErr("no command after --")
+			return nil, nil, usageErr("no command after --")
 		}
 	}
-	if len(pos) > 1 {
-		return "", nil, usageErr("%s takes one DIR, got %d arguments (put the command after --)", cmd.Name(), len(pos))
+	if len(pos) == 0 {
+		pos = []string{"."}
 	}
-	dir = "."
-	if len(pos) == 1 {
-		dir = pos[0]
+	return pos, command, nil
+}
+
+// startBatch starts count sessions in each of dirs in one request, and
+// prints each one's id, or why it did not start.
+func (a *app) startBatch(ctx context.Context, flags *ipc.StartFlags, dirs, command []string, count int, quiet bool) error {
+	var reqs []ipc.StartRequest
+	for _, dir := range dirs {
+		abs, err := absDir(dir)
+		if err != nil {
+			return usageErr("%v (a command goes after --)", err)
+		}
+		req, err := flags.Request(abs, command)
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		if req.Name != "" && (count > 1 || len(dirs) > 1) {
+			return usageErr("--name names one session: a batch's sessions are named after their directories")
+		}
+		for range count {
+			reqs = append(reqs, req)
+		}
 	}
-	return dir, command, nil
+	if len(reqs) > ipc.MaxBatch {
+		return usageErr("%d sessions in one batch: at most %d", len(reqs), ipc.MaxBatch)
+	}
+	res, err := a.client.StartBatch(ctx, reqs)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.printJSON(res)
+	}
+	failed := 0
+	for i, r := range res {
+		if r.Error != nil {
+			failed++
+			fmt.Fprintf(a.errOut, "sessionctl: %s: %s\n", reqs[i].Dir, ipc.TerminalLine(r.Error.Error))
+			continue
+		}
+		if quiet {
+			fmt.Fprintln(a.out, r.Session.ID)
+		} else {
+			fmt.Fprintf(a.out, "%s  %s\n", r.Session.ID, ipc.TerminalLine(r.Session.ProjectDir))
+		}
+	}
+	if failed > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("%d of %d sessions did not start", failed, len(res))}
+	}
+	return nil
 }
 
 // waitEnd blocks until the session ends and returns its exit status as
@@ -181,16 +240,7 @@ func (a *app) stopCmd() *cobra.Command {
 				}
 			}
 			ids := args
-			if all {
-				list, err := a.client.Sessions(ctx, ipc.ListOptions{})
-				if err != nil {
-					return err
-				}
-				ids = nil
-				for _, s := range list {
-					ids = append(ids, s.ID)
-				}
-			} else {
+			if !all {
 				for i, arg := range args {
 					id, err := a.resolve(ctx, arg)
 					if err != nil {
@@ -199,7 +249,7 @@ func (a *app) stopCmd() *cobra.Command {
 					ids[i] = id
 				}
 			}
-			return a.stopAll(ctx, ids, grace)
+			return a.stopAll(ctx, ipc.StopBatchRequest{IDs: ids, All: all, Grace: grace})
 		},
 	}
 	cmd.Flags().StringVar(&grace, "grace", "", "time between the stop signal and SIGKILL (default the session's stop_grace)")
@@ -207,42 +257,29 @@ func (a *app) stopCmd() *cobra.Command {
 	return cmd
 }
 
-// stopAll stops sessions in parallel and reports each end.
-func (a *app) stopAll(ctx context.Context, ids []string, grace string) error {
-	type result struct {
-		rec *ipc.Session
-		err error
+// stopAll stops sessions in one request, which stops them all at once, and
+// reports each end.
+func (a *app) stopAll(ctx context.Context, req ipc.StopBatchRequest) error {
+	results, err := a.client.StopBatch(ctx, req)
+	if err != nil {
+		return err
 	}
-	results := make([]result, len(ids))
-	var wg sync.WaitGroup
-	for i, id := range ids {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rec, err := a.client.Stop(ctx, id, ipc.StopRequest{Grace: grace})
-			results[i] = result{rec, err}
-		}()
-	}
-	wg.Wait()
 	var errs []error
-	var recs []*ipc.Session
+	recs := []*ipc.Session{}
 	for _, r := range results {
-		if r.err != nil {
-			errs = append(errs, r.err)
+		if r.Error != nil {
+			errs = append(errs, fmt.Errorf("%s: %s", r.ID, r.Error.Error))
 			continue
 		}
-		recs = append(recs, r.rec)
+		recs = append(recs, r.Session)
 		if !a.json {
-			fmt.Fprintf(a.out, "%s %s: %s\n", r.rec.ID, r.rec.State, ipc.TerminalLine(describe(r.rec)))
-			if r.rec.HandoffPath != "" {
-				fmt.Fprintf(a.out, "  handoff: %s\n", r.rec.HandoffPath)
+			fmt.Fprintf(a.out, "%s %s: %s\n", r.Session.ID, r.Session.State, ipc.TerminalLine(describe(r.Session)))
+			if r.Session.HandoffPath != "" {
+				fmt.Fprintf(a.out, "  handoff: %s\n", r.Session.HandoffPath)
 			}
 		}
 	}
 	if a.json {
-		if recs == nil {
-			recs = []*ipc.Session{}
-		}
 		_ = a.printJSON(recs)
 	}
 	return errors.Join(errs...)

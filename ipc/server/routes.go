@@ -1,8 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -18,7 +22,8 @@ func (s *Server) register() {
 	v := "/" + ipc.APIVersion
 
 	s.handle("GET "+v+"/sessions", s.listSessions)
-	s.handle("POST "+v+"/sessions", withBody(http.StatusCreated, b.StartSession))
+	s.handle("POST "+v+"/sessions", s.startSessions)
+	s.handle("POST "+v+"/sessions/stop", withBody(http.StatusOK, b.StopSessions))
 	s.handle("GET "+v+"/sessions/{id}", bySession(b.GetSession))
 	s.handle("POST "+v+"/sessions/{id}/stop", withSessionBody(b.StopSession))
 	s.handle("POST "+v+"/sessions/{id}/signal", s.signalSession)
@@ -61,6 +66,48 @@ func (s *Server) register() {
 	})
 	s.handle("GET "+v+"/metrics", s.serveMetrics)
 	s.registerDebug()
+}
+
+// startSessions starts one session (a StartRequest) or a batch (an array
+// of them, answered with one StartResult each).
+func (s *Server) startSessions(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &ipc.Error{Status: http.StatusRequestEntityTooLarge, Code: ipc.CodeTooLarge,
+				Message: fmt.Sprintf("request body is over the limit of %d bytes", mbe.Limit)}
+		}
+		return ipc.BadRequest("read the request body: %w", err)
+	}
+	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] == '[' {
+		var reqs []ipc.StartRequest
+		if err := decodeBytes(body, &reqs); err != nil {
+			return err
+		}
+		if len(reqs) > ipc.MaxBatch {
+			return ipc.BadRequest("a batch of %d sessions: at most %d", len(reqs), ipc.MaxBatch)
+		}
+		res, err := s.backend.StartSessions(r.Context(), c, reqs)
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, http.StatusOK, res)
+	}
+	var req ipc.StartRequest
+	if err := decodeBytes(body, &req); err != nil {
+		return err
+	}
+	resp, err := s.backend.StartSession(r.Context(), c, req)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, resp)
+}
+
+// decodeBytes is decodeBody of a body already read.
+func decodeBytes(body []byte, v any) error {
+	return decodeBody(&http.Request{Body: io.NopCloser(bytes.NewReader(body))}, v)
 }
 
 // The adapters below turn a typed backend call into a handler.

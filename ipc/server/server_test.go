@@ -140,6 +140,26 @@ func (b *backend) SessionBriefing(ctx context.Context, c ipc.Caller, id string) 
 	return &ipc.Briefing{}, nil
 }
 
+func (b *backend) StartSessions(ctx context.Context, c ipc.Caller, reqs []ipc.StartRequest) ([]ipc.StartResult, error) {
+	out := make([]ipc.StartResult, len(reqs))
+	for i, r := range reqs {
+		if len(r.Command) == 0 {
+			out[i].Error = ipc.ErrorBodyOf(ipc.BadRequest("no command"))
+			continue
+		}
+		out[i].StartResponse = &ipc.StartResponse{Session: ipc.Session{ID: fmt.Sprintf("new%d", i)}}
+	}
+	return out, nil
+}
+
+func (b *backend) StopSessions(ctx context.Context, c ipc.Caller, req ipc.StopBatchRequest) ([]ipc.StopResult, error) {
+	out := []ipc.StopResult{}
+	for _, id := range req.IDs {
+		out = append(out, ipc.StopResult{ID: id, Session: &ipc.Session{ID: id, State: ipc.StateEnded}})
+	}
+	return out, nil
+}
+
 func (b *backend) CheckpointStats(ctx context.Context, c ipc.Caller, p ipc.ProjectRef) (*ipc.CheckpointStats, error) {
 	return &ipc.CheckpointStats{Checkpoints: 1}, nil
 }
@@ -478,4 +498,49 @@ func FuzzDecodeBodies(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestBatches: POST /v1/sessions takes one request or an array of them,
+// each answered in order, a failed one with its error; POST
+// /v1/sessions/stop stops several.
+func TestBatches(t *testing.T) {
+	b := &backend{}
+	c, sock := serve(t, b, nil)
+	ctx := context.Background()
+	res, err := c.StartBatch(ctx, []ipc.StartRequest{{Dir: "/", Command: []string{"x"}}, {Dir: "/"}, {Dir: "/", Command: []string{"y"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 3 || res[0].StartResponse == nil || res[0].Session.ID != "new0" || res[1].Error == nil || res[1].Error.Code != ipc.CodeBadRequest || res[2].Session.ID != "new2" {
+		t.Errorf("batch start = %+v", res)
+	}
+	one, err := c.Start(ctx, ipc.StartRequest{Dir: "/", Command: []string{"x"}})
+	if err != nil || one.Session.ID != "new" {
+		t.Errorf("single start after batches: %+v, %v", one, err)
+	}
+	stops, err := c.StopBatch(ctx, ipc.StopBatchRequest{IDs: []string{"a", "b"}})
+	if err != nil || len(stops) != 2 || stops[1].Session.State != ipc.StateEnded {
+		t.Errorf("batch stop = %+v, %v", stops, err)
+	}
+	for _, body := range []string{`[{"dir": "/", "nope": 1}]`, `[1, 2]`, `[`} {
+		resp, err := rawPost(sock, "/v1/sessions", body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp != http.StatusBadRequest {
+			t.Errorf("batch %s: status %d, want 400", body, resp)
+		}
+	}
+}
+
+func rawPost(sock, path, body string) (int, error) {
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	resp, err := hc.Post("http://sessiond"+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
 }

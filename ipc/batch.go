@@ -1,0 +1,54 @@
+package ipc
+
+import (
+	"context"
+	"errors"
+	"net/http"
+)
+
+// MaxBatch bounds the sessions one batch call starts or stops.
+const MaxBatch = 10000
+
+// StartResult is one start of a batch (POST /v1/sessions with an array):
+// the new session, or why it did not start.
+type StartResult struct {
+	*StartResponse
+	Error *ErrorBody `json:"error,omitempty"`
+}
+
+// StopBatchRequest asks to stop several sessions at once
+// (POST /v1/sessions/stop): those named by IDs (ids, unique prefixes or
+// names), or with All every live session of the caller.
+type StopBatchRequest struct {
+	IDs   []string `json:"ids,omitempty"`
+	All   bool     `json:"all,omitempty"`
+	Grace string   `json:"grace,omitempty"`
+}
+
+// StopResult is one stop of a batch: the ended session, or why not.
+type StopResult struct {
+	ID      string     `json:"id"`
+	Session *Session   `json:"session,omitempty"`
+	Error   *ErrorBody `json:"error,omitempty"`
+}
+
+// ErrorBodyOf is err as a batch result carries it.
+func ErrorBodyOf(err error) *ErrorBody {
+	var e *Error
+	if errors.As(err, &e) {
+		return &ErrorBody{Error: e.Message, Code: e.Code, Candidates: e.Candidates}
+	}
+	return &ErrorBody{Error: err.Error(), Code: CodeInternal}
+}
+
+// StartBatch starts a session for each request, at once; the results are
+// in the order of the requests.
+func (c *Client) StartBatch(ctx context.Context, reqs []StartRequest) ([]StartResult, error) {
+	return do[[]StartResult](ctx, c, http.MethodPost, "/sessions", nil, reqs)
+}
+
+// StopBatch stops the sessions req names and returns once each end is on
+// disk.
+func (c *Client) StopBatch(ctx context.Context, req StopBatchRequest) ([]StopResult, error) {
+	return do[[]StopResult](ctx, c, http.MethodPost, "/sessions/stop", nil, req)
+}
