@@ -34,7 +34,7 @@ case " $ANCHORS " in *" pm2 "*) pm2_setup ;; esac
 
 declare -A R # results: R[<tool>.<figure>]
 for t in sessiond supervisord pm2; do
-	for f in up up_par ps_med ps_p90 psj_med psj_p90 rss stop stop_par handoffs; do R[$t.$f]=—; done
+	for f in up up_par up_batch ps_med ps_p90 psj_med psj_p90 rss stop stop_par stop_batch handoffs fsync_start fsync_end; do R[$t.$f]=—; done
 done
 
 # -------------------------------------------------------------------- sessiond
@@ -79,6 +79,42 @@ sctl stop --all >/dev/null
 t1=$(now_ns)
 R[sessiond.stop_par]=$(ns_s "$t0" "$t1")
 log "sessiond: $N up (parallel) in ${R[sessiond.up_par]} s; stop --all ${R[sessiond.stop_par]} s"
+
+# Third round: all N in one call (sessionctl start DIR... -- CMD, one POST
+# /v1/sessions with an array).
+mkprojects "$SD_DIR/b" "$N"
+log "sessiond: starting $N sessions in one sessionctl start"
+t0=$(now_ns)
+sctl start -q $(seq -f "$SD_DIR/b/%g" 1 "$N") -- "$SLEEP" 100000 >/dev/null
+wait_until 60 sd_all_running "$N" || die "sessiond: not all $N sessions running (batch): $(sd_running)"
+t1=$(now_ns)
+R[sessiond.up_batch]=$(ns_s "$t0" "$t1")
+t0=$(now_ns)
+sctl stop --all >/dev/null
+t1=$(now_ns)
+R[sessiond.stop_batch]=$(ns_s "$t0" "$t1")
+log "sessiond: $N up (one call) in ${R[sessiond.up_batch]} s; stop --all ${R[sessiond.stop_batch]} s"
+
+# Fourth round, counted: the fsyncs (and fdatasyncs) the daemon makes per
+# start and per end, with strace attached (it slows the daemon: no times).
+if command -v strace >/dev/null || apt_install strace; then
+	mkprojects "$SD_DIR/c" "$N"
+	count_syncs() { awk '$NF == "fsync" || $NF == "fdatasync" { n += $4 } END { print n + 0 }' "$1"; }
+	strace -c -f -e trace=fsync,fdatasync -p "$SD_PID" -o "$SD_DIR/strace.start" 2>/dev/null &
+	st=$!
+	sleep 1
+	sctl start -q $(seq -f "$SD_DIR/c/%g" 1 "$N") -- "$SLEEP" 100000 >/dev/null
+	wait_until 120 sd_all_running "$N" || die "sessiond: not all $N sessions running (counted)"
+	kill -INT "$st"; wait "$st" 2>/dev/null || true
+	strace -c -f -e trace=fsync,fdatasync -p "$SD_PID" -o "$SD_DIR/strace.stop" 2>/dev/null &
+	st=$!
+	sleep 1
+	sctl stop --all >/dev/null
+	kill -INT "$st"; wait "$st" 2>/dev/null || true
+	R[sessiond.fsync_start]=$(awk -v n="$(count_syncs "$SD_DIR/strace.start")" -v N="$N" 'BEGIN { printf "%.1f", n / N }')
+	R[sessiond.fsync_end]=$(awk -v n="$(count_syncs "$SD_DIR/strace.stop")" -v N="$N" 'BEGIN { printf "%.1f", n / N }')
+	log "sessiond: fsyncs per start ${R[sessiond.fsync_start]}, per end ${R[sessiond.fsync_end]}"
+fi
 kill -TERM "$SD_PID"; wait "$SD_PID" 2>/dev/null || true; SD_PID=
 
 # ----------------------------------------------------------------- supervisord
@@ -155,5 +191,8 @@ cat <<EOF
 | $N up, sessiond with $PAR \`sessionctl start\` in parallel (s) | ${R[sessiond.up_par]} | | | $(scaled && echo "≤ 0.5 s") | $(scaled && verdict "${R[sessiond.up_par]}" "<=" 0.5) |
 | stop all (s): \`stop --all\` (every handoff written) / \`supervisorctl stop all\` / \`pm2 stop all\` | ${R[sessiond.stop]} | ${R[supervisord.stop]} | ${R[pm2.stop]} | $(scaled && echo "≤ 1 s") | $(scaled && verdict "${R[sessiond.stop]}" "<=" 1) |
 | \`stop --all\`, second round (s) | ${R[sessiond.stop_par]} | | | $(scaled && echo "≤ 1 s") | $(scaled && verdict "${R[sessiond.stop_par]}" "<=" 1) |
+| $N up in one \`sessionctl start DIR... -- CMD\` (s) | ${R[sessiond.up_batch]} | | | $([ "$N" -ge 1000 ] && echo "≤ 2 s") | $([ "$N" -ge 1000 ] && verdict "${R[sessiond.up_batch]}" "<=" 2) |
+| \`stop --all\` after it (s) | ${R[sessiond.stop_batch]} | | | $([ "$N" -ge 1000 ] && echo "≤ 1 s") | $([ "$N" -ge 1000 ] && verdict "${R[sessiond.stop_batch]}" "<=" 1) |
+| fsyncs per start / per end (\`strace -c -f -e trace=fsync,fdatasync\`) | ${R[sessiond.fsync_start]} / ${R[sessiond.fsync_end]} | 0 / 0 (writes nothing) | | | |
 | handoffs on disk after \`stop --all\` | ${R[sessiond.handoffs]}/$N | | | $N/$N | $([ "${R[sessiond.handoffs]}" = "$N" ] && echo met || echo "**MISSED**") |
 EOF

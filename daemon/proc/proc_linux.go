@@ -138,39 +138,55 @@ func childrenOf(pid int) []int {
 
 // selfChildren lists the daemon's own children. Reading them costs a file
 // per thread of the daemon, each listing every child, and every session's
-// end and every SIGCHLD wants them: concurrent callers share one reading,
-// as a group commit shares a sync. A caller gets a reading begun after it
-// asked, so it sees every child that was there when it did.
+// end and every SIGCHLD wants them: callers that ask while a reading runs
+// share the next one, as a group commit shares a sync. A caller gets a
+// reading begun after it asked, so it sees every child there was then.
 func selfChildren() []int {
-	scanner.once.Do(func() { go scanLoop() })
-	r := make(chan []int, 1)
-	scanner.reqs <- r
-	return <-r
+	w := make(chan []int, 1)
+	lead := make(chan struct{}, 1)
+	s := &childScans
+	s.mu.Lock()
+	s.queue = append(s.queue, childWaiter{w, lead})
+	if s.reading {
+		s.mu.Unlock()
+		select {
+		case kids := <-w:
+			return kids
+		case <-lead:
+		}
+	} else {
+		s.reading = true
+		s.mu.Unlock()
+	}
+	s.mu.Lock()
+	batch := s.queue
+	s.queue = nil
+	s.mu.Unlock()
+	kids := childrenOf(os.Getpid())
+	for _, b := range batch {
+		b.kids <- kids
+	}
+	s.mu.Lock()
+	if len(s.queue) > 0 {
+		s.queue[0].lead <- struct{}{}
+	} else {
+		s.reading = false
+	}
+	s.mu.Unlock()
+	return <-w
 }
 
-var scanner = struct {
-	once sync.Once
-	reqs chan chan []int
-}{reqs: make(chan chan []int)}
+// childScans are the callers of selfChildren waiting for a reading, and
+// whether one of them is reading for the others.
+var childScans struct {
+	mu      sync.Mutex
+	reading bool
+	queue   []childWaiter
+}
 
-func scanLoop() {
-	self := os.Getpid()
-	for first := range scanner.reqs {
-		batch := []chan []int{first}
-	more:
-		for {
-			select {
-			case r := <-scanner.reqs:
-				batch = append(batch, r)
-			default:
-				break more
-			}
-		}
-		kids := childrenOf(self)
-		for _, r := range batch {
-			r <- kids
-		}
-	}
+type childWaiter struct {
+	kids chan []int
+	lead chan struct{}
 }
 
 // reapOrphans reaps zombie children of the daemon that are neither session

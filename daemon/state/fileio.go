@@ -164,7 +164,7 @@ func writeAt(dirfd int, name, display string, data []byte, perm os.FileMode) err
 		err = unix.Fchmod(fd, uint32(perm.Perm()))
 	}
 	if err == nil {
-		if err = fsyncFD(fd); err != nil {
+		if err = syncFile(fd); err != nil {
 			err = fmt.Errorf("fsync: %w", err)
 		}
 	}
@@ -218,7 +218,7 @@ func writeAll(fd int, data []byte) error {
 // syncDirFD makes a rename or removal in a directory durable. Filesystems
 // that cannot fsync a directory say EINVAL; there is nothing more to do.
 func syncDirFD(dirfd int) error {
-	if err := fsyncFD(dirfd); err != nil && err != unix.EINVAL && err != unix.ENOTSUP {
+	if err := syncDirGroup(dirfd); err != nil {
 		return fmt.Errorf("fsync directory: %w", err)
 	}
 	return nil
