@@ -44,6 +44,12 @@ type Spec struct {
 	Concurrent        bool              `toml:"concurrent" json:"concurrent,omitempty"`
 	Watch             Watch             `toml:"watch" json:"watch"`
 	Services          []Service         `toml:"service" json:"services,omitempty"`
+	// TTY runs the command on a terminal (sessionctl attach, screen,
+	// send); nil means the default: a terminal for a recognised agent
+	// command that runs interactively (see TerminalWanted).
+	TTY *bool `toml:"tty" json:"tty,omitempty"`
+	// DetachKey ends sessionctl attach ("ctrl-]" when empty).
+	DetachKey string `toml:"detach_key" json:"detach_key,omitempty"`
 }
 
 // Watch configures the project watcher.
@@ -69,6 +75,10 @@ func (s Spec) Clone() Spec {
 	c.Preflight = append([]string(nil), s.Preflight...)
 	c.Watch.Ignore = append([]string(nil), s.Watch.Ignore...)
 	c.Services = append([]Service(nil), s.Services...)
+	if s.TTY != nil {
+		tty := *s.TTY
+		c.TTY = &tty
+	}
 	c.Env = make(map[string]string, len(s.Env))
 	for k, v := range s.Env {
 		c.Env[k] = v
@@ -144,6 +154,9 @@ func (s *Spec) Validate() error {
 		if strings.ContainsRune(c, 0) {
 			return &FieldError{fmt.Sprintf("preflight[%d]", i), "contains a NUL byte"}
 		}
+	}
+	if err := s.validateTerminal(); err != nil {
+		return err
 	}
 	seen := map[string]bool{}
 	for i, sv := range s.Services {

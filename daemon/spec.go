@@ -81,12 +81,17 @@ func (d *Daemon) resolveSpec(p *state.Project, req ipc.StartRequest) (config.Spe
 	if req.Checkpoint != nil {
 		spec.Checkpoint = *req.Checkpoint
 	}
+	if req.TTY != nil {
+		tty := *req.TTY
+		spec.TTY = &tty
+	}
 	if err := configfile.CheckSpec(&spec); err != nil {
 		return spec, ipc.BadRequest("%w", err)
 	}
 	if len(spec.Command) == 0 {
 		return spec, ipc.BadRequest("no command: give one after -- (sessionctl start DIR -- CMD ARGS) or set [session] command in %s", filepath.Join(dir, config.ProjectFile))
 	}
+	resolveTerminal(&spec)
 	return spec, nil
 }
 

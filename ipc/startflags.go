@@ -15,6 +15,7 @@ type StartFlags struct {
 	req        StartRequest
 	env        []string
 	checkpoint string
+	tty        bool
 	fs         *pflag.FlagSet
 }
 
@@ -33,6 +34,7 @@ func (f *StartFlags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.checkpoint, "checkpoint", "", `checkpoint schedule, cron or "@every 5m"; "" turns checkpoints off`)
 	fs.StringVar(&f.req.Restart, "restart", "", "restart policy: no, on-failure, always")
 	fs.StringArrayVar(&f.env, "env", nil, "KEY=VALUE for the command's environment (repeatable)")
+	fs.BoolVar(&f.tty, "tty", false, "run the command on a terminal (sessionctl attach, screen, send); --tty=false never (default: a terminal for an interactive claude or codex)")
 }
 
 // Request returns the start request the flags describe for the project
@@ -60,6 +62,10 @@ func (f *StartFlags) Request(dir string, command []string) (StartRequest, error)
 	if f.fs != nil && f.fs.Changed("checkpoint") {
 		c := f.checkpoint
 		req.Checkpoint = &c
+	}
+	if f.fs != nil && f.fs.Changed("tty") {
+		tty := f.tty
+		req.TTY = &tty
 	}
 	for _, d := range []struct {
 		flag, v  string

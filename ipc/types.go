@@ -199,6 +199,9 @@ type StartRequest struct {
 	IdleTimeout     string            `json:"idle_timeout,omitempty"`
 	Checkpoint      *string           `json:"checkpoint,omitempty"`
 	Restart         string            `json:"restart,omitempty"`
+	// TTY runs the command on a terminal (true) or not (false); nil leaves
+	// it to the spec (and its default for interactive agents).
+	TTY *bool `json:"tty,omitempty"`
 }
 
 // StartResponse is the new session, and the project's restore summary

@@ -588,6 +588,11 @@ func (h *holder) call(f func()) bool {
 func (h *holder) finish() {
 	h.flushLog()
 	ex := *h.exit
+	// The screen first: whoever finds the exit status finds it too (the
+	// handoff's log tail is its last lines).
+	if err := writeFinalScreen(h.spec.SessionDir, h.screenNow().snapshot(FinalScrollback)); err != nil {
+		h.diag.Printf("record final screen: %v", err)
+	}
 	if err := writeExit(h.spec.SessionDir, ex); err != nil {
 		h.diag.Printf("record exit status: %v", err)
 	}
