@@ -37,6 +37,9 @@ type LogOptions struct {
 	// Follow keeps sending output as it is written, until the session
 	// ends or the request is cancelled.
 	Follow bool
+	// Raw keeps the terminal control sequences of a tty session's output,
+	// which are otherwise stripped.
+	Raw bool
 }
 
 // EventOptions says which events to send.
@@ -104,6 +107,7 @@ type System interface {
 // Backend is everything the server serves.
 type Backend interface {
 	Sessions
+	Terminals
 	Projects
 	Events
 	System

@@ -192,6 +192,9 @@ func (c *Client) Logs(ctx context.Context, id string, opt LogOptions) (io.ReadCl
 	if opt.Follow {
 		q.Set("follow", "1")
 	}
+	if opt.Raw {
+		q.Set("raw", "1")
+	}
 	resp, err := c.send(ctx, http.MethodGet, sessionPath(id, "/logs"), q, nil)
 	if err != nil {
 		return nil, err

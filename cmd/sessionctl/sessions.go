@@ -273,10 +273,10 @@ func (a *app) killCmd() *cobra.Command {
 }
 
 func (a *app) logsCmd() *cobra.Command {
-	var follow bool
+	var follow, raw bool
 	var tail int
 	cmd := &cobra.Command{
-		Use:   "logs [-f] [-n N] ID|DIR",
+		Use:   "logs [-f] [-n N] [--raw] ID|DIR",
 		Short: "Print the session's combined stdout and stderr",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -287,7 +287,7 @@ func (a *app) logsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rc, err := a.client.Logs(cmd.Context(), id, ipc.LogOptions{Tail: tail, Follow: follow})
+			rc, err := a.client.Logs(cmd.Context(), id, ipc.LogOptions{Tail: tail, Follow: follow, Raw: raw})
 			if err != nil {
 				return err
 			}
@@ -301,6 +301,7 @@ func (a *app) logsCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing output as it comes, until the session ends")
 	cmd.Flags().IntVarP(&tail, "lines", "n", 0, "print only the last N lines")
+	cmd.Flags().BoolVar(&raw, "raw", false, "keep a terminal session's control sequences (colours, cursor movement), which are stripped by default")
 	return cmd
 }
 

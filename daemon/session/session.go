@@ -94,6 +94,11 @@ type Session struct {
 	// tell which features turned passing during it.
 	featuresAtStart []state.Feature
 	restartHistory  []time.Time
+
+	// term is the terminal of a tty session (nil for others), owned by the
+	// goroutine; termP publishes it to the API's goroutines.
+	term  *terminal
+	termP atomic.Pointer[terminal]
 }
 
 // Params say what session to create.

@@ -29,6 +29,9 @@ func (s *Server) register() {
 	s.handle("POST "+v+"/sessions/{id}/checkpoint", bySession(b.CheckpointSession))
 	s.handle("GET "+v+"/sessions/{id}/handoff", bySession(b.SessionHandoff))
 	s.handle("GET "+v+"/sessions/{id}/logs", s.logs)
+	s.handle("GET "+v+"/sessions/{id}/screen", s.screen)
+	s.handle("POST "+v+"/sessions/{id}/send", s.send)
+	s.handle("GET "+v+"/sessions/{id}/attach", s.attach)
 
 	s.handle("GET "+v+"/projects", s.listProjects)
 	s.handle("GET "+v+"/projects/{id}/session", s.projectSession)
@@ -165,6 +168,10 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request, c ipc.Caller) erro
 	if err != nil {
 		return err
 	}
+	raw, err := boolParam(q.Get("raw"), "raw")
+	if err != nil {
+		return err
+	}
 	// Resolve the session first so that an unknown id is a 404, not an
 	// empty 200.
 	if _, err := s.backend.GetSession(r.Context(), c, r.PathValue("id")); err != nil {
@@ -172,7 +179,7 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request, c ipc.Caller) erro
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
-	opt := ipc.LogOptions{Tail: tail, Follow: follow}
+	opt := ipc.LogOptions{Tail: tail, Follow: follow, Raw: raw}
 	if err := s.backend.SessionLogs(r.Context(), c, r.PathValue("id"), opt, s.timeouts.Stream(w)); err != nil && r.Context().Err() == nil {
 		s.log.Warn("log stream ended early", zap.String("session", r.PathValue("id")), zap.Error(err))
 	}
