@@ -1,10 +1,10 @@
 package daemon
 
 import (
-	"runtime"
 	"sync"
 	"time"
 
+	"github.com/sessiond/sessiond/daemon/proc"
 	"github.com/sessiond/sessiond/daemon/session"
 	"github.com/sessiond/sessiond/ipc"
 )
@@ -24,56 +24,39 @@ type usageSample struct {
 
 func newUsageMeter() *usageMeter { return &usageMeter{last: map[string]usageSample{}} }
 
-// fill measures the live sessions among recs (in parallel: each is a few
-// reads of /proc) and sets their Usage.
+// fill measures the live sessions among recs, all from one reading of
+// /proc, and sets their Usage.
 func (m *usageMeter) fill(sessions map[string]*session.Session, recs []ipc.Session) {
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				if s := sessions[recs[i].ID]; s != nil {
-					recs[i].Usage = m.measure(s)
-				}
-			}
-		}()
-	}
+	var (
+		qs  []proc.UsageQuery
+		idx []int
+	)
 	for i := range recs {
-		if ipc.Live(recs[i].State) && recs[i].PID > 0 {
-			work <- i
+		if s := sessions[recs[i].ID]; s != nil && ipc.Live(recs[i].State) {
+			if q, ok := s.UsageQuery(); ok {
+				qs, idx = append(qs, q), append(idx, i)
+			}
 		}
 	}
-	close(work)
-	wg.Wait()
-	m.forget(sessions)
-}
-
-func (m *usageMeter) measure(s *session.Session) *ipc.Usage {
-	u := s.Usage()
 	now := time.Now()
 	m.mu.Lock()
-	prev, ok := m.last[s.ID()]
-	m.last[s.ID()] = usageSample{u.CPU, now}
-	m.mu.Unlock()
-	since, used := now.Sub(s.StartedAt()), u.CPU
-	if ok && now.Sub(prev.at) > 0 && u.CPU >= prev.cpu {
-		since, used = now.Sub(prev.at), u.CPU-prev.cpu
-	}
-	pct := 0.0
-	if since > 0 {
-		pct = float64(used) / float64(since) * 100
-	}
-	return &ipc.Usage{CPUPercent: pct, RSSBytes: u.RSS, Procs: u.Procs}
-}
-
-// forget drops the samples of sessions no longer listed as live.
-func (m *usageMeter) forget(live map[string]*session.Session) {
-	m.mu.Lock()
 	defer m.mu.Unlock()
+	for k, u := range proc.UsageOf(qs) {
+		s := sessions[recs[idx[k]].ID]
+		prev, ok := m.last[s.ID()]
+		m.last[s.ID()] = usageSample{u.CPU, now}
+		since, used := now.Sub(s.StartedAt()), u.CPU
+		if ok && now.Sub(prev.at) > 0 && u.CPU >= prev.cpu {
+			since, used = now.Sub(prev.at), u.CPU-prev.cpu
+		}
+		pct := 0.0
+		if since > 0 {
+			pct = float64(used) / float64(since) * 100
+		}
+		recs[idx[k]].Usage = &ipc.Usage{CPUPercent: pct, RSSBytes: u.RSS, Procs: u.Procs}
+	}
 	for id := range m.last {
-		if _, ok := live[id]; !ok {
+		if _, ok := sessions[id]; !ok {
 			delete(m.last, id)
 		}
 	}

@@ -90,7 +90,7 @@ func diskBytes(fi os.FileInfo) int64 {
 // copyRange appends n bytes of src from offset off to dst, inside the kernel
 // (copy_file_range) where the filesystem allows it, else through buf. It
 // returns the bytes copied, fewer than n only at src's end.
-func copyRange(dst, src *os.File, off, n int64, buf []byte) (int64, error) {
+func copyRange(dst, src *os.File, off, n int64) (int64, error) {
 	var done int64
 	for done < n {
 		srcOff := off + done
@@ -100,7 +100,7 @@ func copyRange(dst, src *os.File, off, n int64, buf []byte) (int64, error) {
 		}
 		if err != nil {
 			if done == 0 && (unsupported(err) || errors.Is(err, unix.EXDEV)) {
-				return copyBuffered(dst, src, off, n, buf)
+				return copyBuffered(dst, src, off, n)
 			}
 			return done, &os.PathError{Op: "copy_file_range", Path: src.Name(), Err: err}
 		}

@@ -35,6 +35,6 @@ func diskBytes(fi os.FileInfo) int64 {
 	return fi.Size()
 }
 
-func copyRange(dst, src *os.File, off, n int64, buf []byte) (int64, error) {
-	return copyBuffered(dst, src, off, n, buf)
+func copyRange(dst, src *os.File, off, n int64) (int64, error) {
+	return copyBuffered(dst, src, off, n)
 }

@@ -114,7 +114,6 @@ type Log struct {
 	// rotMu serializes passes; what only passes change (mode, buf) is
 	// guarded by it.
 	rotMu sync.Mutex
-	buf   []byte // copy buffer for filesystems without copy_file_range
 
 	// mu orders readers against moves of bytes: a reader holds it shared
 	// while it maps a stream offset to a file and reads output.log; a pass
@@ -204,7 +203,6 @@ func Open(path string, opt Options) (*Log, error) {
 		if l.resetSize <= 0 {
 			l.resetSize = max(64*l.maxSize, 64<<20)
 		}
-		l.buf = make([]byte, 64<<10)
 	}
 	l.mode.Store(int32(opt.forceMode))
 	if err := l.takeOver(); err != nil {

@@ -215,7 +215,7 @@ func (l *Log) copyChunk(i int, off, n int64, worth func() bool) (string, error) 
 			break
 		}
 		var c int64
-		c, err = copyRange(f, l.f, off+got, min(copyPiece, n-got), l.buf)
+		c, err = copyRange(f, l.f, off+got, min(copyPiece, n-got))
 		got += c
 		if err == nil && c == 0 {
 			err = fmt.Errorf("copied %d of %d bytes: the log is shorter than expected", got, n)
@@ -241,7 +241,7 @@ func (l *Log) appendChunk(name string, off, n int64) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("rotate log: %w", err)
 	}
-	got, err := copyRange(f, l.f, off, n, l.buf)
+	got, err := copyRange(f, l.f, off, n)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

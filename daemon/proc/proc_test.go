@@ -219,23 +219,28 @@ func TestParseStat(t *testing.T) {
 	}
 }
 
-func TestSessionUsage(t *testing.T) {
-	// A child that burns CPU for a moment, then sleeps, and one grandchild.
+func TestUsageOf(t *testing.T) {
+	// A child that burns CPU for a moment, then sleeps, and one grandchild;
+	// and a second session of one process.
 	c, _ := spawn(t, nil, "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; sleep 100 & sleep 100")
 	defer func() { _ = SignalGroup(c.PID, unix.SIGKILL); wait(t, c) }()
-	var u Usage
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		u = SessionUsage("", c.PID, true)
-		if u.Procs >= 3 || time.Now().After(deadline) {
-			break
+	c2, _ := spawn(t, nil, "exec sleep 100")
+	defer func() { _ = SignalGroup(c2.PID, unix.SIGKILL); wait(t, c2) }()
+	for _, spawned := range []bool{true, false} {
+		var us []Usage
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			us = UsageOf([]UsageQuery{{PGID: c.PID, Spawned: spawned}, {PGID: c2.PID, Spawned: spawned}})
+			if us[0].Procs >= 3 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if u.Procs < 3 {
-		t.Fatalf("usage counted %d processes, want the shell and its two sleeps", u.Procs)
-	}
-	if u.CPU <= 0 || u.RSS < 100<<10 {
-		t.Errorf("usage = %+v, want some CPU time and at least 100 KiB resident", u)
+		if us[0].Procs != 3 || us[1].Procs != 1 {
+			t.Fatalf("spawned=%v: usage counted %d and %d processes, want the shell and its two sleeps, and one sleep", spawned, us[0].Procs, us[1].Procs)
+		}
+		if us[0].CPU <= 0 || us[0].RSS < 100<<10 {
+			t.Errorf("spawned=%v: usage = %+v, want some CPU time and at least 100 KiB resident", spawned, us[0])
+		}
 	}
 }

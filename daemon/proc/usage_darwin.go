@@ -9,5 +9,12 @@ type Usage struct {
 	Procs int
 }
 
-// SessionUsage is not measured on macOS (no /proc): it is zero.
-func SessionUsage(sessionID string, pgid int, spawned bool) Usage { return Usage{} }
+// UsageQuery names one session for UsageOf.
+type UsageQuery struct {
+	SessionID string
+	PGID      int
+	Spawned   bool
+}
+
+// UsageOf is not measured on macOS (no /proc): each is zero.
+func UsageOf(qs []UsageQuery) []Usage { return make([]Usage, len(qs)) }

@@ -214,13 +214,14 @@ func (s *Session) Spec() config.Spec { return s.spec }
 // Dir returns the session's directory in the daemon's state dir.
 func (s *Session) Dir() string { return s.dir }
 
-// Usage measures the session's process tree now; zero when it is not live.
-func (s *Session) Usage() proc.Usage {
+// UsageQuery is what proc.UsageOf needs to measure the session's process
+// tree; false when the session is not live.
+func (s *Session) UsageQuery() (proc.UsageQuery, bool) {
 	rec := s.pub.Load()
 	if !ipc.Live(rec.State) || rec.PID <= 0 {
-		return proc.Usage{}
+		return proc.UsageQuery{}, false
 	}
-	return proc.SessionUsage(s.id, rec.PID, !s.adopted)
+	return proc.UsageQuery{SessionID: s.id, PGID: rec.PID, Spawned: !s.adopted}, true
 }
 
 // LogPath returns the path of the session's output log.

@@ -47,6 +47,7 @@ func (s *Server) register() {
 	s.handle("GET "+v+"/health", func(w http.ResponseWriter, r *http.Request, _ ipc.Caller) error {
 		return writeJSON(w, http.StatusOK, b.Health(r.Context()))
 	})
+	s.registerDebug()
 }
 
 // The adapters below turn a typed backend call into a handler.
