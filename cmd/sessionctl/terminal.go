@@ -98,10 +98,10 @@ func (a *app) attach(ctx context.Context, id string, readOnly bool, key byte) er
 		}
 		switch res.Reason {
 		case attach.Detached:
-			fmt.Fprintf(a.errOut, "[detached from %s; it goes on]\n", id)
+			fmt.Fprintf(a.errOut, "\n[detached from %s; it goes on]\n", id)
 			return nil
 		case attach.Ended:
-			fmt.Fprintf(a.errOut, "[the command of %s ended: %s]\n", id, res.Exit)
+			fmt.Fprintf(a.errOut, "\n[the command of %s ended: %s]\n", id, res.Exit)
 			return nil
 		}
 		if ctx.Err() != nil {
