@@ -31,6 +31,9 @@ exit 3
 	if !d.ttyFlag(id) {
 		t.Fatal("the record of a --tty session says tty false")
 	}
+	if rec := d.inspect(id); rec.LastActivity == nil {
+		t.Error("the output on the terminal is not seen as activity")
+	}
 	d.mustCtl("send", id, "world", "--enter")
 	d.waitScreen(id, "name? world", "hello, world")
 
@@ -450,4 +453,62 @@ func copyFrames(r interface{ Read([]byte) (int, error) }) (int, error) {
 func childrenOf(pid int) string {
 	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pid) + "/children")
 	return strings.TrimSpace(string(b))
+}
+
+// The holder rotates a terminal session's log by renaming, within
+// log_max_size x log_keep; the daemon leaves it alone, and a follower
+// reads on across the renames without losing a line.
+func TestTerminalLogRotation(t *testing.T) {
+	sock := newSocketPath(t)
+	d := startDaemonWith(t, filepath.Join(t.TempDir(), "state"), sock, "log_max_size = \"4KiB\"\nlog_keep = 3\n[defaults]\ncheckpoint = \"\"\n")
+	dir := project(t)
+	script(t, dir, "count.sh", `read go; i=0; while [ $i -lt 2000 ]; do echo "line $i"; i=$((i+1)); done; echo counted; read x`)
+	id := d.start("--tty", dir, "--", "./count.sh")
+	d.waitScreen(id)
+	follow := exec.Command(sessionctlBin, "--socket", sock, "logs", "-f", id)
+	follow.Env = cleanEnv()
+	var got strings.Builder
+	follow.Stdout = &got
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d.mustCtl("send", id, "", "--enter")
+	d.waitScreen(id, "counted")
+	d.mustCtl("send", id, "", "--enter")
+	d.waitEnded(id, 20*time.Second)
+	done := make(chan error, 1)
+	go func() { done <- follow.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("logs -f: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		_ = follow.Process.Kill()
+		<-done
+		t.Fatal("logs -f did not end with the session")
+	}
+	for i := 0; i < 2000; i++ {
+		if !strings.Contains(got.String(), "\nline "+strconv.Itoa(i)+"\n") {
+			t.Fatalf("the follower lost line %d across the rotations (%d bytes followed)", i, got.Len())
+		}
+	}
+	logDir := filepath.Join(d.stateDir, "sessions", id)
+	var total int64
+	for _, name := range []string{"output.log", "output.log.1", "output.log.2"} {
+		fi, err := os.Stat(filepath.Join(logDir, name))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if fi.Size() > 4096 {
+			t.Errorf("%s holds %d bytes, over log_max_size", name, fi.Size())
+		}
+		total += fi.Size()
+	}
+	if fileExists(filepath.Join(logDir, "output.log.3")) {
+		t.Error("more rotated logs than log_keep")
+	}
+	if logs := d.mustCtl("logs", id); !strings.Contains(logs, "line 1999\ncounted\n") || strings.Contains(logs, "line 0\n") {
+		t.Errorf("logs after rotation: %d bytes, last %q", len(logs), logs[max(0, len(logs)-40):])
+	}
 }

@@ -606,9 +606,15 @@ func (h *holder) finish() {
 	defer cancel()
 	for v := range h.viewers {
 		v.queued.Add(int64(len(frame)))
+		// A viewer with room gets the exit even once a stuck one has
+		// spent the time allowed (a select on both would pick at random).
 		select {
 		case v.q <- frame:
-		case <-ctx.Done():
+		default:
+			select {
+			case v.q <- frame:
+			case <-ctx.Done():
+			}
 		}
 		close(v.q)
 	}
