@@ -512,3 +512,30 @@ func TestTerminalLogRotation(t *testing.T) {
 		t.Errorf("logs after rotation: %d bytes, last %q", len(logs), logs[max(0, len(logs)-40):])
 	}
 }
+
+// The dialog of a script, answered by a person through attach in tmux.
+func TestTerminalDialogThroughAttach(t *testing.T) {
+	x := newTmux(t)
+	d := startDaemon(t)
+	dir := project(t)
+	script(t, dir, "ask.sh", `printf 'name? '
+read name
+echo "hello, $name"
+sleep 0.2
+exit 2
+`)
+	id := d.start("--tty", dir, "--", "./ask.sh")
+	d.waitScreen(id, "name?")
+	w := x.shell("person", 80, 24)
+	x.typeLine(w, sessionctlBin+" --socket "+d.sock+" attach "+id)
+	x.waitPane(w, "name?")
+	x.typeLine(w, "Ada")
+	x.waitPane(w, "hello, Ada", "[the command of "+id+" ended: exit code 2]")
+	rec := d.waitEnded(id, 20*time.Second)
+	if rec.ExitCode == nil || *rec.ExitCode != 2 {
+		t.Fatalf("exit %v, want 2", rec.ExitCode)
+	}
+	if logs := d.mustCtl("logs", id); !strings.Contains(logs, "name? Ada\nhello, Ada\n") {
+		t.Errorf("logs: %q", logs)
+	}
+}
