@@ -15,11 +15,13 @@ import (
 // shift up, the oldest is dropped) and a new output.log is started. It
 // reads output.log.<keep-1> … output.log.1, output.log as one stream, and
 // a follower that reads on after io.EOF follows output.log across its
-// renames. Each file is read through a descriptor of its own, so a rename
-// never moves bytes under a reader; only a follower that falls more than
-// one rotation behind misses the files rotated past it.
+// renames, and through the files rotated meanwhile. Each file is read
+// through a descriptor of its own, so a rename never moves bytes under a
+// reader; only a follower that falls behind by more than the files kept
+// misses what was rotated out before it got there.
 type RenamedReader struct {
 	path  string
+	keep  int
 	files []*os.File // oldest first; the last is output.log as opened
 	ino   uint64     // inode of the last file
 	i     int        // the file being read
@@ -58,7 +60,7 @@ func openRenamedOnce(path string, keep int) (*RenamedReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &RenamedReader{path: path, ino: ino}
+	r := &RenamedReader{path: path, keep: keep, ino: ino}
 	var rotated []*os.File
 	for i := 1; i < keep; i++ {
 		f, fino, err := openIno(path + "." + strconv.Itoa(i))
@@ -194,25 +196,51 @@ func (r *RenamedReader) Read(p []byte) (int, error) {
 			continue
 		}
 		// At the end of output.log as opened: if it has been renamed
-		// away, its rest is read (above) and the new one follows.
+		// away, the rest of it is read, then the files rotated after it,
+		// then the new output.log.
 		now, err := inode(r.path)
 		if err != nil || now == r.ino {
 			return 0, io.EOF
 		}
-		f, ino, err := openIno(r.path)
-		if err != nil {
-			return 0, io.EOF // between the rename and the new file
+		newer, ino, err := r.newerFiles()
+		if err != nil || newer == nil {
+			return 0, io.EOF // between a rename and the new file: later
 		}
-		// One more read of the old file: the writer may have added to it
-		// between the last read and the rename.
+		// The writer may have added to the old file between the last read
+		// and its rename.
 		if n, err := r.files[r.i].Read(p); n > 0 || (err != nil && !errors.Is(err, io.EOF)) {
-			f.Close()
+			closeAll(newer)
 			return n, err
 		}
 		r.files[r.i].Close()
-		r.files[r.i] = f
-		r.ino = ino
+		r.files, r.i, r.ino = newer, 0, ino
 	}
+}
+
+// newerFiles opens what was written after the file being read, whose
+// inode is r.ino, oldest first: the rotated files newer than it (all that
+// are kept, when it has been rotated out altogether) and output.log. A nil
+// list means the files moved while they were opened: ask again.
+func (r *RenamedReader) newerFiles() ([]*os.File, uint64, error) {
+	for range 10 {
+		fresh, err := openRenamedOnce(r.path, r.keep)
+		if err != nil {
+			return nil, 0, err
+		}
+		if fresh == nil {
+			continue
+		}
+		// fresh.files: oldest rotated … newest rotated, output.log.
+		start := 0
+		for i, f := range fresh.files[:len(fresh.files)-1] {
+			if fi, err := f.Stat(); err == nil && inodeOf(fi) == r.ino {
+				start = i + 1
+			}
+		}
+		closeAll(fresh.files[:start])
+		return fresh.files[start:], fresh.ino, nil
+	}
+	return nil, 0, nil
 }
 
 // Close releases the reader's descriptors.

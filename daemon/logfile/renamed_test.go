@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -126,5 +127,38 @@ func TestRenamedReaderFollows(t *testing.T) {
 func TestRenamedReaderMissing(t *testing.T) {
 	if _, err := OpenRenamed(filepath.Join(t.TempDir(), "output.log"), 2, 0); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("err = %v, want not exist", err)
+	}
+}
+
+// A follower that falls several rotations behind reads the rotated files
+// it missed, as long as they are kept.
+func TestRenamedReaderCatchesUp(t *testing.T) {
+	w := newRenamer(t, 4)
+	r, err := OpenRenamed(w.path, 5, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var want bytes.Buffer
+	for i := range 4 {
+		line := fmt.Sprintf("burst %d\n", i)
+		w.write(line)
+		want.WriteString(line)
+		w.rotate()
+	}
+	w.write("last\n")
+	want.WriteString("last\n")
+	if got := readToEOF(t, r); got != want.String() {
+		t.Fatalf("after 4 rotations at once: %q, want %q", got, want.String())
+	}
+	// Beyond what is kept, the follower goes on with the oldest kept.
+	for i := range 6 {
+		w.write(fmt.Sprintf("lost? %d\n", i))
+		w.rotate()
+	}
+	w.write("end\n")
+	got := readToEOF(t, r)
+	if !strings.HasSuffix(got, "lost? 2\nlost? 3\nlost? 4\nlost? 5\nend\n") {
+		t.Fatalf("after 6 rotations (4 kept): %q", got)
 	}
 }

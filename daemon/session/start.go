@@ -64,7 +64,7 @@ func (s *Session) start() (err error) {
 	}
 	var child *proc.Child
 	if s.spec.OnTerminal() {
-		child, err = s.spawnOnTerminal()
+		child, err = s.spawnOnTerminal(s.spec.Command)
 	} else {
 		child, err = proc.Spawn(proc.Spec{
 			Argv: s.spec.Command, Dir: s.projectDir, Env: s.env(), Output: out, Credential: s.credential(),

@@ -62,20 +62,20 @@ var ErrNoTerminal = errors.New("session has no terminal")
 // onTerminal reports whether the session's command runs on a terminal.
 func (s *Session) onTerminal() bool { return s.spec.OnTerminal() || s.rec.TTY }
 
-// spawnOnTerminal starts a holder with the session's command on a new
-// terminal, as the session's user, and returns the command as the child
-// the session supervises.
-func (s *Session) spawnOnTerminal() (*proc.Child, error) {
+// spawnOnTerminal starts a holder with argv (the session's command, as
+// prepared for its agent) on a new terminal, as the session's user, and
+// returns the command as the child the session supervises.
+func (s *Session) spawnOnTerminal(argv []string) (*proc.Child, error) {
 	ctx, cancel := context.WithTimeout(s.startCtx, holderStartTimeout)
 	defer cancel()
 	spec := term.Spec{
-		Argv: s.spec.Command, Dir: s.projectDir, Env: s.env(), SessionDir: s.dir, LogPath: s.logPath(),
+		Argv: argv, Dir: s.projectDir, Env: s.env(), SessionDir: s.dir, LogPath: s.logPath(),
 		LogMaxSize: s.deps.Terminal.LogMaxSize, LogKeep: rotatedKeep(s.deps.Terminal.LogKeep),
 	}
 	spec.Credential = termCredential(s.credential())
 	h, err := term.Start(ctx, spec, term.StartOptions{Executable: s.deps.Terminal.Executable})
 	if err != nil {
-		return nil, fmt.Errorf("start the terminal of %s: %w", s.spec.Command[0], err)
+		return nil, fmt.Errorf("start the terminal of %s: %w", argv[0], err)
 	}
 	s.rec.TTY = true
 	return s.attachHolder(h), nil
