@@ -14,6 +14,26 @@ const (
 	RestartAlways    = "always"
 )
 
+// Resume policies: whether a session continues the agent's conversation of
+// the session before it.
+const (
+	ResumeNever     = "never"
+	ResumeOnRestart = "on-restart"
+	ResumeAlways    = "always"
+)
+
+// Agent settings besides the adapters' own names (claude-code, codex,
+// generic): auto recognises the agent from the command, none runs it
+// untouched.
+const (
+	AgentAuto = "auto"
+	AgentNone = "none"
+)
+
+// CheckpointOnTurn, in checkpoint_on, takes a checkpoint at the end of each
+// of the agent's turns.
+const CheckpointOnTurn = "turn"
+
 // Checkpoint modes.
 const (
 	CheckpointRef    = "ref"
@@ -42,8 +62,28 @@ type Spec struct {
 	FeatureList       string            `toml:"feature_list" json:"feature_list,omitempty"`
 	ProgressFile      string            `toml:"progress_file" json:"progress_file,omitempty"`
 	Concurrent        bool              `toml:"concurrent" json:"concurrent,omitempty"`
-	Watch             Watch             `toml:"watch" json:"watch"`
-	Services          []Service         `toml:"service" json:"services,omitempty"`
+	// Agent is the coding agent the command runs: auto (recognised from
+	// the executable), none (run untouched), or an adapter's name.
+	Agent string `toml:"agent" json:"agent,omitempty"`
+	// Resume is never, on-restart (a restart after an error, a crash or a
+	// timeout continues the conversation) or always.
+	Resume string `toml:"resume" json:"resume,omitempty"`
+	// WaitingTimeout ends a session whose agent has waited for input this
+	// long (warned first, like every deadline); zero is off.
+	WaitingTimeout Duration `toml:"waiting_timeout" json:"waiting_timeout,omitempty"`
+	// MaxTokens and MaxCostUSD cap the agent's model use (zero: no cap);
+	// BudgetWarn is the fraction of a cap at which the warning comes.
+	MaxTokens  int64   `toml:"max_tokens" json:"max_tokens,omitempty"`
+	MaxCostUSD float64 `toml:"max_cost_usd" json:"max_cost_usd,omitempty"`
+	BudgetWarn float64 `toml:"budget_warn" json:"budget_warn,omitempty"`
+	// AgentMayExtend is how much in all the agent may move its deadline
+	// through its MCP tools; zero: not at all.
+	AgentMayExtend Duration `toml:"agent_may_extend" json:"agent_may_extend,omitempty"`
+	// CheckpointOn lists events that take a checkpoint besides the
+	// schedule: "turn", the end of each of the agent's turns.
+	CheckpointOn []string  `toml:"checkpoint_on" json:"checkpoint_on,omitempty"`
+	Watch        Watch     `toml:"watch" json:"watch"`
+	Services     []Service `toml:"service" json:"services,omitempty"`
 	// TTY runs the command on a terminal (sessionctl attach, screen,
 	// send); nil means the default: a terminal for a recognised agent
 	// command that runs interactively (see TerminalWanted).
@@ -75,6 +115,7 @@ func (s Spec) Clone() Spec {
 	c.Preflight = append([]string(nil), s.Preflight...)
 	c.Watch.Ignore = append([]string(nil), s.Watch.Ignore...)
 	c.Services = append([]Service(nil), s.Services...)
+	c.CheckpointOn = append([]string(nil), s.CheckpointOn...)
 	if s.TTY != nil {
 		tty := *s.TTY
 		c.TTY = &tty
@@ -155,6 +196,9 @@ func (s *Spec) Validate() error {
 			return &FieldError{fmt.Sprintf("preflight[%d]", i), "contains a NUL byte"}
 		}
 	}
+	if err := s.validateAgent(); err != nil {
+		return err
+	}
 	if err := s.validateTerminal(); err != nil {
 		return err
 	}
@@ -200,4 +244,40 @@ func projectPath(key, v string) error {
 func (s *Spec) Deadline(t time.Time) (deadline, warnAt time.Time) {
 	deadline = t.Add(s.Timeout.Duration)
 	return deadline, deadline.Add(-s.WarnBefore.Duration)
+}
+
+// validateAgent checks the agent keys. The adapters' names are the agent
+// package's: a name it does not know is refused when a session starts.
+func (s *Spec) validateAgent() error {
+	for _, r := range s.Agent {
+		if !(r == '-' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+			return &FieldError{"agent", fmt.Sprintf("%q is not an agent name (auto, none, claude-code, codex, generic)", s.Agent)}
+		}
+	}
+	switch s.Resume {
+	case "", ResumeNever, ResumeOnRestart, ResumeAlways:
+	default:
+		return &FieldError{"resume", fmt.Sprintf("%q is not one of never, on-restart, always", s.Resume)}
+	}
+	if s.WaitingTimeout.Duration < 0 {
+		return &FieldError{"waiting_timeout", fmt.Sprintf("must not be negative, got %s", s.WaitingTimeout)}
+	}
+	if s.MaxTokens < 0 {
+		return &FieldError{"max_tokens", fmt.Sprintf("must not be negative, got %d", s.MaxTokens)}
+	}
+	if s.MaxCostUSD < 0 || s.MaxCostUSD != s.MaxCostUSD {
+		return &FieldError{"max_cost_usd", fmt.Sprintf("must be a non-negative number, got %v", s.MaxCostUSD)}
+	}
+	if s.BudgetWarn < 0 || s.BudgetWarn > 1 || s.BudgetWarn != s.BudgetWarn {
+		return &FieldError{"budget_warn", fmt.Sprintf("must be a fraction of the budget between 0 and 1 (0.8 is 80%%), got %v", s.BudgetWarn)}
+	}
+	if s.AgentMayExtend.Duration < 0 {
+		return &FieldError{"agent_may_extend", fmt.Sprintf("must not be negative, got %s", s.AgentMayExtend)}
+	}
+	for i, e := range s.CheckpointOn {
+		if e != CheckpointOnTurn {
+			return &FieldError{fmt.Sprintf("checkpoint_on[%d]", i), fmt.Sprintf("%q is not an event checkpoints are taken on (turn)", e)}
+		}
+	}
+	return nil
 }

@@ -32,6 +32,8 @@ type launchParams struct {
 	RestartOf      string
 	Restarts       int
 	RestartHistory []time.Time
+	// Resume is the agent conversation the session continues.
+	Resume string
 }
 
 // launch registers a session and starts it, and returns once its command
@@ -69,7 +71,7 @@ func (d *Daemon) launch(p launchParams) (*session.Session, session.StartInfo, er
 	}
 	s := session.New(session.Params{
 		ID: d.reg.newID(), Name: p.Name, UID: p.UID, Project: p.Project, Owner: p.Owner, Spec: p.Spec, EnvKeys: p.EnvKeys,
-		RestartOf: p.RestartOf, Restarts: p.Restarts, RestartHistory: p.RestartHistory,
+		RestartOf: p.RestartOf, Restarts: p.Restarts, RestartHistory: p.RestartHistory, Resume: p.Resume,
 	}, d.deps)
 	d.reg.add(s)
 	d.startMu.Unlock()
@@ -141,7 +143,11 @@ func (d *Daemon) StartSession(ctx context.Context, c ipc.Caller, req ipc.StartRe
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	s, info, err := d.launch(launchParams{UID: c.UID, Project: p, Owner: owner, Spec: spec, Name: req.Name, EnvKeys: keys})
+	resume, err := d.resumeFor(c, p, spec, req.Resume)
+	if err != nil {
+		return nil, err
+	}
+	s, info, err := d.launch(launchParams{UID: c.UID, Project: p, Owner: owner, Spec: spec, Name: req.Name, EnvKeys: keys, Resume: resume})
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +219,7 @@ func (d *Daemon) RestartSession(ctx context.Context, c ipc.Caller, id string, re
 	}
 	ns, info, err := d.launch(launchParams{
 		UID: s.UID(), Project: s.Project(), Owner: s.Owner(), Spec: s.Spec(), Name: s.Name(), EnvKeys: rec.EnvKeys,
-		RestartOf: s.ID(), Restarts: rec.Restarts + 1, RestartHistory: s.RestartHistory(),
+		RestartOf: s.ID(), Restarts: rec.Restarts + 1, RestartHistory: s.RestartHistory(), Resume: restartResume(s),
 	})
 	if err != nil {
 		return nil, err
@@ -317,7 +323,7 @@ func (d *Daemon) ExtendSession(ctx context.Context, c ipc.Caller, id string, req
 	if err != nil {
 		return nil, err
 	}
-	rec, err := s.Extend(ctx, by.Duration)
+	rec, err := s.Extend(ctx, by.Duration, req.ByAgent)
 	if err != nil {
 		return nil, ended(s, err, what)
 	}
@@ -373,7 +379,10 @@ func (d *Daemon) SessionHandoff(ctx context.Context, c ipc.Caller, id string) (*
 	if err != nil {
 		return nil, ipc.Conflict("%w", err)
 	}
-	out := ipc.Handoff(*h)
+	var out ipc.Handoff
+	if err := convert(h, &out); err != nil {
+		return nil, fmt.Errorf("handoff of %s: %w", s.ID(), err)
+	}
 	return &out, nil
 }
 

@@ -102,7 +102,8 @@ func New(opt Options) (*Daemon, error) {
 	d.restarts = newRestarter(d)
 	d.deps = session.Deps{
 		Clock: clock, Log: d.log, StateDir: cfg.StateDir, Socket: cfg.Socket, BootID: d.bootID, LeaveOut: checkpoint.DefaultLeaveOut,
-		Events: d.bus, Records: recordWriter{cfg.StateDir}, Watches: d.hub, Checkpoints: d.ckpt,
+		Sessionctl: findSessionctl(),
+		Events:     d.bus, Records: recordWriter{cfg.StateDir}, Watches: d.hub, Checkpoints: d.ckpt,
 		Schedule: d.cron, Output: d.out, Live: d.reg.isLive, OnEnd: d.sessionEnded,
 		Terminal: session.TerminalDeps{LogMaxSize: int64(cfg.LogMaxSize), LogKeep: cfg.LogKeep},
 	}

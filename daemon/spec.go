@@ -38,6 +38,7 @@ func (d *Daemon) resolveSpec(p *state.Project, req ipc.StartRequest) (config.Spe
 		{"warn_before", req.WarnBefore, &spec.WarnBefore, false},
 		{"stop_grace", req.StopGrace, &spec.StopGrace, false},
 		{"idle_timeout", req.IdleTimeout, &spec.IdleTimeout, true},
+		{"waiting_timeout", req.WaitingTimeout, &spec.WaitingTimeout, true},
 	}
 	for _, f := range durations {
 		if f.v == "" {
@@ -84,6 +85,15 @@ func (d *Daemon) resolveSpec(p *state.Project, req ipc.StartRequest) (config.Spe
 	if req.TTY != nil {
 		tty := *req.TTY
 		spec.TTY = &tty
+	}
+	if req.Agent != "" {
+		spec.Agent = req.Agent
+	}
+	if req.MaxTokens > 0 {
+		spec.MaxTokens = req.MaxTokens
+	}
+	if req.MaxCostUSD > 0 {
+		spec.MaxCostUSD = req.MaxCostUSD
 	}
 	if err := configfile.CheckSpec(&spec); err != nil {
 		return spec, ipc.BadRequest("%w", err)

@@ -22,10 +22,15 @@ import (
 // resolveTerminal settles, at a start, whether the command runs on a
 // terminal: as the spec's tty says when it is set, else on one when the
 // command is an agent that a person talks to there (claude without -p,
-// codex without exec), whose interface needs a terminal to run at all.
+// codex without exec), whose interface needs a terminal to run at all —
+// even with agent = "none", which leaves out only the integration.
 func resolveTerminal(spec *config.Spec) {
+	setting := spec.Agent
+	if setting == agent.SettingNone {
+		setting = agent.SettingAuto
+	}
 	interactive := false
-	if a, err := agent.Detect("", spec.Command); err == nil {
+	if a, err := agent.Detect(setting, spec.Command); err == nil {
 		interactive = a.Interactive(spec.Command)
 	}
 	if spec.TerminalWanted(interactive) {

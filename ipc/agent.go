@@ -38,6 +38,9 @@ type Agent struct {
 	// of the latest turn's prompt.
 	Turns      int    `json:"turns,omitempty"`
 	LastPrompt string `json:"last_prompt,omitempty"`
+	// Extended is how much the agent has moved its deadline through its
+	// MCP tools, against the spec's agent_may_extend.
+	ExtendedSeconds int64 `json:"extended_seconds,omitempty"`
 	// Notices say what could not be integrated or read, one sentence each.
 	Notices []string `json:"notices,omitempty"`
 }
@@ -76,4 +79,49 @@ type Worktree struct {
 	// Port is the port allocated to it ($PORT, SESSIOND_PORT); 0 when no
 	// port_range is set.
 	Port int `json:"port,omitempty"`
+}
+
+// AgentHookRequest is one payload of an agent's hooks (or notify program),
+// as sessionctl hook got it, for the daemon to read.
+type AgentHookRequest struct {
+	// Agent is the adapter the hook was installed for: claude-code, codex.
+	Agent string `json:"agent"`
+	// Payload is the hook's input as the agent gave it, unread.
+	Payload string `json:"payload"`
+}
+
+// AgentHookResponse is what the hook tells the agent back.
+type AgentHookResponse struct {
+	// Event is the hook's event as the daemon read it; State the agent's
+	// state after it.
+	Event string `json:"event,omitempty"`
+	State string `json:"state,omitempty"`
+	// Context, when set, is told in the agent's conversation (Claude
+	// Code's hookSpecificOutput.additionalContext): a warning.
+	Context string `json:"context,omitempty"`
+}
+
+// Briefing is what a session started from, for its agent: the previous
+// session's handoff and the next task of the feature list, with the
+// project's next actions, blockers and progress.
+type Briefing struct {
+	// Previous is the handoff of the session before this one; nil for a
+	// first session.
+	Previous *Handoff `json:"previous,omitempty"`
+	// Summary is the last session's summary, from the session state.
+	Summary string `json:"summary,omitempty"`
+	// NextTask is the most urgent item of the feature list not done yet.
+	NextTask    *Task     `json:"next_task,omitempty"`
+	NextActions []string  `json:"next_actions"`
+	Blockers    []Blocker `json:"blockers"`
+	ProgressPct float64   `json:"progress_pct"`
+	TasksDone   int       `json:"tasks_done,omitempty"`
+	TasksTotal  int       `json:"tasks_total,omitempty"`
+}
+
+// Task is an item of a project's feature list.
+type Task struct {
+	ID          string `json:"id"`
+	Description string `json:"description"`
+	Priority    string `json:"priority,omitempty"`
 }

@@ -75,7 +75,12 @@ type Sessions interface {
 	// PruneSessions removes the caller's ended sessions older than asked.
 	PruneSessions(ctx context.Context, c Caller, req PruneRequest) (*PruneResponse, error)
 	CheckpointSession(ctx context.Context, c Caller, id string) (*CheckpointResult, error)
+	// AgentHook applies one payload of the session's agent's hooks and
+	// answers what the hook tells the agent.
+	AgentHook(ctx context.Context, c Caller, id string, req AgentHookRequest) (*AgentHookResponse, error)
 	SessionHandoff(ctx context.Context, c Caller, id string) (*Handoff, error)
+	// SessionBriefing is what the session started from, for its agent.
+	SessionBriefing(ctx context.Context, c Caller, id string) (*Briefing, error)
 	// SessionLogs writes the session's output to w, flushing as it goes.
 	SessionLogs(ctx context.Context, c Caller, id string, opt LogOptions, w io.Writer) error
 }

@@ -247,6 +247,27 @@ func (c *Client) Extend(ctx context.Context, id, by string) (*Session, error) {
 	return do[*Session](ctx, c, http.MethodPost, sessionPath(id, "/extend"), nil, ExtendRequest{By: by})
 }
 
+// AgentExtend is Extend asked by the session's agent itself, which the
+// spec's agent_may_extend caps.
+func (c *Client) AgentExtend(ctx context.Context, id, by string) (*Session, error) {
+	return do[*Session](ctx, c, http.MethodPost, sessionPath(id, "/extend"), nil, ExtendRequest{By: by, ByAgent: true})
+}
+
+// MaxHookPayload is the most of a hook's payload sessionctl sends: the
+// adapters read what they need from its start.
+const MaxHookPayload = 256 << 10
+
+// Briefing is what session id started from: the previous handoff, the next
+// task, the project's next actions, blockers and progress.
+func (c *Client) Briefing(ctx context.Context, id string) (*Briefing, error) {
+	return do[*Briefing](ctx, c, http.MethodGet, sessionPath(id, "/briefing"), nil, nil)
+}
+
+// AgentHook sends one payload of the session's agent's hooks.
+func (c *Client) AgentHook(ctx context.Context, id string, req AgentHookRequest) (*AgentHookResponse, error) {
+	return do[*AgentHookResponse](ctx, c, http.MethodPost, sessionPath(id, "/agent/hook"), nil, req)
+}
+
 // Report records what the agent reports from inside session id and
 // returns the merged report.
 func (c *Client) Report(ctx context.Context, id string, r Report) (*Report, error) {

@@ -133,6 +133,30 @@ type Handoff struct {
 	DevServerWasRunning  bool      `json:"dev_server_was_running"`
 	Restarts             int       `json:"restarts"`
 	LogTail              []string  `json:"log_tail"`
+	// Agent is the session's coding agent, when sessiond knew it: its
+	// conversation, to resume, and what it used.
+	Agent *HandoffAgent `json:"agent,omitempty"`
+}
+
+// HandoffAgent is what a handoff says of the session's agent.
+type HandoffAgent struct {
+	Name           string  `json:"name"`
+	ConversationID string  `json:"conversation_id,omitempty"`
+	TranscriptPath string  `json:"transcript_path,omitempty"`
+	ResumedFrom    string  `json:"resumed_from,omitempty"`
+	State          string  `json:"state,omitempty"`
+	WaitingReason  string  `json:"waiting_reason,omitempty"`
+	Turns          int     `json:"turns,omitempty"`
+	Tokens         *Tokens `json:"tokens,omitempty"`
+}
+
+// Conversation is a project's last agent conversation.
+type Conversation struct {
+	Agent          string    `json:"agent"`
+	ID             string    `json:"id"`
+	TranscriptPath string    `json:"transcript_path,omitempty"`
+	SessionID      string    `json:"session_id"`
+	EndedAt        time.Time `json:"ended_at"`
 }
 
 // ProjectSession is a project's session state (the seed's schema) and the
@@ -147,19 +171,20 @@ type ProjectSession struct {
 
 // SessionState is a project's session_state.json.
 type SessionState struct {
-	LastSession    *LastSession `json:"last_session,omitempty"`
-	NextActions    []string     `json:"next_actions"`
-	CurrentPlan    string       `json:"current_plan,omitempty"`
-	ActiveBlockers []Blocker    `json:"active_blockers"`
-	ProgressPct    float64      `json:"progress_pct"`
-	TasksDone      int          `json:"tasks_done,omitempty"`
-	TasksTotal     int          `json:"tasks_total,omitempty"`
-	NextFrom       string       `json:"next_from,omitempty"`
-	PassingTasks   []TaskID     `json:"passing_tasks,omitempty"`
-	BlockerSeq     int          `json:"blocker_seq,omitempty"`
-	SessionsSince  int          `json:"sessions_since,omitempty"`
-	RecentRuns     []Run        `json:"recent_runs,omitempty"`
-	LastRestore    *Restore     `json:"last_restore,omitempty"`
+	LastSession    *LastSession  `json:"last_session,omitempty"`
+	NextActions    []string      `json:"next_actions"`
+	CurrentPlan    string        `json:"current_plan,omitempty"`
+	ActiveBlockers []Blocker     `json:"active_blockers"`
+	ProgressPct    float64       `json:"progress_pct"`
+	TasksDone      int           `json:"tasks_done,omitempty"`
+	TasksTotal     int           `json:"tasks_total,omitempty"`
+	NextFrom       string        `json:"next_from,omitempty"`
+	PassingTasks   []TaskID      `json:"passing_tasks,omitempty"`
+	BlockerSeq     int           `json:"blocker_seq,omitempty"`
+	SessionsSince  int           `json:"sessions_since,omitempty"`
+	RecentRuns     []Run         `json:"recent_runs,omitempty"`
+	LastRestore    *Restore      `json:"last_restore,omitempty"`
+	Conversation   *Conversation `json:"conversation,omitempty"`
 }
 
 // Run is how a session that did nothing worth a summary ended.

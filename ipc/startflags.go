@@ -16,8 +16,12 @@ type StartFlags struct {
 	env        []string
 	checkpoint string
 	tty        bool
+	noAgent    bool
 	fs         *pflag.FlagSet
 }
+
+// ResumeLast is --resume without a value: the project's last conversation.
+const ResumeLast = "last"
 
 // Bind adds the flags to fs.
 func (f *StartFlags) Bind(fs *pflag.FlagSet) {
@@ -35,6 +39,13 @@ func (f *StartFlags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.req.Restart, "restart", "", "restart policy: no, on-failure, always")
 	fs.StringArrayVar(&f.env, "env", nil, "KEY=VALUE for the command's environment (repeatable)")
 	fs.BoolVar(&f.tty, "tty", false, "run the command on a terminal (sessionctl attach, screen, send); --tty=false never (default: a terminal for an interactive claude or codex)")
+	fs.StringVar(&f.req.Agent, "agent", "", "the agent the command runs: auto, claude-code, codex, generic (default auto)")
+	fs.BoolVar(&f.noAgent, "no-agent-integration", false, "run even a recognised agent untouched (no hooks, no session id, no MCP server)")
+	fs.StringVar(&f.req.Resume, "resume", "", "continue an agent conversation: its id, a session's, or a project directory's last (no value: this project's last)")
+	fs.Lookup("resume").NoOptDefVal = ResumeLast
+	fs.StringVar(&f.req.WaitingTimeout, "waiting-timeout", "", "stop when the agent has waited this long for input (default off)")
+	fs.Int64Var(&f.req.MaxTokens, "max-tokens", 0, "token budget of the agent (default none)")
+	fs.Float64Var(&f.req.MaxCostUSD, "max-cost-usd", 0, "cost budget of the agent in USD, where it reports cost (default none)")
 }
 
 // Request returns the start request the flags describe for the project
@@ -92,6 +103,26 @@ func (f *StartFlags) Request(dir string, command []string) (StartRequest, error)
 			return req, fmt.Errorf("%s: %v", s.flag, err)
 		}
 	}
+	if f.noAgent {
+		if req.Agent != "" && req.Agent != config.AgentNone {
+			return req, fmt.Errorf("--no-agent-integration and --agent %s: choose one", req.Agent)
+		}
+		req.Agent = config.AgentNone
+	}
+	if err := checkResume(req.Resume); err != nil {
+		return req, err
+	}
+	if req.MaxTokens < 0 {
+		return req, fmt.Errorf("--max-tokens %d: want 0 or more", req.MaxTokens)
+	}
+	if req.MaxCostUSD < 0 || req.MaxCostUSD != req.MaxCostUSD {
+		return req, fmt.Errorf("--max-cost-usd %v: want 0 or more", req.MaxCostUSD)
+	}
+	if req.WaitingTimeout != "" {
+		if x, err := config.ParseDuration(req.WaitingTimeout); err != nil || x.Duration <= 0 {
+			return req, fmt.Errorf("--waiting-timeout %q: want a positive duration such as 10m", req.WaitingTimeout)
+		}
+	}
 	switch req.Restart {
 	case "", config.RestartNo, config.RestartOnFailure, config.RestartAlways:
 	default:
@@ -101,4 +132,13 @@ func (f *StartFlags) Request(dir string, command []string) (StartRequest, error)
 		return req, fmt.Errorf("--on-warning: the command contains a NUL byte")
 	}
 	return req, nil
+}
+
+// checkResume checks a --resume value is one line of text: a conversation
+// id, a session, or a directory (which the CLI makes absolute).
+func checkResume(v string) error {
+	if strings.ContainsAny(v, "\x00\n\r") || len(v) > 4096 {
+		return fmt.Errorf("--resume: not a conversation id, session or directory")
+	}
+	return nil
 }

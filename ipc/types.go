@@ -169,7 +169,10 @@ func (s *Session) Row() SessionRow {
 
 // Warning records a session's warning: when it was given and who was signalled.
 type Warning struct {
-	At       time.Time     `json:"at"`
+	At time.Time `json:"at"`
+	// Reason is what the warning is for: "deadline" (also when empty),
+	// "waiting" (the agent waited for input too long) or "budget".
+	Reason   string        `json:"reason,omitempty"`
 	Signal   string        `json:"signal,omitempty"`
 	Signaled []int         `json:"signaled,omitempty"`
 	Skipped  []SkippedProc `json:"skipped,omitempty"`
@@ -199,6 +202,15 @@ type StartRequest struct {
 	IdleTimeout     string            `json:"idle_timeout,omitempty"`
 	Checkpoint      *string           `json:"checkpoint,omitempty"`
 	Restart         string            `json:"restart,omitempty"`
+	// Agent names the agent (auto, none, claude-code, codex, generic).
+	Agent          string  `json:"agent,omitempty"`
+	WaitingTimeout string  `json:"waiting_timeout,omitempty"`
+	MaxTokens      int64   `json:"max_tokens,omitempty"`
+	MaxCostUSD     float64 `json:"max_cost_usd,omitempty"`
+	// Resume continues an agent conversation: "last" (the project's last
+	// one), a conversation id (a UUID), a session's id or name (its
+	// conversation), or a project directory (its last one).
+	Resume string `json:"resume,omitempty"`
 	// TTY runs the command on a terminal (true) or not (false); nil leaves
 	// it to the spec (and its default for interactive agents).
 	TTY *bool `json:"tty,omitempty"`
@@ -241,8 +253,11 @@ type SignalRequest struct {
 }
 
 // ExtendRequest moves a session's deadline (and warning) later by By.
+// ByAgent is the agent's own request (its MCP tool), which the spec's
+// agent_may_extend caps.
 type ExtendRequest struct {
-	By string `json:"by"`
+	By      string `json:"by"`
+	ByAgent bool   `json:"by_agent,omitempty"`
 }
 
 // Event types.

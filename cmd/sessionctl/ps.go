@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/template"
 	"time"
@@ -101,15 +102,19 @@ its base name), reason=END_REASON.
 type psRow struct {
 	ID, Name, Project, ProjectDir, Command, State, Reason, PID, CPU, Mem string
 	Uptime, Remaining, Restarts, LastActivity, Checkpoints               string
-	StartedAt                                                            time.Time
-	EndedAt                                                              *time.Time
-	Deadline                                                             time.Time
+	// Agent is the agent's state and for how long ("waiting 4m"), Tokens
+	// its model use ("12.3k"), Conversation its conversation's id.
+	Agent, Tokens, Conversation string
+	StartedAt                   time.Time
+	EndedAt                     *time.Time
+	Deadline                    time.Time
 }
 
 // psHeader names the columns, for the header line of a "table" format.
 var psHeader = psRow{ID: "ID", Name: "NAME", Project: "PROJECT", ProjectDir: "PROJECT DIR", Command: "COMMAND",
 	State: "STATE", Reason: "REASON", PID: "PID", CPU: "CPU %", Mem: "MEM", Uptime: "UPTIME", Remaining: "REMAINING",
-	Restarts: "RESTARTS", LastActivity: "LAST ACTIVITY", Checkpoints: "CHECKPOINTS"}
+	Restarts: "RESTARTS", LastActivity: "LAST ACTIVITY", Checkpoints: "CHECKPOINTS",
+	Agent: "AGENT", Tokens: "TOKENS", Conversation: "CONVERSATION"}
 
 func makeRow(s ipc.SessionRow, now time.Time, noTrunc bool) psRow {
 	clip := func(v string, n int) string {
@@ -150,7 +155,36 @@ func makeRow(s ipc.SessionRow, now time.Time, noTrunc bool) psRow {
 	if s.LastActivity != nil {
 		r.LastActivity = shortDuration(now.Sub(*s.LastActivity)) + " ago"
 	}
+	r.Agent, r.Tokens, r.Conversation = "-", "-", "-"
+	if a := s.Agent; a != nil {
+		r.Agent = a.State
+		if a.StateSince != nil && a.State != ipc.AgentUnknown {
+			r.Agent += " " + shortDuration(now.Sub(*a.StateSince))
+		}
+		if a.ConversationID != "" {
+			r.Conversation = a.ConversationID
+		}
+		if ipc.Live(s.State) && a.State != ipc.AgentUnknown && a.State != "" {
+			// The agent's state rides on the session's: running·waiting 4m.
+			r.State += "·" + r.Agent
+		}
+	}
+	if t := s.Tokens; t != nil {
+		r.Tokens = shortCount(t.Total())
+	}
 	return r
+}
+
+// shortCount writes a count as ps does: 950, 12.3k, 4.1M.
+func shortCount(n int64) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprint(n)
+	case n < 1_000_000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	default:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	}
 }
 
 // psColumns are the default table's columns.
@@ -169,15 +203,23 @@ const stateColumn = 4
 
 func (a *app) printTable(list []ipc.SessionRow, now time.Time, noTrunc bool) {
 	t := newTable(a.useColor())
-	head := make([]string, len(psColumns))
-	for i, col := range psColumns {
+	columns := psColumns
+	for _, s := range list {
+		if s.Tokens != nil {
+			// Agents' token use, when any listed session has one.
+			columns = append(slices.Clone(psColumns), func(r psRow) string { return r.Tokens })
+			break
+		}
+	}
+	head := make([]string, len(columns))
+	for i, col := range columns {
 		head[i] = col(psHeader)
 	}
 	t.header(head...)
 	for _, s := range list {
 		r := makeRow(s, now, noTrunc)
-		cells := make([]cell, len(psColumns))
-		for i, col := range psColumns {
+		cells := make([]cell, len(columns))
+		for i, col := range columns {
 			cells[i] = cell{text: col(r)}
 		}
 		cells[stateColumn].color = stateColor(s.State, s.EndReason)

@@ -129,12 +129,13 @@ latest) session of that project.`,
 	root.PersistentFlags().BoolVar(&a.noColor, "no-color", false, "no colour in output (also NO_COLOR)")
 	root.AddCommand(
 		a.startCmd(), a.psCmd(), a.stopCmd(), a.killCmd(), a.logsCmd(), a.inspectCmd(),
-		a.extendCmd(), a.remainingCmd(), a.hookCmd(), a.eventsCmd(), a.versionCmd(),
+		a.extendCmd(), a.remainingCmd(), a.hookCmd(), a.mcpCmd(), a.eventsCmd(), a.versionCmd(),
 		a.checkpointCmd(), a.checkpointsCmd(), a.restoreCmd(), a.handoffCmd(),
 		a.stateCmd(), a.clearSessionCmd(), a.reportCmd(), a.restartCmd(), a.rmCmd(), a.pruneCmd(),
 	)
 	root.AddCommand(a.attachCmd(), a.screenCmd(), a.sendCmd())
 	root.AddCommand(newManCmd())
+	root.AddCommand(a.uiCmd())
 	return root
 }
 

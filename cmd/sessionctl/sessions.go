@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,6 +44,11 @@ func (a *app) startCmd() *cobra.Command {
 			req, err := flags.Request(abs, command)
 			if err != nil {
 				return usageErr("%v", err)
+			}
+			if r := req.Resume; r == "." || r == ".." || strings.HasPrefix(r, "./") || strings.HasPrefix(r, "../") || (strings.ContainsRune(r, '/') && !filepath.IsAbs(r)) {
+				if req.Resume, err = absDir(r); err != nil {
+					return usageErr("--resume: %v", err)
+				}
 			}
 			ctx := cmd.Context()
 			var events *ipc.EventWatcher
@@ -469,75 +475,6 @@ func (a *app) remainingCmd() *cobra.Command {
 			}
 			fmt.Fprintf(a.out, "%s left (deadline %s); %s\n", r.Left, rec.Deadline.Local().Format(time.RFC3339), warned)
 			return nil
-		},
-	}
-}
-
-// hookEvents are the Claude Code hook events whose output may add context.
-var hookEvents = map[string]bool{"PostToolUse": true, "UserPromptSubmit": true, "SessionStart": true}
-
-func (a *app) hookCmd() *cobra.Command {
-	hook := &cobra.Command{Use: "hook", Short: "Integrations with agents' own hook systems"}
-	var event string
-	cc := &cobra.Command{
-		Use:   "claude-code",
-		Short: "For a Claude Code PostToolUse or UserPromptSubmit hook: prints the warning as added context once the session is warned, nothing before",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !cmd.Flags().Changed("event") {
-				if e := hookEventFromStdin(cmd.InOrStdin()); e != "" {
-					if !hookEvents[e] {
-						// Never fail a hook: exit 2 would be fed back to the agent.
-						return nil
-					}
-					event = e
-				}
-			}
-			if !hookEvents[event] {
-				return usageErr("--event %q: want PostToolUse, UserPromptSubmit or SessionStart", event)
-			}
-			// A hook must never break the agent: outside a session, or with
-			// the daemon away, it prints nothing and succeeds.
-			id := os.Getenv("SESSIOND_SESSION_ID")
-			if id == "" {
-				return nil
-			}
-			rec, err := a.client.Session(cmd.Context(), id)
-			if err != nil || rec.State != ipc.StateWarned {
-				return nil
-			}
-			return a.printJSON(claudeHookOutput(event, rec.Deadline, time.Now()))
-		},
-	}
-	cc.Flags().StringVar(&event, "event", "PostToolUse", "the hook event this runs for (PostToolUse, UserPromptSubmit, SessionStart)")
-	hook.AddCommand(cc)
-	return hook
-}
-
-// hookEventFromStdin reads the hook input Claude Code writes to a hook's
-// stdin and returns its hook_event_name, or "" when there is none.
-func hookEventFromStdin(r io.Reader) string {
-	if f, ok := r.(*os.File); ok {
-		if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeCharDevice != 0 {
-			return ""
-		}
-	}
-	var in struct {
-		Event string `json:"hook_event_name"`
-	}
-	if err := json.NewDecoder(io.LimitReader(r, 1<<20)).Decode(&in); err != nil {
-		return ""
-	}
-	return in.Event
-}
-
-// claudeHookOutput is Claude Code's hook JSON output that adds context for
-// the model (hookSpecificOutput.additionalContext).
-func claudeHookOutput(event string, deadline, now time.Time) any {
-	return map[string]any{
-		"hookSpecificOutput": map[string]any{
-			"hookEventName":     event,
-			"additionalContext": ipc.WarningText(deadline, now),
 		},
 	}
 }

@@ -69,6 +69,10 @@ type Launch struct {
 	// Env is the environment the command runs with (K=V), for HOME,
 	// CLAUDE_CONFIG_DIR and CODEX_HOME; nil means this process's.
 	Env []string
+	// Write, when set, writes the agent's files instead of SessionDir:
+	// where the agent, running as another user than the daemon, can read
+	// them. It returns the file's path.
+	Write func(name string, data []byte) (path string, err error)
 }
 
 // Budget is a session's cap on tokens and cost; zero fields are no cap.

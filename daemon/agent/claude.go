@@ -185,7 +185,7 @@ func (a claudeCode) Prepare(ctx context.Context, l Launch) (Plan, error) {
 	if err != nil {
 		p.Notices = append(p.Notices, fmt.Sprintf("sessiond's hooks are left out: %v", err))
 	} else {
-		path, err := writeSessionFile(l.SessionDir, ClaudeSettingsFile, claudeSettings(settings, l.Sessionctl))
+		path, err := writeSessionFile(l, ClaudeSettingsFile, claudeSettings(settings, l.Sessionctl))
 		if err != nil {
 			return Plan{}, err
 		}
@@ -195,7 +195,7 @@ func (a claudeCode) Prepare(ctx context.Context, l Launch) (Plan, error) {
 		p.Integrated = true
 	}
 	if l.MCP {
-		path, err := writeSessionFile(l.SessionDir, ClaudeMCPFile, claudeMCPConfig(l))
+		path, err := writeSessionFile(l, ClaudeMCPFile, claudeMCPConfig(l))
 		if err != nil {
 			return Plan{}, err
 		}

@@ -1,20 +1,32 @@
 package agent
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 
 	"github.com/sessiond/sessiond/daemon/state"
 )
 
-// writeSessionFile writes v as JSON to name in the session's directory,
-// creating the directory (0700) if needed; the file is 0600 and written
-// atomically. It returns the file's path.
-func writeSessionFile(dir, name string, v any) (string, error) {
-	if err := state.EnsureDir(dir); err != nil {
+// writeSessionFile writes v as JSON to name through l.Write, or else in the
+// session's directory, creating the directory (0700) if needed; the file is
+// 0600 and written atomically. It returns the file's path.
+func writeSessionFile(l Launch, name string, v any) (string, error) {
+	if l.Write != nil {
+		data, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return "", fmt.Errorf("write the agent's %s: %w", name, err)
+		}
+		path, err := l.Write(name, append(data, '\n'))
+		if err != nil {
+			return "", fmt.Errorf("write the agent's %s: %w", name, err)
+		}
+		return path, nil
+	}
+	if err := state.EnsureDir(l.SessionDir); err != nil {
 		return "", err
 	}
-	path := filepath.Join(dir, name)
+	path := filepath.Join(l.SessionDir, name)
 	if err := state.WriteJSON(path, v); err != nil {
 		return "", fmt.Errorf("write the agent's %s: %w", name, err)
 	}

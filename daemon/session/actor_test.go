@@ -200,7 +200,7 @@ func TestDeadlineWarningAndExtendOnAFakeClock(t *testing.T) {
 		t.Errorf("warning.json = %+v, %v; want 600 s left", w, err)
 	}
 
-	rec, err := s.Extend(context.Background(), 30*time.Minute)
+	rec, err := s.Extend(context.Background(), 30*time.Minute, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func TestDeadlineWarningAndExtendOnAFakeClock(t *testing.T) {
 		t.Errorf("events = %s, want %s", got, want)
 	}
 	<-s.Exited()
-	if _, err := s.Extend(context.Background(), time.Minute); !errors.Is(err, ErrEnded) {
+	if _, err := s.Extend(context.Background(), time.Minute, false); !errors.Is(err, ErrEnded) {
 		t.Errorf("extend after the end: %v, want ErrEnded", err)
 	}
 }

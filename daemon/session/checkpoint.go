@@ -34,6 +34,10 @@ type ckptState struct {
 	// and that checkpoint's tree: the next one is incremental from them.
 	mark watch.Mark
 	base string
+	// turn is the label of an agent turn's checkpoint that waits for the
+	// running one (turnPending).
+	turn        string
+	turnPending bool
 }
 
 // settleTimeout bounds the wait at the end for the watcher to catch up with
@@ -155,9 +159,13 @@ func (s *Session) checkpointDone(r ckptResult) {
 		}
 	}
 	s.ckpt.answering = nil
-	if len(s.ckpt.waiting) > 0 {
+	switch {
+	case len(s.ckpt.waiting) > 0:
 		s.ckpt.answering, s.ckpt.waiting = s.ckpt.waiting, nil
 		s.beginCheckpoint(s.ckpt.answering[0].why, "")
+	case s.ckpt.turnPending:
+		s.ckpt.turnPending = false
+		s.beginCheckpoint("turn", s.ckpt.turn)
 	}
 }
 

@@ -21,6 +21,9 @@ type Deps struct {
 	StateDir string
 	// Socket is the daemon's socket, given to the child (SESSIOND_SOCKET).
 	Socket string
+	// Sessionctl is the absolute path of the sessionctl that agents' hooks
+	// and MCP server run; "" runs agents without sessiond's hooks.
+	Sessionctl string
 	// BootID tells this boot from another, so that a pid recorded before a
 	// reboot is never taken for a live child.
 	BootID string

@@ -34,6 +34,9 @@ func (s *Session) end(reason Reason, exit proc.Exit) {
 		_ = s.watch.Close()
 		applyStats(&s.rec, s.watch.Stats())
 	}
+	// The agent's last turn counts in its tokens.
+	s.readTranscript()
+	s.removeAgentFiles()
 	// The end is on disk before the files that tell of it: a daemon that
 	// dies from here on finishes this end rather than inventing another.
 	s.rec.EndedAt = &now

@@ -225,6 +225,10 @@ func buildHandoff(in accountInput) *state.Handoff {
 		RecommendedNextSteps: append([]string(nil), a.next...),
 		Warnings:             append([]string(nil), rec.Warnings...),
 		DevServerWasRunning:  rec.DevServerWasRunning,
+		Agent:                agentFacts(rec),
+	}
+	if a := rec.Agent; a != nil && in.Reason == Waiting && a.WaitingReason != "" {
+		h.Warnings = append(h.Warnings, "the agent was waiting for "+a.WaitingReason)
 	}
 	if len(a.open) > 0 {
 		var qs []string
@@ -315,6 +319,10 @@ func buildSessionState(in accountInput, h *state.Handoff) *state.SessionState {
 	if in.FeaturesErr == nil {
 		st.PassingTasks = a.passing
 	}
+	if ag := in.Rec.Agent; ag != nil && ag.ConversationID != "" {
+		st.Conversation = &state.Conversation{Agent: ag.Name, ID: ag.ConversationID, TranscriptPath: ag.TranscriptPath,
+			SessionID: in.Rec.ID, EndedAt: in.Now}
+	}
 	return st
 }
 
@@ -380,6 +388,9 @@ func buildProgressEntry(in accountInput, h *state.Handoff) state.ProgressEntry {
 		e.Notes = append(e.Notes, rep.Summary)
 	}
 	e.Notes = append(e.Notes, fmt.Sprintf("Ended: %s; %s changed", describeHandoffEnd(h), plural(len(h.FilesChanged), "file")))
+	if ag := h.Agent; ag != nil {
+		e.Notes = append(e.Notes, agentLine(ag))
+	}
 	e.Notes = append(e.Notes, h.Warnings...)
 	return e
 }
@@ -397,4 +408,23 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// agentLine is the progress log's line about the agent: its conversation
+// and what it used.
+func agentLine(a *state.AgentFacts) string {
+	line := "Agent: " + a.Name
+	if a.ConversationID != "" {
+		line += ", conversation " + a.ConversationID
+	}
+	if a.Turns > 0 {
+		line += ", " + plural(a.Turns, "turn")
+	}
+	if t := a.Tokens; t != nil {
+		line += fmt.Sprintf("; %d tokens (%d in, %d out, %d cache read, %d cache write)", t.Total(), t.Input, t.Output, t.CacheRead, t.CacheWrite)
+		if t.CostKnown {
+			line += fmt.Sprintf(", $%.2f", t.CostUSD)
+		}
+	}
+	return line
 }

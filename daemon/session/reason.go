@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sessiond/sessiond/config"
@@ -21,6 +22,8 @@ const (
 	Idle        Reason = ipc.EndIdle
 	Interrupted Reason = ipc.EndInterrupted
 	Crashed     Reason = ipc.EndCrashed
+	Waiting     Reason = ipc.EndWaiting
+	Budget      Reason = ipc.EndBudget
 )
 
 // policy is what follows from an end reason.
@@ -49,6 +52,20 @@ var policies = map[Reason]policy{
 	Interrupted: {requested: true, status: state.TaskInProgress},
 	Crashed: {failure: true, status: state.TaskInProgress, warning: func(config.Spec, string) string {
 		return "the session's end was not observed (the daemon stopped): check the work tree before going on"
+	}},
+	Waiting: {status: state.TaskInProgress, warning: func(spec config.Spec, _ string) string {
+		return "the session was stopped after its agent waited " + spec.WaitingTimeout.String() + " for input (waiting_timeout): answer what it asked, then resume its conversation"
+	}},
+	// A spent budget is not restarted: a restart would spend more.
+	Budget: {requested: true, status: state.TaskInProgress, warning: func(spec config.Spec, _ string) string {
+		var caps []string
+		if spec.MaxTokens > 0 {
+			caps = append(caps, fmt.Sprintf("max_tokens %d", spec.MaxTokens))
+		}
+		if spec.MaxCostUSD > 0 {
+			caps = append(caps, fmt.Sprintf("max_cost_usd %.2f", spec.MaxCostUSD))
+		}
+		return "the session was stopped at its budget (" + strings.Join(caps, ", ") + "): work may be unfinished mid-step"
 	}},
 }
 

@@ -30,6 +30,14 @@ func cloneRecord(r ipc.Session) ipc.Session {
 		w.Skipped = append([]ipc.SkippedProc(nil), w.Skipped...)
 		c.Warning = &w
 	}
+	if r.Agent != nil {
+		a := *r.Agent
+		a.StateSince = clonePtr(a.StateSince)
+		a.Notices = append([]string(nil), a.Notices...)
+		c.Agent = &a
+	}
+	c.Tokens = clonePtr(r.Tokens)
+	c.Worktree = clonePtr(r.Worktree)
 	if r.Report != nil {
 		rep := *r.Report
 		rep.Next = append([]string(nil), rep.Next...)

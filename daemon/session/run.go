@@ -74,7 +74,9 @@ func (s *Session) Recover() {
 func (s *Session) supervise() {
 	s.timeline = timeline{
 		deadline: s.rec.Deadline, warnAt: s.rec.WarnAt, warnBefore: s.spec.WarnBefore.Duration,
-		warned: s.rec.State == ipc.StateWarned, idle: s.spec.IdleTimeout.Duration,
+		warned:      s.rec.State == ipc.StateWarned && (s.rec.Warning == nil || s.rec.Warning.Reason != warnWaiting && s.rec.Warning.Reason != warnBudget),
+		idle:        s.spec.IdleTimeout.Duration,
+		waitTimeout: s.spec.WaitingTimeout.Duration, waitingSince: s.timeline.waitingSince,
 	}
 	var tm Timer
 	var what due
@@ -107,6 +109,12 @@ func (s *Session) supervise() {
 					s.stop(Idle, -1)
 					return
 				}
+			case dueWaitWarn:
+				s.timeline.waitWarned = true
+				s.warnWaiting()
+			case dueWaiting:
+				s.stop(Waiting, -1)
+				return
 			}
 			arm()
 		case <-s.ticks:
@@ -124,8 +132,16 @@ func (s *Session) supervise() {
 				s.leave()
 				return
 			case msgExtend:
-				rec, err := s.extend(m.by)
+				rec, err := s.extend(m.by, m.byAgent)
 				m.reply <- reply{rec: rec, err: err}
+				arm()
+			case msgAgent:
+				resp, spent, err := s.agentEvent(m.payload)
+				m.reply <- reply{hook: resp, err: err}
+				if spent {
+					s.stop(Budget, -1)
+					return
+				}
 				arm()
 			default:
 				s.answer(m)
@@ -144,6 +160,10 @@ func (s *Session) answer(m message) {
 		m.reply <- reply{report: rep, err: err}
 	case msgCheckpoint:
 		s.requestCheckpoint(m)
+	case msgAgent:
+		// The agent's last words while it stops still count.
+		resp, _, err := s.agentEvent(m.payload)
+		m.reply <- reply{hook: resp, err: err}
 	case msgExtend:
 		m.reply <- reply{err: ipc.Conflict("session %s is stopping; only a running session can be extended", s.id)}
 	default:

@@ -94,6 +94,13 @@ type Session struct {
 	// tell which features turned passing during it.
 	featuresAtStart []state.Feature
 	restartHistory  []time.Time
+	// command is the command line run: the spec's, with what the agent's
+	// adapter adds; agent is the agent while it runs (nil for a command
+	// that is no agent sessiond knows).
+	command []string
+	agent   *agentRun
+	// resume is the conversation the session continues ("": a new one).
+	resume string
 
 	// term is the terminal of a tty session (nil for others), owned by the
 	// goroutine; termP publishes it to the API's goroutines.
@@ -118,6 +125,8 @@ type Params struct {
 	RestartOf      string
 	Restarts       int
 	RestartHistory []time.Time
+	// Resume is the agent conversation to continue ("": a new one).
+	Resume string
 }
 
 // StartInfo is what a start found, for the one who asked for it.
@@ -150,6 +159,7 @@ func New(p Params, deps Deps) *Session {
 		EnvKeys: p.EnvKeys, Spec: &s.spec,
 	}
 	s.restartHistory = p.RestartHistory
+	s.resume = p.Resume
 	s.publish()
 	return s
 }
@@ -329,6 +339,7 @@ const (
 	msgReport
 	msgCheckpoint
 	msgLeave
+	msgAgent
 )
 
 type message struct {
@@ -341,13 +352,17 @@ type message struct {
 	pid    int           // msgReport: the reporting process
 	root   bool          // msgReport: the caller is root
 	why    string        // msgCheckpoint
-	reply  chan reply
+	// byAgent is an extension the agent asked for (msgExtend).
+	byAgent bool
+	payload []byte // msgAgent: the hook's payload
+	reply   chan reply
 }
 
 type reply struct {
 	rec    ipc.Session
 	report ipc.Report
 	ckpt   checkpoint.Result
+	hook   ipc.AgentHookResponse
 	err    error
 }
 
@@ -384,10 +399,18 @@ func (s *Session) Stop(ctx context.Context, reason Reason, grace time.Duration) 
 	return err
 }
 
-// Extend moves the deadline and the warning later by by.
-func (s *Session) Extend(ctx context.Context, by time.Duration) (ipc.Session, error) {
-	r, err := s.send(ctx, message{kind: msgExtend, by: by})
+// Extend moves the deadline and the warning later by by; byAgent is the
+// agent's own request, capped by the spec's agent_may_extend.
+func (s *Session) Extend(ctx context.Context, by time.Duration, byAgent bool) (ipc.Session, error) {
+	r, err := s.send(ctx, message{kind: msgExtend, by: by, byAgent: byAgent})
 	return r.rec, err
+}
+
+// AgentHook applies one payload of the agent's hooks and answers what the
+// hook should tell the agent.
+func (s *Session) AgentHook(ctx context.Context, payload []byte) (ipc.AgentHookResponse, error) {
+	r, err := s.send(ctx, message{kind: msgAgent, payload: payload})
+	return r.hook, err
 }
 
 // Signal sends sig to the session's process group.

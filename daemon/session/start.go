@@ -36,6 +36,9 @@ func (s *Session) start() (err error) {
 	if err := s.commit(); err != nil {
 		return fmt.Errorf("write the session record: %w", err)
 	}
+	if err := s.prepareAgent(); err != nil {
+		return err
+	}
 	if err := s.prepareProject(); err != nil {
 		return err
 	}
@@ -64,10 +67,10 @@ func (s *Session) start() (err error) {
 	}
 	var child *proc.Child
 	if s.spec.OnTerminal() {
-		child, err = s.spawnOnTerminal(s.spec.Command)
+		child, err = s.spawnOnTerminal(s.command)
 	} else {
 		child, err = proc.Spawn(proc.Spec{
-			Argv: s.spec.Command, Dir: s.projectDir, Env: s.env(), Output: out, Credential: s.credential(),
+			Argv: s.command, Dir: s.projectDir, Env: s.env(), Output: out, Credential: s.credential(),
 		})
 	}
 	if err != nil {
@@ -87,7 +90,7 @@ func (s *Session) start() (err error) {
 	s.schedule()
 	s.log.Info("session started", zap.String("command", filepath.Base(s.spec.Command[0])),
 		zap.Int("args", len(s.spec.Command)-1), zap.String("dir", s.projectDir), zap.Int("pid", child.PID))
-	s.log.Debug("session argv", zap.Strings("command", s.spec.Command))
+	s.log.Debug("session argv", zap.Strings("command", s.command))
 	close(s.started)
 	s.emit(ipc.EventStarted, fmt.Sprintf("started %s in %s", strings.Join(s.spec.Command, " "), s.projectDir), s.Snapshot())
 	return nil
@@ -181,6 +184,9 @@ func (s *Session) prepareProject() error {
 	}
 	in := state.ContextInput{SessionID: s.id, ProjectDir: s.projectDir, Previous: prev, State: view, Notes: notes, Now: now,
 		Deadline: s.rec.Deadline, WarnAt: s.rec.WarnAt}
+	if a := s.rec.Agent; a != nil && a.ResumedFrom != "" {
+		in.Agent, in.Continues = a.Name, a.ResumedFrom
+	}
 	if ferr == nil && (view == nil || view.NextFrom != state.NextFromReport) {
 		if next := state.NextTasks(feats, 1); len(next) > 0 {
 			in.NextTask = &next[0]

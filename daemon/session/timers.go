@@ -10,6 +10,8 @@ const (
 	dueWarn
 	dueDeadline
 	dueIdle
+	dueWaitWarn
+	dueWaiting
 )
 
 // timeline is the arithmetic of a session's clock: the deadline, the
@@ -22,6 +24,12 @@ type timeline struct {
 	warned     bool
 	// idle is idle_timeout; 0 is off.
 	idle time.Duration
+	// waitTimeout is waiting_timeout (0 is off); waitingSince is when the
+	// agent began to wait for input (zero while it does not), waitWarned
+	// whether that wait's warning was given.
+	waitTimeout  time.Duration
+	waitingSince time.Time
+	waitWarned   bool
 }
 
 // next returns the time and kind of the next thing due, given when the
@@ -37,8 +45,23 @@ func (t timeline) next(lastActivity time.Time) (time.Time, due) {
 			at, what = idleAt, dueIdle
 		}
 	}
+	if t.waitTimeout > 0 && !t.waitingSince.IsZero() {
+		// A wait is warned like a deadline: warn_before ahead, or halfway
+		// through a waiting_timeout shorter than twice that.
+		end := t.waitingSince.Add(t.waitTimeout)
+		if !t.waitWarned {
+			if warnAt := end.Add(-min(t.warnBefore, t.waitTimeout/2)); warnAt.Before(at) {
+				at, what = warnAt, dueWaitWarn
+			}
+		} else if end.Before(at) {
+			at, what = end, dueWaiting
+		}
+	}
 	return at, what
 }
+
+// waitEnd is when a wait for input ends the session.
+func (t timeline) waitEnd() time.Time { return t.waitingSince.Add(t.waitTimeout) }
 
 // idleFor reports whether the session has been idle for its idle_timeout
 // at now.

@@ -18,19 +18,44 @@ import (
 // hookTimeout bounds the on_warning hook; it never delays the stop.
 const hookTimeout = 30 * time.Second
 
-// warn gives the session its warning: file, state, event, hook and, only
-// when the spec asks, the signal to the processes that catch it (DESIGN §6).
+// What a warning is for (ipc.Warning.Reason).
+const (
+	warnDeadline = "deadline"
+	warnWaiting  = "waiting"
+	warnBudget   = "budget"
+)
+
+// warning is one warning to give: what for, when the session will be
+// stopped (for the warning file) and the words an agent reads.
+type warning struct {
+	reason   string
+	deadline time.Time
+	text     string
+}
+
+// warn gives the session its deadline's warning.
 func (s *Session) warn() {
-	now := s.deps.Clock.Now()
 	deadline := s.timeline.deadline
+	s.give(warning{reason: warnDeadline, deadline: deadline, text: ipc.WarningText(deadline, s.deps.Clock.Now())})
+}
+
+// give gives the session a warning, whatever it is for: file, state, event,
+// hook, the agent's own conversation and, only when the spec asks, the
+// signal to the processes that catch it (DESIGN §6).
+func (s *Session) give(wn warning) {
+	now := s.deps.Clock.Now()
+	deadline := wn.deadline
 	// In-band first, so that an agent woken by the signal finds the file
 	// and its state already warned.
-	s.writeWarningFile(deadline, now)
-	w := ipc.Warning{At: now, Hook: s.spec.OnWarning, Signal: s.spec.WarnSignal.Name}
+	s.writeWarning(deadline, now, wn.text)
+	if s.agent != nil {
+		s.agent.context = wn.text
+	}
+	w := ipc.Warning{At: now, Reason: wn.reason, Hook: s.spec.OnWarning, Signal: s.spec.WarnSignal.Name}
 	s.rec.State = ipc.StateWarned
 	s.rec.Warning = &w
 	_ = s.commit()
-	s.emit(ipc.EventWarned, ipc.WarningText(deadline, now), w)
+	s.emit(ipc.EventWarned, wn.text, w)
 	if s.spec.OnWarning != "" {
 		s.runHook(s.spec.OnWarning)
 	}
@@ -56,13 +81,17 @@ func (s *Session) warn() {
 		s.rec.Warning = &w
 		_ = s.commit()
 	}
-	s.log.Info("session warned", zap.Time("deadline", deadline), zap.Ints("signaled", w.Signaled))
+	s.log.Info("session warned", zap.String("reason", wn.reason), zap.Time("deadline", deadline), zap.Ints("signaled", w.Signaled))
 }
 
 func (s *Session) writeWarningFile(deadline, now time.Time) {
+	s.writeWarning(deadline, now, ipc.WarningText(deadline, now))
+}
+
+func (s *Session) writeWarning(deadline, now time.Time, text string) {
 	left := deadline.Sub(now).Round(time.Second)
 	w := &state.Warning{SessionID: s.id, WarnedAt: now, Deadline: deadline,
-		TimeLeftSeconds: int64(left / time.Second), Message: ipc.WarningText(deadline, now)}
+		TimeLeftSeconds: int64(left / time.Second), Message: text}
 	if err := s.proj.WriteWarning(w); err != nil {
 		s.log.Warn("write warning file", zap.Error(err))
 	}
@@ -131,21 +160,43 @@ func (s *Session) killHooks() {
 
 // extend moves the deadline and the warning later; a warning already given
 // is given again at the new time.
-func (s *Session) extend(by time.Duration) (ipc.Session, error) {
+func (s *Session) extend(by time.Duration, byAgent bool) (ipc.Session, error) {
 	if by <= 0 {
 		return ipc.Session{}, ipc.BadRequest("extend by %s: want a positive duration", by)
+	}
+	if byAgent {
+		// The agent may move its own deadline only within what the spec
+		// grants it, all its extensions together.
+		var used time.Duration
+		if s.rec.Agent != nil {
+			used = time.Duration(s.rec.Agent.ExtendedSeconds) * time.Second
+		}
+		limit := s.spec.AgentMayExtend.Duration
+		if limit <= 0 {
+			return ipc.Session{}, ipc.Conflict("extension refused: the spec grants the agent no extension (agent_may_extend)")
+		}
+		if used+by > limit {
+			return ipc.Session{}, ipc.Conflict("extension refused: %s asked, %s of agent_may_extend %s left", by, max(limit-used, 0), limit)
+		}
+		if s.rec.Agent == nil {
+			s.rec.Agent = &ipc.Agent{Name: "generic", State: ipc.AgentUnknown}
+		}
+		s.rec.Agent.ExtendedSeconds += int64(by / time.Second)
 	}
 	now := s.deps.Clock.Now()
 	s.timeline = s.timeline.extend(by, now)
 	s.rec.Deadline, s.rec.WarnAt = s.timeline.deadline, s.timeline.warnAt
-	if s.rec.State == ipc.StateWarned && !s.timeline.warned {
+	deadlineWarning := s.rec.Warning == nil || s.rec.Warning.Reason == "" || s.rec.Warning.Reason == warnDeadline
+	if s.rec.State == ipc.StateWarned && !s.timeline.warned && deadlineWarning {
 		s.rec.State = ipc.StateRunning
 	}
 	_ = s.commit()
-	if s.rec.State == ipc.StateWarned {
+	if s.rec.State == ipc.StateWarned && deadlineWarning {
 		s.writeWarningFile(s.rec.Deadline, now)
-	} else if err := s.proj.RemoveWarning(); err != nil {
-		s.log.Warn("remove warning file", zap.Error(err))
+	} else if s.rec.State != ipc.StateWarned {
+		if err := s.proj.RemoveWarning(); err != nil {
+			s.log.Warn("remove warning file", zap.Error(err))
+		}
 	}
 	s.emit(ipc.EventExtended, fmt.Sprintf("deadline moved to %s", s.rec.Deadline.Format(time.RFC3339)),
 		map[string]any{"deadline": s.rec.Deadline, "warn_at": s.rec.WarnAt})

@@ -35,7 +35,11 @@ type ContextInput struct {
 	Notes []string
 	// GitLog is recent history, one commit per line ("abc1234 subject").
 	GitLog []string
-	Now    time.Time
+	// Agent and Continues are the session's agent and the conversation it
+	// continues ("" for a new one).
+	Agent     string
+	Continues string
+	Now       time.Time
 }
 
 // BuildContext renders context.md: what a session needs to resume work, in
@@ -54,6 +58,9 @@ func BuildContext(in ContextInput) []byte {
 			in.WarnAt.Format(time.RFC3339), DirName, WarningFile)
 	}
 
+	if in.Continues != "" {
+		fmt.Fprintf(&b, "This session continues %s conversation %s: what was said in it is still there.\n", inline(in.Agent), codeSpan(in.Continues))
+	}
 	for _, n := range in.Notes {
 		fmt.Fprintf(&b, "\n> Note: %s\n", inline(n))
 	}

@@ -19,6 +19,10 @@ func StoreText(field, s string) (string, error) {
 	return storeEscape(s), nil
 }
 
+// EscapeText is StoreText for text that may hold anything (an agent's
+// prompt, a notice): a NUL is escaped like every other control character.
+func EscapeText(s string) string { return storeEscape(s) }
+
 // storeEscape is StoreText without the NUL check: a NUL is escaped too. The
 // Bound methods use it, so that what sessiond writes is always escaped.
 // It is idempotent: its output has no control character left to escape.

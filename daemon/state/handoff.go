@@ -57,6 +57,8 @@ type Handoff struct {
 	DevServerWasRunning  bool      `json:"dev_server_was_running"`
 	Restarts             int       `json:"restarts"`
 	LogTail              []string  `json:"log_tail"`
+	// Agent is the session's coding agent, when sessiond knew it.
+	Agent *AgentFacts `json:"agent,omitempty"`
 }
 
 // Bound keeps a handoff readable: at most MaxHandoffSteps next steps,
@@ -73,6 +75,9 @@ func (h *Handoff) Bound() {
 	h.TaskAttempted = bound(h.TaskAttempted, maxHandoffText)
 	h.LastActionTaken = bound(h.LastActionTaken, maxHandoffText)
 	h.BlockedReason = bound(h.BlockedReason, maxHandoffText)
+	if h.Agent != nil {
+		h.Agent.bound()
+	}
 	h.RecommendedNextSteps = boundList(h.RecommendedNextSteps, MaxHandoffSteps, maxHandoffText)
 	h.Warnings = boundList(h.Warnings, MaxHandoffWarnings, maxHandoffText)
 	h.UncommittedFiles = h.boundFiles("uncommitted_files", h.UncommittedFiles)

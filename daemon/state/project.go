@@ -378,7 +378,7 @@ func (p *Project) Existing(rels []string) []string {
 	var out []string
 	_ = p.do(func(root int) error {
 		for _, rel := range rels {
-			fd, err := p.openInProject(root, filepath.FromSlash(rel), existsFlags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			fd, err := p.openInProject(root, filepath.FromSlash(rel), probeFlags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			if err == nil {
 				unix.Close(fd)
 				out = append(out, rel)

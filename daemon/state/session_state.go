@@ -21,6 +21,7 @@ const (
 	MaxPriorityLen    = 20
 	MaxCompletedTasks = 100
 	maxIDLen          = 200
+	maxPathLen        = 4096
 )
 
 // SessionState is a project's rolling state, session_state.json: what the
@@ -54,6 +55,9 @@ type SessionState struct {
 	RecentRuns    []Run `json:"recent_runs,omitempty"`
 	// LastRestore is the last checkpoint restored into the work tree.
 	LastRestore *Restore `json:"last_restore,omitempty"`
+	// Conversation is the last agent conversation of the project's
+	// sessions, for the next one to resume.
+	Conversation *Conversation `json:"conversation,omitempty"`
 }
 
 // Next-action sources (SessionState.NextFrom).
@@ -188,6 +192,13 @@ func (s *SessionState) Bound() {
 		}
 	}
 	s.ActiveBlockers = blockers
+	if c := s.Conversation; c != nil {
+		c.Agent, c.ID, c.SessionID = bound(c.Agent, maxIDLen), bound(c.ID, maxIDLen), bound(c.SessionID, maxIDLen)
+		c.TranscriptPath = bound(c.TranscriptPath, maxPathLen)
+		if c.ID == "" {
+			s.Conversation = nil
+		}
+	}
 	switch {
 	case math.IsNaN(s.ProgressPct) || math.IsInf(s.ProgressPct, 0):
 		s.ProgressPct = 0

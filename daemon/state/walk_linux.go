@@ -59,3 +59,7 @@ func openBeneath(dirfd int, rel string, flags int, mode uint32) (int, error) {
 	}
 	return -1, unix.EAGAIN
 }
+
+// probeFlags open a path only to learn that it exists: O_PATH opens
+// anything without reading it.
+const probeFlags = unix.O_PATH

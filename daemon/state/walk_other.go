@@ -12,3 +12,7 @@ const walkDirFlags = unix.O_RDONLY
 func openBeneath(dirfd int, rel string, flags int, mode uint32) (int, error) {
 	return walkBeneath(dirfd, rel, flags, mode)
 }
+
+// probeFlags open a path only to learn that it exists; without O_PATH,
+// read-only and without blocking on a FIFO.
+const probeFlags = unix.O_RDONLY | unix.O_NONBLOCK

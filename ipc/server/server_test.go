@@ -132,6 +132,14 @@ func (b *backend) RestoreProject(ctx context.Context, c ipc.Caller, p ipc.Projec
 	return &ipc.RestoreResponse{Saved: ipc.CheckpointResult{ID: "saved"}, Restored: ipc.Checkpoint{ID: req.Checkpoint}}, nil
 }
 
+func (b *backend) AgentHook(ctx context.Context, c ipc.Caller, id string, req ipc.AgentHookRequest) (*ipc.AgentHookResponse, error) {
+	return &ipc.AgentHookResponse{Event: "SessionStart"}, nil
+}
+
+func (b *backend) SessionBriefing(ctx context.Context, c ipc.Caller, id string) (*ipc.Briefing, error) {
+	return &ipc.Briefing{}, nil
+}
+
 func (b *backend) CheckpointStats(ctx context.Context, c ipc.Caller, p ipc.ProjectRef) (*ipc.CheckpointStats, error) {
 	return &ipc.CheckpointStats{Checkpoints: 1}, nil
 }

@@ -1,0 +1,371 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sessiond/sessiond/config"
+	"github.com/sessiond/sessiond/daemon/agent"
+	"github.com/sessiond/sessiond/daemon/state"
+	"github.com/sessiond/sessiond/ipc"
+)
+
+// agentRun is what the session knows of its agent while it runs: the
+// adapter, what Prepare decided, the transcript as read so far and the
+// warnings still to be told in the agent's own conversation. The record's
+// Agent and Tokens are its published part.
+type agentRun struct {
+	adapter agent.Adapter
+	plan    agent.Plan
+	// tr reads the current conversation's transcript; nil until its path
+	// is known.
+	tr *agent.Transcript
+	// base is the current transcript's usage before this session (a
+	// resumed conversation's history); prior is the usage of transcripts
+	// read before the current one (a conversation the agent replaced).
+	base, prior agent.Usage
+	baseKnown   bool
+	// since is the start, for Locate and the transcript's events.
+	since time.Time
+	// located: Locate was tried (it scans the agent's files: once).
+	located bool
+	// context is a warning not yet told in the conversation.
+	context string
+	// budgetWarned: the budget's warning was given.
+	budgetWarned bool
+	// turnsEnded are the ids of the latest turns counted, so that a turn's
+	// end told by a hook and by the transcript counts once.
+	turnsEnded []string
+}
+
+// maxAgentNotices bounds the notices the record keeps of its agent.
+const maxAgentNotices = 10
+
+// contextEvents are the hook events whose answer Claude Code adds to the
+// conversation (hookSpecificOutput.additionalContext).
+var contextEvents = map[string]bool{"SessionStart": true, "UserPromptSubmit": true, "PostToolUse": true}
+
+// prepareAgent recognises the session's agent and makes its command line:
+// hooks that report to sessiond, the conversation's id, the resume, the MCP
+// server. A command that is no agent sessiond knows runs as it is, with no
+// agent in the record.
+func (s *Session) prepareAgent() error {
+	s.command = s.spec.Command
+	a, err := agent.Detect(s.spec.Agent, s.spec.Command)
+	if err != nil {
+		return ipc.BadRequest("agent: %w", err)
+	}
+	named := s.spec.Agent != "" && s.spec.Agent != config.AgentAuto && s.spec.Agent != config.AgentNone
+	if a == agent.Generic && !named {
+		return nil
+	}
+	now := s.deps.Clock.Now()
+	run := &agentRun{adapter: a, since: now}
+	if s.deps.Sessionctl == "" {
+		run.plan = agent.Plan{Agent: a.Name(), Argv: s.spec.Command, InitialState: agent.StateUnknown,
+			Notices: []string{"sessionctl was not found beside sessiond or on PATH: the agent runs without sessiond's hooks"}}
+	} else {
+		l := agent.Launch{
+			Argv: s.spec.Command, SessionID: s.id, SessionDir: s.dir, ProjectDir: s.projectDir,
+			Sessionctl: s.deps.Sessionctl, Socket: s.deps.Socket, Resume: s.resume, MCP: true, TTY: s.spec.OnTerminal(),
+			Budget: agent.Budget{MaxTokens: s.spec.MaxTokens, MaxCostUSD: s.spec.MaxCostUSD}, Env: s.env(),
+		}
+		if s.owner != nil {
+			// A root daemon's state dir is closed to the user the agent
+			// runs as: its files go in the project's .sessiond, as the user.
+			l.Write = func(name string, data []byte) (string, error) { return s.proj.WriteAgentFile(s.id, name, data) }
+		}
+		ctx, cancel := context.WithTimeout(s.startCtx, gitTimeout)
+		run.plan, err = a.Prepare(ctx, l)
+		cancel()
+		if err != nil {
+			return ipc.BadRequest("prepare %s: %w", a.Name(), err)
+		}
+	}
+	p := run.plan
+	s.command = p.Argv
+	s.agent = run
+	s.rec.Agent = &ipc.Agent{
+		Name: p.Agent, Integrated: p.Integrated, Interactive: p.Interactive,
+		ConversationID: p.ConversationID, TranscriptPath: p.TranscriptPath,
+		State: string(p.InitialState), StateSince: &now, WaitingReason: p.InitialWaiting,
+	}
+	if p.Resumed {
+		s.rec.Agent.ResumedFrom = p.ConversationID
+	}
+	for _, n := range p.Notices {
+		s.agentNotice(n)
+		s.startInfo.Notices = append(s.startInfo.Notices, n)
+	}
+	if p.InitialState == agent.StateWaiting {
+		s.timeline.waitingSince = now
+	}
+	if p.TranscriptPath != "" {
+		s.openTranscript(p.TranscriptPath)
+	}
+	return nil
+}
+
+// agentNotice keeps a notice about the agent in the record (bounded).
+func (s *Session) agentNotice(n string) {
+	if s.rec.Agent != nil {
+		s.rec.Agent.Notices = appendBounded(s.rec.Agent.Notices, state.EscapeText(n), maxAgentNotices)
+	}
+}
+
+// openTranscript starts reading the transcript at path. What was counted
+// of a transcript read before goes to prior, so that a budget never goes
+// back; a resumed conversation's history is the base, not this session's.
+func (s *Session) openTranscript(path string) {
+	a := s.agent
+	if a.tr != nil {
+		if a.tr.Path() == path {
+			return
+		}
+		a.prior = a.prior.Add(a.tr.Usage().Since(a.base))
+	}
+	a.tr = a.adapter.Transcript(path, agent.TranscriptOptions{Interactive: a.plan.Interactive, EventsSince: a.since})
+	a.base, a.baseKnown = agent.Usage{}, false
+	if a.tr == nil {
+		return
+	}
+	if s.rec.Agent != nil && s.rec.Agent.ResumedFrom != "" {
+		// The conversation's history was spent by earlier sessions.
+		s.readTranscript()
+		a.base, a.baseKnown = a.tr.Usage(), true
+		return
+	}
+	a.baseKnown = true
+}
+
+// readTranscript reads what the transcript gained, applies its events and
+// updates the record's tokens. It reports whether a budget is spent.
+func (s *Session) readTranscript() (spent bool) {
+	a := s.agent
+	if a == nil || a.tr == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	up, err := a.tr.Read(ctx)
+	cancel()
+	for _, n := range up.Notices {
+		s.agentNotice(n)
+	}
+	if err != nil && !errors.Is(err, agent.ErrNoTranscript) {
+		s.log.Warn("read the agent's transcript", zap.Error(err))
+	}
+	for _, ev := range up.Events {
+		s.applyAgentEvent(ev)
+	}
+	if !a.baseKnown {
+		return false
+	}
+	u := a.prior.Add(up.Usage.Since(a.base))
+	s.rec.Tokens = &ipc.Tokens{Input: u.InputTokens, Output: u.OutputTokens, CacheRead: u.CacheReadTokens,
+		CacheWrite: u.CacheWriteTokens, CostUSD: math.Round(u.CostUSD*1e6) / 1e6, CostKnown: u.CostKnown}
+	return s.checkBudget()
+}
+
+// agentEvent applies one payload of the agent's hooks. It answers what the
+// hook should tell the agent (a warning not yet given), and whether the
+// session must stop: its budget is spent.
+func (s *Session) agentEvent(payload []byte) (ipc.AgentHookResponse, bool, error) {
+	a := s.agent
+	if a == nil {
+		return ipc.AgentHookResponse{}, false, ipc.Conflict("session %s runs no agent sessiond knows (agent %q): its hooks have nothing to report to", s.id, s.spec.Agent)
+	}
+	ev, err := a.adapter.ParseHook(payload, a.plan.Interactive)
+	if err != nil {
+		s.agentNotice("a hook payload was refused: " + err.Error())
+		_ = s.commit()
+		return ipc.AgentHookResponse{}, false, ipc.BadRequest("%s hook payload: %w", a.adapter.Name(), err)
+	}
+	s.applyAgentEvent(ev)
+	if s.rec.Agent.ConversationID == "" && !a.located {
+		// An agent that names no conversation in its events (Codex's
+		// notify before its first turn) is looked for once on disk.
+		a.located = true
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		conv, err := a.adapter.Locate(ctx, agent.Query{ProjectDir: s.projectDir, Since: a.since, Env: s.env()})
+		cancel()
+		if err == nil {
+			s.rec.Agent.ConversationID = conv.ID
+			if conv.TranscriptPath != "" {
+				s.rec.Agent.TranscriptPath = conv.TranscriptPath
+				s.openTranscript(conv.TranscriptPath)
+			}
+		}
+	}
+	spent := s.readTranscript()
+	_ = s.commit()
+	resp := ipc.AgentHookResponse{Event: ev.Hook, State: s.rec.Agent.State}
+	if a.context != "" && contextEvents[ev.Hook] {
+		resp.Context, a.context = a.context, ""
+	}
+	return resp, spent, nil
+}
+
+// applyAgentEvent moves the record's agent fields with one event.
+func (s *Session) applyAgentEvent(ev agent.Event) {
+	a, rec := s.agent, s.rec.Agent
+	now := s.deps.Clock.Now()
+	for _, n := range ev.Notices {
+		s.agentNotice(n)
+	}
+	if id := ev.ConversationID; id != "" && id != rec.ConversationID {
+		// The agent's word on its conversation wins over what sessiond
+		// chose or found (a --resume by name, a /clear).
+		rec.ConversationID = id
+		if ev.TranscriptPath == "" {
+			rec.TranscriptPath = ""
+		}
+	}
+	if p := ev.TranscriptPath; p != "" && p != rec.TranscriptPath {
+		rec.TranscriptPath = p
+	}
+	if rec.TranscriptPath != "" && (a.tr == nil || a.tr.Path() != rec.TranscriptPath) {
+		s.openTranscript(rec.TranscriptPath)
+	}
+	if ev.TurnStarted && ev.Prompt != "" {
+		rec.LastPrompt = state.EscapeText(ev.Prompt)
+	}
+	if ev.TurnEnded && (ev.TurnID == "" || !slices.Contains(a.turnsEnded, ev.TurnID)) {
+		if ev.TurnID != "" {
+			a.turnsEnded = appendBounded(a.turnsEnded, ev.TurnID, 64)
+		}
+		rec.Turns++
+		if slices.Contains(s.spec.CheckpointOn, config.CheckpointOnTurn) {
+			s.turnCheckpoint(rec.LastPrompt)
+		}
+	}
+	if ev.State != "" && ipc.Live(s.rec.State) && s.rec.State != ipc.StateStopping {
+		// A stopping agent's last events (its SessionEnd) are no news of
+		// what it was doing: the handoff tells what it was at the stop.
+		s.setAgentState(string(ev.State), state.EscapeText(ev.WaitingReason), now)
+	}
+}
+
+// setAgentState records the agent's state; a change is an event, and
+// waiting arms the waiting timeout.
+func (s *Session) setAgentState(st, reason string, now time.Time) {
+	rec := s.rec.Agent
+	if st != ipc.AgentWaiting {
+		reason = ""
+	}
+	if rec.State == st {
+		rec.WaitingReason = reason
+		return
+	}
+	rec.State, rec.WaitingReason, rec.StateSince = st, reason, &now
+	if st == ipc.AgentWaiting {
+		s.timeline.waitingSince, s.timeline.waitWarned = now, false
+	} else {
+		s.timeline.waitingSince, s.timeline.waitWarned = time.Time{}, false
+		if s.rec.State == ipc.StateWarned && s.rec.Warning != nil && s.rec.Warning.Reason == warnWaiting {
+			// Someone answered: the waiting warning no longer holds.
+			s.rec.State = ipc.StateRunning
+			if err := s.proj.RemoveWarning(); err != nil {
+				s.log.Warn("remove warning file", zap.Error(err))
+			}
+		}
+	}
+	typ := map[string]string{ipc.AgentWorking: ipc.EventAgentWorking, ipc.AgentWaiting: ipc.EventAgentWaiting, ipc.AgentIdle: ipc.EventAgentIdle}[st]
+	if typ == "" {
+		return
+	}
+	msg := "agent " + st
+	if reason != "" {
+		msg += ": " + reason
+	}
+	s.emit(typ, msg, map[string]any{"agent": rec.Name, "state": st, "waiting_reason": reason, "conversation_id": rec.ConversationID})
+}
+
+// checkBudget gives the budget's warning once the spec's share of a cap is
+// spent, and reports whether a cap is reached.
+func (s *Session) checkBudget() bool {
+	t := s.rec.Tokens
+	if t == nil || (s.spec.MaxTokens <= 0 && s.spec.MaxCostUSD <= 0) {
+		return false
+	}
+	var used float64
+	var what string
+	if s.spec.MaxTokens > 0 {
+		used, what = float64(t.Total())/float64(s.spec.MaxTokens), fmt.Sprintf("%d of %d tokens", t.Total(), s.spec.MaxTokens)
+	}
+	if s.spec.MaxCostUSD > 0 && t.CostKnown {
+		if c := t.CostUSD / s.spec.MaxCostUSD; c > used {
+			used, what = c, fmt.Sprintf("$%.2f of $%.2f", t.CostUSD, s.spec.MaxCostUSD)
+		}
+	}
+	if used >= 1 {
+		return true
+	}
+	warnAt := s.spec.BudgetWarn
+	if warnAt <= 0 {
+		warnAt = 0.8
+	}
+	if used >= warnAt && !s.agent.budgetWarned {
+		s.agent.budgetWarned = true
+		text := fmt.Sprintf("sessiond: %d%% of this session's budget is spent (%s); it is stopped when all is. Finish the current step, commit or checkpoint, and report what you did and what comes next.", int(used*100), what)
+		s.give(warning{reason: warnBudget, deadline: s.rec.Deadline, text: text})
+		s.emit(ipc.EventBudget, text, map[string]any{"used": used, "tokens": t.Total(), "cost_usd": t.CostUSD})
+	}
+	return false
+}
+
+// turnCheckpoint takes the checkpoint of an agent's turn, named after it;
+// one that comes while another checkpoint runs is taken after it.
+func (s *Session) turnCheckpoint(label string) {
+	if s.ckpt.busy {
+		s.ckpt.turn, s.ckpt.turnPending = label, true
+		return
+	}
+	s.beginCheckpoint("turn", label)
+}
+
+// agentFacts is what the handoff says of the agent.
+func agentFacts(rec ipc.Session) *state.AgentFacts {
+	a := rec.Agent
+	if a == nil {
+		return nil
+	}
+	f := &state.AgentFacts{Name: a.Name, ConversationID: a.ConversationID, TranscriptPath: a.TranscriptPath,
+		ResumedFrom: a.ResumedFrom, State: a.State, WaitingReason: a.WaitingReason, Turns: a.Turns}
+	if t := rec.Tokens; t != nil {
+		f.Tokens = &state.Tokens{Input: t.Input, Output: t.Output, CacheRead: t.CacheRead, CacheWrite: t.CacheWrite,
+			CostUSD: t.CostUSD, CostKnown: t.CostKnown}
+	}
+	return f
+}
+
+// removeAgentFiles removes the files a root daemon handed the agent in the
+// project's .sessiond.
+func (s *Session) removeAgentFiles() {
+	if s.agent == nil || s.owner == nil || s.proj == nil {
+		return
+	}
+	for _, name := range []string{agent.ClaudeSettingsFile, agent.ClaudeMCPFile} {
+		if err := s.proj.RemoveAgentFile(s.id, name); err != nil {
+			s.log.Warn("remove the agent's file", zap.String("file", name), zap.Error(err))
+		}
+	}
+}
+
+// warnWaiting gives the warning of an agent that has waited for input
+// nearly as long as waiting_timeout allows.
+func (s *Session) warnWaiting() {
+	end := s.timeline.waitEnd()
+	what := "input"
+	if s.rec.Agent != nil && s.rec.Agent.WaitingReason != "" {
+		what = s.rec.Agent.WaitingReason
+	}
+	text := fmt.Sprintf("sessiond: the agent has waited %s for %s; the session is stopped at %s (waiting_timeout %s) unless it gets an answer.",
+		s.deps.Clock.Now().Sub(s.timeline.waitingSince).Round(time.Second), what, end.Format(time.RFC3339), s.spec.WaitingTimeout)
+	s.give(warning{reason: warnWaiting, deadline: end, text: text})
+}
