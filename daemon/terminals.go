@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -51,6 +52,12 @@ func (o *outputWatcher) WatchTerminalLog(path string, onWrite func(time.Time)) (
 	dir := filepath.Dir(path)
 	if err := o.w.Add(dir); err != nil {
 		o.log.Warn("cannot watch a terminal log; idle detection sees file activity only", zap.String("path", path), zap.Error(err))
+	}
+	// The command runs before its log is watched, and may have written
+	// already (a prompt, then a wait for input): that counts too.
+	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+		onWrite(fi.ModTime())
+		l.wake()
 	}
 	return func() {
 		o.mu.Lock()
