@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sessiond/sessiond/daemon/agent/agenttest"
 )
 
 // docRecipes returns the `sessionctl start` lines of docs/agents.md's sh
@@ -45,17 +47,18 @@ func docRecipes(t *testing.T) []string {
 }
 
 // TestAgentRecipesReadTheirOwnContext runs each start recipe of
-// docs/agents.md as a user would paste it, with stand-ins for the agents
-// that record their prompt: the prompt must hold the context of the
-// session the agent runs in, read when it runs — not the previous
-// session's, expanded by the user's shell before the start.
+// docs/agents.md as a user would paste it, with stand-ins for the agents:
+// the agent must get the context of the session it runs in, read when it
+// runs — not the previous session's, expanded by the user's shell before
+// the start. Claude Code (the stand-in of daemon/agent) gets it at its
+// SessionStart hook; Codex, here a script that records its prompt, in
+// its prompt.
 func TestAgentRecipesReadTheirOwnContext(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t)
 	stand := t.TempDir()
-	for _, name := range []string{"claude", "codex"} {
-		script(t, stand, name, `printf '%s\n' "$@" > "$SESSIOND_PROJECT_DIR/prompt.txt"`+"\n")
-	}
+	script(t, stand, "codex", `printf '%s\n' "$@" > "$SESSIOND_PROJECT_DIR/prompt.txt"`+"\n")
+	agents := agenttest.Build(t)
 	home := t.TempDir()
 	for i, recipe := range docRecipes(t) {
 		dir := filepath.Join(home, "src", "app")
@@ -67,27 +70,37 @@ func TestAgentRecipesReadTheirOwnContext(t *testing.T) {
 		prev := d.start("--checkpoint", "", dir, "--", "true")
 		d.waitEnded(prev, 10*time.Second)
 		_ = os.Remove(filepath.Join(dir, "prompt.txt"))
+		log := filepath.Join(t.TempDir(), "agent.log")
 
 		// The agent runs in the daemon's environment: the stand-ins come first
 		// on its PATH there.
-		path := stand + ":" + binDir + ":/usr/bin:/bin"
-		cmd := exec.Command("sh", "-c", strings.Replace(recipe, "sessionctl start ", "sessionctl --socket "+d.sock+" start -q --checkpoint '' --env PATH="+path+" ", 1))
+		path := stand + ":" + agents + ":" + binDir + ":/usr/bin:/bin"
+		flags := "--checkpoint '' --env PATH=" + path + " --env HOME=" + home + " --env FAKEAGENT_LOG=" + log + " "
+		cmd := exec.Command("sh", "-c", strings.Replace(recipe, "sessionctl start ", "sessionctl --socket "+d.sock+" start -q "+flags, 1))
 		cmd.Env = append(cleanEnv(), "HOME="+home, "PATH="+path)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("recipe %d: %s\n%v\n%s", i, recipe, err, out)
 		}
 		id := strings.TrimSpace(string(out))
-		d.waitEnded(id, 10*time.Second)
-		prompt, err := os.ReadFile(filepath.Join(dir, "prompt.txt"))
-		if err != nil {
-			t.Fatalf("recipe %d did not run its agent: %v\n%s", i, err, recipe)
+		d.waitEnded(id, 20*time.Second)
+		var told string
+		if strings.Contains(recipe, "-- claude ") {
+			for _, e := range agenttest.Find(agenttest.ReadLog(t, log), "context") {
+				told += e.Text
+			}
+		} else {
+			prompt, err := os.ReadFile(filepath.Join(dir, "prompt.txt"))
+			if err != nil {
+				t.Fatalf("recipe %d did not run its agent: %v\n%s", i, err, recipe)
+			}
+			told = string(prompt)
 		}
-		if !strings.Contains(string(prompt), "Session `"+id+"`") {
-			t.Errorf("recipe %d: the agent's prompt is not its own session's context (%s):\n%s", i, id, prompt)
+		if !strings.Contains(told, "Session `"+id+"`") {
+			t.Errorf("recipe %d: the agent was not given its own session's context (%s):\n%s", i, id, told)
 		}
-		if regexp.MustCompile("Session `"+prev+"`").Match(prompt) && !strings.Contains(string(prompt), "Previous session") {
-			t.Errorf("recipe %d: the prompt holds the previous session's context", i)
+		if regexp.MustCompile("Session `"+prev+"`").MatchString(told) && !strings.Contains(told, "Previous session") {
+			t.Errorf("recipe %d: the agent was given the previous session's context", i)
 		}
 	}
 }

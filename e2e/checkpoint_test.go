@@ -600,3 +600,72 @@ func TestCheckpointBadInput(t *testing.T) {
 		}
 	})
 }
+
+// TestCheckpointIDsSurvivePrune: the ids a handoff, the session state and
+// the progress log cite still resolve after a prune rewrote and folded
+// the history: the list shows the old id beside the new one, a lookup by
+// the old id finds its checkpoint, and a restore by it works.
+func TestCheckpointIDsSurvivePrune(t *testing.T) {
+	d := startDaemon(t)
+	r := newCkptRepo(t)
+	r.write("a.txt", "one\n")
+	r.commitAll("first")
+	id := d.start("--checkpoint", "", r.dir, "--", "sleep", "300")
+	var ids []string
+	for i, text := range []string{"two\n", "three\n", "four\n"} {
+		r.write("a.txt", text)
+		r.write(fmt.Sprintf("n%d.txt", i), text)
+		ids = append(ids, takeCheckpoint(t, d, r, id))
+	}
+	d.mustCtl("stop", id)
+	d.waitEnded(id, 15*time.Second)
+	var h struct {
+		Checkpoint string `json:"checkpoint"`
+	}
+	if err := json.Unmarshal(readProjectFile(t, r.dir, "handoff.json"), &h); err != nil {
+		t.Fatal(err)
+	}
+	progress := string(readProjectFile(t, r.dir, "progress.md"))
+	cited := h.Checkpoint
+	if cited == "" || !slices.Contains(ids, cited) {
+		t.Fatalf("handoff cites checkpoint %q, want one of %v", cited, ids)
+	}
+
+	// Keep one: the newest is rewritten (its parents fold away), the two
+	// before it are folded into it.
+	out := d.mustCtl("checkpoints", "--prune", "1", r.dir)
+	list := listCheckpoints(t, d, r.dir)
+	if len(list) != 1 {
+		t.Fatalf("after --prune 1: %d checkpoints\n%s", len(list), out)
+	}
+	kept := jsonString(list[0]["id"])
+	if kept != cited && !strings.Contains(out, "was "+cited[:12]) {
+		t.Errorf("the list does not show the cited id %.12s beside the new %.12s:\n%s", cited, kept, out)
+	}
+	for _, old := range append([]string{cited}, ids...) {
+		found := d.mustCtl("--json", "checkpoints", r.dir, old)
+		var f []struct {
+			ID        string `json:"id"`
+			Match     string `json:"match"`
+			MatchedID string `json:"matched_id"`
+		}
+		if err := json.Unmarshal([]byte(found), &f); err != nil || len(f) != 1 || f[0].ID != kept || f[0].MatchedID != old {
+			t.Errorf("lookup of %.12s after the prune: %s (%v), want checkpoint %.12s", old, found, err, kept)
+		}
+	}
+	if strings.Contains(progress, "checkpoint") {
+		for _, old := range ids {
+			if strings.Contains(progress, old[:12]) {
+				if r := d.ctl("checkpoints", r.dir, old[:12]); r.code != 0 {
+					t.Errorf("the progress log cites %.12s, which no longer resolves: %s", old, r)
+				}
+			}
+		}
+	}
+	// A restore by the id the handoff cites.
+	r.write("a.txt", "changed after\n")
+	d.mustCtl("restore", r.dir, cited)
+	if got := r.read("a.txt"); got != "four\n" {
+		t.Errorf("restore by the cited id: a.txt = %q, want the checkpoint's", got)
+	}
+}

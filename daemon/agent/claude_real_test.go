@@ -7,67 +7,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sessiond/sessiond/daemon/agent/agenttest"
 )
-
-// realClaudeVersion is the Claude Code release the adapter was written
-// against and this test installs.
-const realClaudeVersion = "2.1.328"
-
-// realClaude returns the path of the real Claude Code CLI: SESSIOND_TEST_CLAUDE
-// if set, else the npm package installed once into the user's cache
-// directory (about 6 s and 380 MB the first time; `npm install --prefix
-// DIR @anthropic-ai/claude-code@2.1.328`).
-func realClaude(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("SESSIOND_TEST_CLAUDE"); p != "" {
-		return p
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		t.Fatalf("no cache directory for the Claude Code package: %v", err)
-	}
-	dir := filepath.Join(cache, "sessiond-test", "claude-code-"+realClaudeVersion)
-	bin := filepath.Join(dir, "node_modules", ".bin", "claude")
-	if _, err := os.Stat(bin); err == nil {
-		return bin
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		t.Skip("npm is not installed: this test installs the real Claude Code from npm (apt-get install npm)")
-	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// Install beside the cache entry and rename it into place, so that a
-	// cut-short install never passes for a complete one.
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".install-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(tmp)
-	t.Logf("installing @anthropic-ai/claude-code@%s into %s", realClaudeVersion, dir)
-	started := time.Now()
-	cmd := exec.Command(npm, "install", "--prefix", tmp, "--no-audit", "--no-fund", "--loglevel=error", "@anthropic-ai/claude-code@"+realClaudeVersion)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm install @anthropic-ai/claude-code@%s: %v\n%s", realClaudeVersion, err, out)
-	}
-	out, err := exec.Command(filepath.Join(tmp, "node_modules", ".bin", "claude"), "--version").Output()
-	if err != nil || !strings.HasPrefix(string(out), realClaudeVersion) {
-		t.Fatalf("the installed claude --version says %q (%v), want %s", out, err, realClaudeVersion)
-	}
-	if err := os.Rename(tmp, dir); err != nil && !isRegular(bin) {
-		t.Fatalf("put the package in place: %v", err)
-	}
-	t.Logf("installed in %s", time.Since(started).Round(100*time.Millisecond))
-	return bin
-}
 
 // fakeAnthropic stands in for the Anthropic Messages API on loopback, the
 // one thing this machine cannot provide: the first request of the test's
@@ -166,7 +113,7 @@ func toolResultText(body []byte) string {
 // and its answer the model, and the transcript's usage is what the API
 // reported.
 func TestRealClaudeCode(t *testing.T) {
-	claude := realClaude(t)
+	claude := agenttest.RealClaude(t)
 	api := &fakeAnthropic{}
 	srv := httptest.NewServer(api)
 	defer srv.Close()

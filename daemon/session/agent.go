@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -187,12 +190,12 @@ func (s *Session) agentEvent(payload []byte) (ipc.AgentHookResponse, bool, error
 		return ipc.AgentHookResponse{}, false, ipc.BadRequest("%s hook payload: %w", a.adapter.Name(), err)
 	}
 	s.applyAgentEvent(ev)
-	if s.rec.Agent.ConversationID == "" && !a.located {
-		// An agent that names no conversation in its events (Codex's
-		// notify before its first turn) is looked for once on disk.
+	if (s.rec.Agent.ConversationID == "" || s.rec.Agent.TranscriptPath == "") && !a.located {
+		// An agent whose events name no conversation or no transcript
+		// (Codex's notify) has them looked for on disk, once.
 		a.located = true
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		conv, err := a.adapter.Locate(ctx, agent.Query{ProjectDir: s.projectDir, Since: a.since, Env: s.env()})
+		conv, err := a.adapter.Locate(ctx, agent.Query{ConversationID: s.rec.Agent.ConversationID, ProjectDir: s.projectDir, Since: a.since, Env: s.env()})
 		cancel()
 		if err == nil {
 			s.rec.Agent.ConversationID = conv.ID
@@ -205,10 +208,44 @@ func (s *Session) agentEvent(payload []byte) (ipc.AgentHookResponse, bool, error
 	spent := s.readTranscript()
 	_ = s.commit()
 	resp := ipc.AgentHookResponse{Event: ev.Hook, State: s.rec.Agent.State}
-	if a.context != "" && contextEvents[ev.Hook] {
-		resp.Context, a.context = a.context, ""
+	var told []string
+	if ev.SessionStarted && ev.Source != "compact" {
+		// The agent starts with what the session knows: context.md, in its
+		// own conversation, whatever its prompt says.
+		if c := s.contextForAgent(); c != "" {
+			told = append(told, c)
+		}
 	}
+	if a.context != "" && contextEvents[ev.Hook] {
+		told, a.context = append(told, a.context), ""
+	}
+	resp.Context = strings.Join(told, "\n\n")
 	return resp, spent, nil
+}
+
+// maxAgentContext bounds the context.md an agent is given at its start
+// (Claude Code keeps about 10,000 characters of a hook's added context).
+const maxAgentContext = 9000
+
+// contextForAgent is the session's context.md for its agent's start,
+// bounded; "" when there is none.
+func (s *Session) contextForAgent() string {
+	if s.proj == nil {
+		return ""
+	}
+	b, err := s.proj.ReadFile(filepath.Join(state.DirName, state.ContextFile), 1<<20)
+	if err != nil {
+		return ""
+	}
+	text := string(b)
+	if len(text) > maxAgentContext {
+		cut := maxAgentContext
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		text = text[:cut] + "\n\n[... cut: the rest is in " + filepath.Join(state.DirName, state.ContextFile) + "]"
+	}
+	return text
 }
 
 // applyAgentEvent moves the record's agent fields with one event.
@@ -259,7 +296,12 @@ func (s *Session) setAgentState(st, reason string, now time.Time) {
 		reason = ""
 	}
 	if rec.State == st {
-		rec.WaitingReason = reason
+		// A wait told twice (Claude Code's PermissionRequest, then its
+		// Notification) keeps its first, most precise, words; a wait for
+		// something else takes the new ones.
+		if kind(reason) != kind(rec.WaitingReason) || rec.WaitingReason == "" {
+			rec.WaitingReason = reason
+		}
 		return
 	}
 	rec.State, rec.WaitingReason, rec.StateSince = st, reason, &now
@@ -368,4 +410,10 @@ func (s *Session) warnWaiting() {
 	text := fmt.Sprintf("sessiond: the agent has waited %s for %s; the session is stopped at %s (waiting_timeout %s) unless it gets an answer.",
 		s.deps.Clock.Now().Sub(s.timeline.waitingSince).Round(time.Second), what, end.Format(time.RFC3339), s.spec.WaitingTimeout)
 	s.give(warning{reason: warnWaiting, deadline: end, text: text})
+}
+
+// kind is the first word of a waiting reason: permission, question, prompt.
+func kind(reason string) string {
+	k, _, _ := strings.Cut(reason, ":")
+	return k
 }

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // The stand-ins' packages.
@@ -173,4 +174,62 @@ func (e Entry) String() string {
 		}
 	}
 	return strings.Join(parts, " ")
+}
+
+// RealClaudeVersion is the Claude Code release the adapter was written
+// against and RealClaude installs.
+const RealClaudeVersion = "2.1.328"
+
+// RealClaude returns the path of the real Claude Code CLI: SESSIOND_TEST_CLAUDE
+// if set, else the npm package installed once into the user's cache
+// directory (about 6 s and 380 MB the first time; `npm install --prefix
+// DIR @anthropic-ai/claude-code@2.1.328`).
+func RealClaude(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("SESSIOND_TEST_CLAUDE"); p != "" {
+		return p
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatalf("no cache directory for the Claude Code package: %v", err)
+	}
+	dir := filepath.Join(cache, "sessiond-test", "claude-code-"+RealClaudeVersion)
+	bin := filepath.Join(dir, "node_modules", ".bin", "claude")
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		t.Fatal("npm is not installed: the real Claude Code is installed from npm (apt-get install npm)")
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Install beside the cache entry and rename it into place, so that a
+	// cut-short install never passes for a complete one.
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".install-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	t.Logf("installing @anthropic-ai/claude-code@%s into %s", RealClaudeVersion, dir)
+	started := time.Now()
+	cmd := exec.Command(npm, "install", "--prefix", tmp, "--no-audit", "--no-fund", "--loglevel=error", "@anthropic-ai/claude-code@"+RealClaudeVersion)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("npm install @anthropic-ai/claude-code@%s: %v\n%s", RealClaudeVersion, err, out)
+	}
+	out, err := exec.Command(filepath.Join(tmp, "node_modules", ".bin", "claude"), "--version").Output()
+	if err != nil || !strings.HasPrefix(string(out), RealClaudeVersion) {
+		t.Fatalf("the installed claude --version says %q (%v), want %s", out, err, RealClaudeVersion)
+	}
+	if err := os.Rename(tmp, dir); err != nil && !regularFile(bin) {
+		t.Fatalf("put the package in place: %v", err)
+	}
+	t.Logf("installed in %s", time.Since(started).Round(100*time.Millisecond))
+	return bin
+}
+
+func regularFile(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
 }

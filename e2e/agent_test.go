@@ -1,0 +1,609 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sessiond/sessiond/daemon/agent/agenttest"
+)
+
+// agentRecord is the agent part of a session record.
+type agentRecord struct {
+	Agent *struct {
+		Name           string     `json:"name"`
+		Integrated     bool       `json:"integrated"`
+		ConversationID string     `json:"conversation_id"`
+		TranscriptPath string     `json:"transcript_path"`
+		ResumedFrom    string     `json:"resumed_from"`
+		State          string     `json:"state"`
+		StateSince     *time.Time `json:"state_since"`
+		WaitingReason  string     `json:"waiting_reason"`
+		Turns          int        `json:"turns"`
+		LastPrompt     string     `json:"last_prompt"`
+		Notices        []string   `json:"notices"`
+	} `json:"agent"`
+	Tokens *struct {
+		Input      int64   `json:"input"`
+		Output     int64   `json:"output"`
+		CacheRead  int64   `json:"cache_read"`
+		CacheWrite int64   `json:"cache_write"`
+		CostUSD    float64 `json:"cost_usd"`
+	} `json:"tokens"`
+	Warning *struct {
+		Reason string `json:"reason"`
+	} `json:"warning"`
+	State     string `json:"state"`
+	EndReason string `json:"end_reason"`
+	RestartOf string `json:"restart_of"`
+}
+
+func (d *daemon) agentRecord(id string) agentRecord {
+	d.t.Helper()
+	var rec agentRecord
+	out := d.mustCtl("inspect", id)
+	if err := json.Unmarshal([]byte(out), &rec); err != nil {
+		d.t.Fatalf("inspect %s: %v\n%s", id, err, out)
+	}
+	return rec
+}
+
+// agentSetup is what a test of a stand-in agent needs: the stand-ins on
+// PATH, a HOME of its own (their transcripts live under it), the cue
+// directory and the stand-in's log; flags gives them to a session.
+type agentSetup struct {
+	home, cues, log string
+	flags           []string
+}
+
+func newAgentSetup(t *testing.T, script string, more ...string) agentSetup {
+	t.Helper()
+	bin := agenttest.Build(t)
+	a := agentSetup{home: t.TempDir(), cues: t.TempDir()}
+	a.log = filepath.Join(t.TempDir(), "agent.log")
+	a.flags = []string{
+		"--env", "PATH=" + agenttest.Path(bin), "--env", "HOME=" + a.home,
+		"--env", "FAKEAGENT_DIR=" + a.cues, "--env", "FAKEAGENT_LOG=" + a.log,
+		"--env", "FAKEAGENT_SCRIPT=" + script,
+	}
+	for _, m := range more {
+		a.flags = append(a.flags, "--env", m)
+	}
+	return a
+}
+
+func (a agentSetup) cue(t *testing.T, name string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(a.cues, name), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitAgent waits until the session's agent is in state st.
+func (d *daemon) waitAgent(id, st string) agentRecord {
+	d.t.Helper()
+	var rec agentRecord
+	waitFor(d.t, 20*time.Second, "agent of "+id+" to be "+st, func() (bool, string) {
+		rec = d.agentRecord(id)
+		if rec.Agent == nil {
+			return false, "no agent in the record"
+		}
+		return rec.Agent.State == st, "agent state " + rec.Agent.State + ", session " + rec.State
+	})
+	return rec
+}
+
+// eventTypes are the types of the daemon's recent events of session id.
+func (d *daemon) eventTypes(id string) []string {
+	d.t.Helper()
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(d.mustCtl("--json", "events")), "\n") {
+		var ev struct {
+			Type      string `json:"type"`
+			SessionID string `json:"session_id"`
+		}
+		if json.Unmarshal([]byte(line), &ev) == nil && ev.SessionID == id {
+			out = append(out, ev.Type)
+		}
+	}
+	return out
+}
+
+// TestAgentStates runs the Claude Code stand-in headless through a turn
+// with a permission prompt: the record follows it from working to waiting
+// (for what) to working to idle, each change an event; the conversation
+// sessiond chose, the transcript and its usage land in the record, the
+// handoff, the session state and the progress log.
+func TestAgentStates(t *testing.T) {
+	d := startDaemon(t)
+	dir := project(t)
+	a := newAgentSetup(t, "prompt,tool,ask,stop,wait=done,exit")
+	id := d.start(append(a.flags, dir, "--", "claude", "-p", "fix the login bug")...)
+
+	rec := d.waitAgent(id, "waiting")
+	if rec.Agent.Name != "claude-code" || !rec.Agent.Integrated {
+		t.Errorf("agent = %+v, want claude-code, integrated", rec.Agent)
+	}
+	if rec.Agent.WaitingReason != "permission: Bash" {
+		t.Errorf("waiting_reason = %q, want %q", rec.Agent.WaitingReason, "permission: Bash")
+	}
+	if rec.Agent.LastPrompt != "fix the login bug" {
+		t.Errorf("last_prompt = %q", rec.Agent.LastPrompt)
+	}
+	ps := d.mustCtl("ps")
+	if !strings.Contains(ps, "running·waiting") {
+		t.Errorf("ps does not show the agent waiting:\n%s", ps)
+	}
+	a.cue(t, "grant")
+	rec = d.waitAgent(id, "idle")
+	if rec.Agent.Turns != 1 {
+		t.Errorf("turns = %d after one turn", rec.Agent.Turns)
+	}
+	a.cue(t, "done")
+	end := d.waitEnded(id, 20*time.Second)
+	if end.EndReason != "complete" {
+		t.Fatalf("end reason %q, want complete", end.EndReason)
+	}
+	rec = d.agentRecord(id)
+	types := d.eventTypes(id)
+	for _, want := range []string{"agent_working", "agent_waiting", "agent_idle"} {
+		if !slices.Contains(types, want) {
+			t.Errorf("events of the session %v: no %s", types, want)
+		}
+	}
+	if n := strings.Count(strings.Join(types, " "), "agent_waiting"); n != 1 {
+		t.Errorf("%d agent_waiting events for one wait, want 1", n)
+	}
+
+	// The conversation sessiond chose is the one the agent ran.
+	log := agenttest.ReadLog(t, a.log)
+	starts := agenttest.Find(log, "start")
+	if len(starts) != 1 || starts[0].ConversationID != rec.Agent.ConversationID || rec.Agent.ConversationID == "" {
+		t.Fatalf("agent started with conversation %v, record says %q", starts, rec.Agent.ConversationID)
+	}
+	if starts[0].Transcript != rec.Agent.TranscriptPath {
+		t.Errorf("transcript: agent %q, record %q", starts[0].Transcript, rec.Agent.TranscriptPath)
+	}
+	// Three model requests of 25 in, 15 out, 50 cache read, 100 cache write.
+	if rec.Tokens == nil || rec.Tokens.Input != 75 || rec.Tokens.Output != 45 || rec.Tokens.CacheRead != 150 || rec.Tokens.CacheWrite != 300 {
+		t.Errorf("tokens = %+v, want 75/45/150/300", rec.Tokens)
+	}
+	var h struct {
+		Agent struct {
+			Name           string `json:"name"`
+			ConversationID string `json:"conversation_id"`
+			TranscriptPath string `json:"transcript_path"`
+			Tokens         struct {
+				Input int64 `json:"input"`
+			} `json:"tokens"`
+		} `json:"agent"`
+	}
+	if err := json.Unmarshal([]byte(d.mustCtl("handoff", id)), &h); err != nil {
+		t.Fatal(err)
+	}
+	if h.Agent.ConversationID != rec.Agent.ConversationID || h.Agent.TranscriptPath != rec.Agent.TranscriptPath || h.Agent.Tokens.Input != 75 {
+		t.Errorf("handoff agent = %+v, want the record's conversation and tokens", h.Agent)
+	}
+	var st struct {
+		Conversation struct {
+			ID    string `json:"id"`
+			Agent string `json:"agent"`
+		} `json:"conversation"`
+	}
+	data, err := os.ReadFile(filepath.Join(dir, ".sessiond", "session_state.json"))
+	if err != nil || json.Unmarshal(data, &st) != nil || st.Conversation.ID != rec.Agent.ConversationID || st.Conversation.Agent != "claude-code" {
+		t.Errorf("session_state.json conversation = %+v (%v), want %s", st.Conversation, err, rec.Agent.ConversationID)
+	}
+	progress, _ := os.ReadFile(filepath.Join(dir, ".sessiond", "progress.md"))
+	if !strings.Contains(string(progress), "Agent: claude-code, conversation "+rec.Agent.ConversationID+", 1 turn; 570 tokens") {
+		t.Errorf("progress.md has no agent line with the tokens:\n%s", progress)
+	}
+}
+
+// TestAgentWaitingTimeout: an agent that waits for a permission longer
+// than waiting_timeout is warned, then stopped with end reason waiting,
+// and the handoff says what it waited for.
+func TestAgentWaitingTimeout(t *testing.T) {
+	d := startDaemon(t)
+	dir := project(t)
+	a := newAgentSetup(t, "prompt,ask,stop,exit")
+	id := d.start(append(a.flags, "--waiting-timeout", "3s", dir, "--", "claude", "-p", "deploy")...)
+	d.waitAgent(id, "waiting")
+	d.waitState(id, 10*time.Second, "warned", "stopping", "ended")
+	end := d.waitEnded(id, 20*time.Second)
+	if end.EndReason != "waiting" {
+		t.Fatalf("end reason %q, want waiting", end.EndReason)
+	}
+	rec := d.agentRecord(id)
+	if rec.Warning == nil || rec.Warning.Reason != "waiting" {
+		t.Errorf("warning = %+v, want reason waiting", rec.Warning)
+	}
+	var h struct {
+		Warnings []string `json:"warnings"`
+	}
+	if err := json.Unmarshal([]byte(d.mustCtl("handoff", id)), &h); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(h.Warnings, "the agent was waiting for permission: Bash") {
+		t.Errorf("handoff warnings %q do not say what the agent waited for", h.Warnings)
+	}
+	if r := d.ctl("inspect", id); !strings.Contains(r.stdout, `"waiting_reason": "permission: Bash"`) {
+		t.Errorf("the record lost what the agent waited for:\n%s", r.stdout)
+	}
+}
+
+// TestAgentBudget: at budget_warn of max_tokens the agent is warned in its
+// own conversation (the warning comes back as a hook's added context),
+// then at the cap the session stops with end reason budget.
+func TestAgentBudget(t *testing.T) {
+	d := startDaemon(t)
+	dir := project(t)
+	// 400 tokens per model request; the cap is 1000, the warning at 800.
+	a := newAgentSetup(t, "prompt,tool,tool,tool,tool,hang", "FAKEAGENT_USAGE=100,100,100,100")
+	id := d.start(append(a.flags, "--max-tokens", "1000", dir, "--", "claude", "-p", "refactor")...)
+	end := d.waitEnded(id, 30*time.Second)
+	if end.EndReason != "budget" {
+		t.Fatalf("end reason %q, want budget", end.EndReason)
+	}
+	rec := d.agentRecord(id)
+	if rec.Tokens == nil || rec.Tokens.Input+rec.Tokens.Output+rec.Tokens.CacheRead+rec.Tokens.CacheWrite < 1000 {
+		t.Errorf("tokens %+v: stopped before the cap", rec.Tokens)
+	}
+	types := d.eventTypes(id)
+	if !slices.Contains(types, "budget") || !slices.Contains(types, "warned") {
+		t.Errorf("events %v: want the budget's warning", types)
+	}
+	var told []string
+	for _, e := range agenttest.Find(agenttest.ReadLog(t, a.log), "context") {
+		told = append(told, e.Text)
+	}
+	if len(told) != 1 || !strings.Contains(told[0], "80% of this session's budget is spent (800 of 1000 tokens)") {
+		t.Errorf("the agent was told %q, want the budget's warning once", told)
+	}
+}
+
+// TestAgentResume: a new session continues the project's conversation on
+// request (start --resume), a restart after a crash continues its own
+// (resume = "on-restart", the default), and a conversation whose
+// transcript is gone starts fresh with a notice.
+func TestAgentResume(t *testing.T) {
+	d := startDaemon(t)
+	dir := project(t)
+	a := newAgentSetup(t, "prompt,stop,exit")
+	first := d.start(append(a.flags, dir, "--", "claude", "-p", "start the work")...)
+	d.waitEnded(first, 20*time.Second)
+	conv := d.agentRecord(first).Agent.ConversationID
+
+	second := d.start(append(a.flags, "--resume", dir, "--", "claude", "-p", "go on")...)
+	d.waitEnded(second, 20*time.Second)
+	rec := d.agentRecord(second)
+	if rec.Agent.ConversationID != conv || rec.Agent.ResumedFrom != conv {
+		t.Errorf("resumed session: conversation %q resumed_from %q, want %s", rec.Agent.ConversationID, rec.Agent.ResumedFrom, conv)
+	}
+	ctx, _ := os.ReadFile(filepath.Join(dir, ".sessiond", "context.md"))
+	if !strings.Contains(string(ctx), "continues claude-code conversation `"+conv+"`") {
+		t.Errorf("context.md does not say which conversation it continues:\n%s", ctx)
+	}
+	starts := agenttest.Find(agenttest.ReadLog(t, a.log), "start")
+	if len(starts) != 2 || starts[1].Source != "resume" || !slices.Contains(starts[1].Argv, "--resume") {
+		t.Errorf("the second run of the agent: %v, want a --resume", starts)
+	}
+	// Only this session's usage counts: one request, not the two the
+	// conversation holds.
+	if rec.Tokens == nil || rec.Tokens.Input != 25 {
+		t.Errorf("resumed session tokens %+v, want this session's own (input 25)", rec.Tokens)
+	}
+
+	// A crash, then the restart continues the same conversation.
+	crash := newAgentSetup(t, "prompt,tool,crash")
+	dir2 := project(t)
+	id := d.start(append(crash.flags, "--restart", "on-failure", dir2, "--", "claude", "-p", "risky")...)
+	d.waitEnded(id, 20*time.Second)
+	crashed := d.agentRecord(id).Agent.ConversationID
+	var next string
+	waitFor(t, 20*time.Second, "the restart of "+id, func() (bool, string) {
+		for _, r := range d.list(true) {
+			if r.RestartOf == id {
+				next = r.ID
+				return true, ""
+			}
+		}
+		return false, "no restart yet"
+	})
+	waitFor(t, 20*time.Second, "the restart's agent", func() (bool, string) {
+		rec = d.agentRecord(next)
+		return rec.Agent != nil && rec.Agent.ConversationID != "", "state " + rec.State
+	})
+	if rec.Agent.ResumedFrom != crashed || rec.Agent.ConversationID != crashed {
+		t.Errorf("restart after a crash: conversation %q resumed_from %q, want %s", rec.Agent.ConversationID, rec.Agent.ResumedFrom, crashed)
+	}
+	d.mustCtl("stop", dir2)
+
+	// The transcript is gone: a new conversation, and a notice says why.
+	if err := os.RemoveAll(filepath.Join(a.home, ".claude")); err != nil {
+		t.Fatal(err)
+	}
+	third := d.start(append(a.flags, "--resume", dir, "--", "claude", "-p", "again")...)
+	d.waitEnded(third, 20*time.Second)
+	rec = d.agentRecord(third)
+	if rec.Agent.ConversationID == conv || rec.Agent.ResumedFrom != "" {
+		t.Errorf("resume of a lost transcript: conversation %q resumed_from %q, want a new one", rec.Agent.ConversationID, rec.Agent.ResumedFrom)
+	}
+	if !strings.Contains(strings.Join(rec.Agent.Notices, "\n"), "is not resumed") {
+		t.Errorf("notices %q: want why the conversation was not resumed", rec.Agent.Notices)
+	}
+	if r := d.ctl("start", "--resume="+dir2+"/nowhere", dir, "--", "claude", "-p", "x"); r.code == 0 || !strings.Contains(r.stderr, "nowhere") {
+		t.Errorf("resume from a project that does not exist: %s", r)
+	}
+}
+
+// TestAgentCodex: the Codex stand-in, headless: its notify program reports
+// the turn, the conversation is found among its rollouts, its usage read.
+func TestAgentCodex(t *testing.T) {
+	d := startDaemon(t)
+	dir := project(t)
+	a := newAgentSetup(t, "prompt,tool,stop,wait=done,exit")
+	id := d.start(append(a.flags, dir, "--", "codex", "exec", "add tests")...)
+	rec := d.waitAgent(id, "idle")
+	if rec.Agent.Name != "codex" || rec.Agent.Turns != 1 || rec.Agent.ConversationID == "" || rec.Agent.TranscriptPath == "" {
+		t.Errorf("codex agent = %+v, want one turn and its conversation", rec.Agent)
+	}
+	a.cue(t, "done")
+	d.waitEnded(id, 20*time.Second)
+	rec = d.agentRecord(id)
+	if rec.Tokens == nil || rec.Tokens.Output == 0 {
+		t.Errorf("codex tokens = %+v, want the rollout's", rec.Tokens)
+	}
+	starts := agenttest.Find(agenttest.ReadLog(t, a.log), "start")
+	if len(starts) != 1 || starts[0].ConversationID != rec.Agent.ConversationID {
+		t.Errorf("codex ran conversation %v, record says %q", starts, rec.Agent.ConversationID)
+	}
+}
+
+// TestAgentHookBadInput: a hook payload that is garbage, or a hook run
+// outside a session, never fails the agent (exit 0); the daemon keeps a
+// notice and the session goes on.
+func TestAgentHookBadInput(t *testing.T) {
+	d := startDaemon(t)
+	dir := project(t)
+	a := newAgentSetup(t, "prompt,hang")
+	id := d.start(append(a.flags, dir, "--", "claude", "-p", "wait")...)
+	d.waitAgent(id, "working")
+	for _, payload := range []string{"not json at all", `{"hook_event_name": "Bogus"}`, "", strings.Repeat("x", 2<<20)} {
+		cmd := exec.Command(sessionctlBin, "--socket", d.sock, "hook", "claude-code")
+		cmd.Env = append(cleanEnv(), "SESSIOND_SESSION_ID="+id)
+		cmd.Stdin = strings.NewReader(payload)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Errorf("hook with payload %.20q: %v (a hook must never fail the agent)\n%s", payload, err, out)
+		}
+	}
+	outside := exec.Command(sessionctlBin, "--socket", d.sock, "hook", "codex", `{"type":"agent-turn-complete"}`)
+	outside.Env = cleanEnv()
+	if out, err := outside.CombinedOutput(); err != nil {
+		t.Errorf("hook outside a session: %v\n%s", err, out)
+	}
+	rec := d.agentRecord(id)
+	if rec.State != "running" || rec.Agent.State != "working" {
+		t.Errorf("after bad payloads: session %s, agent %s; want it going on", rec.State, rec.Agent.State)
+	}
+	if !strings.Contains(strings.Join(rec.Agent.Notices, "\n"), "a hook payload was refused") {
+		t.Errorf("notices %q: want the refused payloads said", rec.Agent.Notices)
+	}
+	d.mustCtl("stop", id)
+}
+
+// TestAgentMCP drives `sessionctl mcp` with an MCP client, as an agent
+// would: time left, a report, a checkpoint, the briefing, an extension
+// within agent_may_extend and one beyond it.
+func TestAgentMCP(t *testing.T) {
+	d := startDaemon(t)
+	dir := project(t)
+	if err := os.WriteFile(filepath.Join(dir, "sessiond.toml"), []byte("[session]\nagent_may_extend = \"10m\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "feature_list.json"), []byte(`[{"id": 1, "description": "Login", "priority": 1, "passes": false}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := d.start(dir, "--", "sleep", "300")
+	before := d.inspect(id)
+
+	cmd := exec.Command(sessionctlBin, "--socket", d.sock, "mcp")
+	cmd.Env = append(cleanEnv(), "SESSIOND_SESSION_ID="+id)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "v0"}, nil).
+		Connect(ctx, &sdk.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	call := func(name string, args map[string]any) (string, bool) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var text []string
+		for _, c := range res.Content {
+			if tc, ok := c.(*sdk.TextContent); ok {
+				text = append(text, tc.Text)
+			}
+		}
+		if res.StructuredContent != nil {
+			b, _ := json.Marshal(res.StructuredContent)
+			text = append(text, string(b))
+		}
+		return strings.Join(text, "\n"), res.IsError
+	}
+	if out, isErr := call("time_remaining", nil); isErr || !strings.Contains(out, `"may_extend":"10m`) {
+		t.Errorf("time_remaining: %q (error %v), want the extension cap", out, isErr)
+	}
+	if out, isErr := call("report", map[string]any{"summary": "login form done", "blockers_add": []any{map[string]any{"question": "Which OAuth provider?"}}}); isErr {
+		t.Errorf("report: %s", out)
+	}
+	if out, isErr := call("handoff", nil); isErr || !strings.Contains(out, "Login") {
+		t.Errorf("handoff: %q, want the next task Login", out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "login.go"), []byte("package login\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, isErr := call("checkpoint", nil); isErr || !strings.Contains(out, "files changed") {
+		t.Errorf("checkpoint: %q", out)
+	}
+	if out, isErr := call("extend", map[string]any{"by": "5m"}); isErr {
+		t.Errorf("extend 5m within the cap: %s", out)
+	}
+	if out, isErr := call("extend", map[string]any{"by": "6m"}); !isErr || !strings.Contains(out, "refused") {
+		t.Errorf("extend 6m beyond what is left: %q (error %v), want refused", out, isErr)
+	}
+	after := d.inspect(id)
+	if got := after.Deadline.Sub(before.Deadline); got != 5*time.Minute {
+		t.Errorf("deadline moved %s, want 5m", got)
+	}
+	if after.Checkpoints != 1 {
+		t.Errorf("checkpoints = %d after the tool's", after.Checkpoints)
+	}
+	var full struct {
+		Report struct {
+			Summary string `json:"summary"`
+		} `json:"report"`
+		Blockers []struct {
+			Question string `json:"question"`
+		} `json:"blockers"`
+	}
+	_ = json.Unmarshal([]byte(d.mustCtl("inspect", id)), &full)
+	if full.Report.Summary != "login form done" || len(full.Blockers) != 1 || full.Blockers[0].Question != "Which OAuth provider?" {
+		t.Errorf("the report did not land: %+v", full)
+	}
+	d.mustCtl("stop", id)
+}
+
+// TestAgentRealClaudeCode runs the real Claude Code from npm under
+// sessiond, with a dummy key and no network: its SessionStart hook brings
+// the conversation id sessiond chose, and the transcript path, to the
+// record; then it hangs retrying the API, like a stuck agent.
+func TestAgentRealClaudeCode(t *testing.T) {
+	claude := agenttest.RealClaude(t)
+	// A loopback address that refuses every request: no network here.
+	dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "overloaded", http.StatusServiceUnavailable)
+	}))
+	defer dead.Close()
+	d := startDaemon(t)
+	dir := project(t)
+	home := t.TempDir()
+	id := d.start(dir, "--env", "HOME="+home, "--env", "ANTHROPIC_API_KEY=sk-ant-test-dummy-key",
+		"--env", "ANTHROPIC_BASE_URL="+dead.URL, "--env", "DISABLE_AUTOUPDATER=1",
+		"--env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "--env", "PATH=/usr/local/bin:/usr/bin:/bin",
+		"--", claude, "-p", "hello")
+	var rec agentRecord
+	waitFor(t, 90*time.Second, "the SessionStart hook of the real Claude Code", func() (bool, string) {
+		rec = d.agentRecord(id)
+		if rec.Agent == nil {
+			return false, "no agent"
+		}
+		return rec.Agent.State == "working" && rec.Agent.StateSince != nil && rec.Agent.LastPrompt == "hello", "agent " + rec.Agent.State + ", prompt " + rec.Agent.LastPrompt
+	})
+	// The id sessiond chose is on the agent's command line; the hooks,
+	// whose word wins, brought the same one.
+	cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(d.inspect(id).PID), "cmdline"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := strings.Split(string(cmdline), "\x00")
+	var chosen string
+	if i := slices.Index(argv, "--session-id"); i >= 0 && i+1 < len(argv) {
+		chosen = argv[i+1]
+	}
+	if chosen == "" || rec.Agent.ConversationID != chosen {
+		t.Errorf("conversation id: record %q, --session-id given %q (argv %q)", rec.Agent.ConversationID, chosen, argv)
+	}
+	wantDir := filepath.Join(home, ".claude", "projects")
+	if !strings.HasPrefix(rec.Agent.TranscriptPath, wantDir) || !strings.HasSuffix(rec.Agent.TranscriptPath, chosen+".jsonl") {
+		t.Errorf("transcript path %q, want under %s ending in the conversation id", rec.Agent.TranscriptPath, wantDir)
+	}
+	d.mustCtl("stop", id)
+	d.waitEnded(id, 30*time.Second)
+}
+
+// TestAgentTurnCheckpoints: with checkpoint_on = ["turn"], each turn of the
+// agent ends with a checkpoint named after its prompt, so that the list
+// reads like the conversation, and a restore goes back to before a turn.
+func TestAgentTurnCheckpoints(t *testing.T) {
+	d := startDaemon(t)
+	dir := project(t)
+	if out, err := exec.Command("git", "-C", dir, "init", "-q").CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sessiond.toml"), []byte("[session]\ncheckpoint = \"\"\ncheckpoint_on = [\"turn\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := newAgentSetup(t, "prompt=Add the login form,wait=one,stop,prompt=Add the logout button,wait=two,stop,wait=done,exit")
+	id := d.start(append(a.flags, dir, "--", "claude", "-p", "start")...)
+	d.waitAgent(id, "working")
+	write := func(name, text string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitCheckpoints := func(n int) {
+		t.Helper()
+		waitFor(t, 20*time.Second, fmt.Sprintf("%d checkpoints", n), func() (bool, string) {
+			got := d.inspect(id).Checkpoints
+			return got == n, fmt.Sprint(got)
+		})
+	}
+	write("login.html", "<form>\n")
+	a.cue(t, "one")
+	waitCheckpoints(1)
+	write("logout.html", "<button>\n")
+	a.cue(t, "two")
+	waitCheckpoints(2)
+	a.cue(t, "done")
+	d.waitEnded(id, 20*time.Second)
+
+	var list []struct {
+		ID      string   `json:"id"`
+		Turn    string   `json:"turn"`
+		Summary string   `json:"summary"`
+		Files   []string `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(d.mustCtl("--json", "checkpoints", dir)), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].Turn != "Add the logout button" || list[1].Turn != "Add the login form" {
+		t.Fatalf("checkpoints %+v, want one per turn, newest first, named after its prompt", list)
+	}
+	if !slices.Contains(list[0].Files, "logout.html") || slices.Contains(list[0].Files, "login.html") {
+		t.Errorf("the second turn's checkpoint names %q, want logout.html only", list[0].Files)
+	}
+	table := d.mustCtl("checkpoints", dir)
+	if !strings.Contains(table, `Turn "Add the logout button": 1 file changed: logout.html`) {
+		t.Errorf("checkpoints table does not read like the conversation:\n%s", table)
+	}
+	if st := d.mustCtl("checkpoints", "--stats", dir); !strings.Contains(st, "2 checkpoints of 1 session") || !strings.Contains(st, "only checkpoints reach") {
+		t.Errorf("checkpoints --stats:\n%s", st)
+	}
+	// Back to before the second turn.
+	d.mustCtl("restore", dir, list[1].ID)
+	if _, err := os.Stat(filepath.Join(dir, "logout.html")); !os.IsNotExist(err) {
+		t.Errorf("logout.html is still there after the restore to before its turn: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "login.html")); err != nil || string(b) != "<form>\n" {
+		t.Errorf("login.html after the restore: %q, %v", b, err)
+	}
+}
