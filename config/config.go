@@ -31,6 +31,8 @@ type Config struct {
 	CheckpointKeep   int      `toml:"checkpoint_keep" json:"checkpoint_keep"`
 	CheckpointMaxAge Duration `toml:"checkpoint_max_age" json:"checkpoint_max_age"`
 	Defaults         Spec     `toml:"defaults" json:"defaults"`
+	// Notify are the daemon's [[notify]] rules, for every session.
+	Notify []NotifyRule `toml:"notify" json:"notify,omitempty"`
 }
 
 // FieldError is a value that fails validation, named by its dotted key, so
@@ -94,6 +96,8 @@ type Project struct {
 	Session  Spec      `toml:"session"`
 	Watch    *Watch    `toml:"watch"`
 	Services []Service `toml:"service"`
+	// Notify are the project's [[notify]] rules, for its sessions.
+	Notify []NotifyRule `toml:"notify"`
 }
 
 // ProjectFile is the name of a project's spec file.

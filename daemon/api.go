@@ -138,6 +138,7 @@ func (d *Daemon) StartSession(ctx context.Context, c ipc.Caller, req ipc.StartRe
 	if err != nil {
 		return nil, err
 	}
+	d.notes.loadProject(p)
 	keys := make([]string, 0, len(req.Env))
 	for k := range req.Env {
 		keys = append(keys, k)

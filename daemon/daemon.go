@@ -53,6 +53,7 @@ type Daemon struct {
 	deps     session.Deps
 	restarts *restarter
 	usage    *usageMeter
+	notes    *notifications
 
 	// startMu serialises the checks of a start (one live session per
 	// project, max_sessions) with its registration.
@@ -99,6 +100,11 @@ func New(opt Options) (*Daemon, error) {
 		d.out.close()
 		return nil, fmt.Errorf("start project watcher: %w", err)
 	}
+	if d.notes, err = newNotifications(cfg, d.reg, d.log); err != nil {
+		d.close()
+		return nil, err
+	}
+	d.bus.tap = d.notes.observe
 	d.restarts = newRestarter(d)
 	d.deps = session.Deps{
 		Clock: clock, Log: d.log, StateDir: cfg.StateDir, Socket: cfg.Socket, BootID: d.bootID, LeaveOut: checkpoint.DefaultLeaveOut,
@@ -179,6 +185,7 @@ func (d *Daemon) shutdown(srv *server.Server, hurry <-chan struct{}) {
 	}{
 		{"cancel restarts", func(ctx context.Context) { d.restarts.cancelAll(ctx) }},
 		{"end sessions", func(ctx context.Context) { d.endSessions(ctx, live, hurry) }},
+		{"send the last notifications", func(ctx context.Context) { d.notes.close(ctx) }},
 		{"close event streams", func(context.Context) { d.bus.closeAll() }},
 		{"stop the API server", func(ctx context.Context) {
 			sctx, scancel := context.WithTimeout(ctx, 2*time.Second)

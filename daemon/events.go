@@ -15,6 +15,9 @@ type bus struct {
 	subs map[chan ipc.Event]subscriber
 	// history holds the last historySize events, oldest first.
 	history []ipc.Event
+	// tap, set before any event, sees every event as it is published,
+	// before the subscribers, and must not block: the notifications.
+	tap func(ipc.Event)
 }
 
 // historySize is how many recent events the bus keeps for events without -f.
@@ -52,6 +55,9 @@ func (b *bus) drop(ch chan ipc.Event) {
 func (b *bus) Publish(ev ipc.Event) {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
+	}
+	if b.tap != nil {
+		b.tap(ev)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -61,6 +61,9 @@ func (d *Daemon) recover() {
 			// daemon's again (values given with --env are gone).
 			spec.Env = p.Env
 		}
+		if proj != nil && ipc.Live(rec.State) {
+			d.notes.loadProject(proj)
+		}
 		s := session.Load(rec, spec, proj, owner, d.deps)
 		d.reg.add(s)
 		if ipc.Live(rec.State) {

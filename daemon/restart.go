@@ -73,7 +73,8 @@ func (r *restarter) consider(s *session.Session) {
 			log.Warn(dec.Why)
 		}
 		if dec.Limited {
-			r.d.bus.Publish(ipc.Event{Type: ipc.EventFailed, SessionID: s.ID(), ProjectID: rec.ProjectID, UID: s.UID(), Message: dec.Why, Time: time.Now()})
+			r.d.bus.Publish(ipc.Event{Type: ipc.EventFailed, SessionID: s.ID(), ProjectID: rec.ProjectID, UID: s.UID(), Message: dec.Why, Time: time.Now(),
+				Data: []byte(`{"` + restartLimitKey + `":true}`)})
 		}
 		return
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/sessiond/sessiond/daemon/agent/agenttest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -57,6 +59,7 @@ func runTests(m *testing.M) int {
 	sessionctlBin = filepath.Join(binDir, "sessionctl")
 
 	code := m.Run()
+	agenttest.Cleanup()
 	// The tests start goroutines only to wait for processes; none may be
 	// left once every daemon and follower has been waited for.
 	if err := goleak.Find(); err != nil {

@@ -116,4 +116,5 @@ type Backend interface {
 	Projects
 	Events
 	System
+	Notifications
 }

@@ -133,6 +133,7 @@ latest) session of that project.`,
 		a.checkpointCmd(), a.checkpointsCmd(), a.restoreCmd(), a.handoffCmd(),
 		a.stateCmd(), a.clearSessionCmd(), a.reportCmd(), a.restartCmd(), a.rmCmd(), a.pruneCmd(),
 	)
+	root.AddCommand(a.notifyCmd())
 	root.AddCommand(a.attachCmd(), a.screenCmd(), a.sendCmd())
 	root.AddCommand(newManCmd())
 	root.AddCommand(a.uiCmd())

@@ -209,20 +209,20 @@ func notifyReady() {
 
 func newConfigCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "config", Short: "Check or print the daemon configuration"}
-	var path string
+	var path, project string
 	check := &cobra.Command{
 		Use:   "check",
 		Short: "Validate the config and print the effective configuration",
-		Args:  cobra.NoArgs,
+		Long: "Validate the config and print the effective configuration. Notification rules are checked beyond\n" +
+			"their syntax: commands found, secrets readable, notify-send installed. --project DIR checks that\n" +
+			"project's sessiond.toml too.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(runFlags{config: path})
-			if err != nil {
-				return err
-			}
-			return printConfig(cmd.OutOrStdout(), cfg)
+			return checkConfig(cmd.OutOrStdout(), cmd.ErrOrStderr(), path, project)
 		},
 	}
 	check.Flags().StringVar(&path, "config", "", "config file (default $SESSIOND_CONFIG, else "+config.DefaultConfigPath()+")")
+	check.Flags().StringVar(&project, "project", "", "also check this project's sessiond.toml")
 	def := &cobra.Command{
 		Use:   "default",
 		Short: "Print the embedded default configuration",

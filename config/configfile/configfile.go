@@ -94,6 +94,9 @@ func Parse(file string, data []byte) (*config.Config, error) {
 	if err := checkSchedule(c.Defaults.Checkpoint); err != nil {
 		return nil, located(file, data, "", &config.FieldError{Key: "defaults.checkpoint", Msg: err.Error()})
 	}
+	if err := checkNotify(file, data, c.Notify); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -131,6 +134,9 @@ func ParseProject(file string, data []byte, base config.Spec) (config.Spec, erro
 		return base, decodeError(file, data, err)
 	}
 	if err := unknownKeys(file, data, md); err != nil {
+		return base, err
+	}
+	if err := checkNotify(file, data, p.Notify); err != nil {
 		return base, err
 	}
 	s := p.Session

@@ -24,7 +24,6 @@ import (
 func (s *Session) end(reason Reason, exit proc.Exit) {
 	now := s.deps.Clock.Now()
 	s.killAll()
-	s.killHooks()
 	devServer := s.stopSidecars()
 	if s.unwatchLog != nil {
 		s.unwatchLog()

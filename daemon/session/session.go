@@ -82,12 +82,8 @@ type Session struct {
 	unschedule func()
 	unwatchLog func()
 	sidecars   []*sidecar
-	hooks      sync.WaitGroup
-	// hookProcs are the process groups of running hooks, killed at the end.
-	hookMu    sync.Mutex
-	hookProcs map[int]bool
-	ckpt      ckptState
-	timeline  timeline
+	ckpt       ckptState
+	timeline   timeline
 	// prevHandoff is the previous session's handoff, given to the child.
 	prevHandoff string
 	// featuresAtStart is the feature list when the session started, to
@@ -190,7 +186,7 @@ func newSession(id string, uid int, projectDir string, startedAt time.Time, spec
 		dir: filepath.Join(deps.StateDir, "sessions", id), log: deps.Log.With(zap.String("session", id)),
 		inbox: make(chan message), ticks: make(chan struct{}, 1), ckptDone: make(chan ckptResult, 1),
 		started: make(chan struct{}), done: make(chan struct{}), exited: make(chan struct{}),
-		startCtx: ctx, cancelStart: cancel, hookProcs: map[int]bool{},
+		startCtx: ctx, cancelStart: cancel,
 	}
 }
 

@@ -1,11 +1,7 @@
 package session
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -14,9 +10,6 @@ import (
 	"github.com/sessiond/sessiond/daemon/state"
 	"github.com/sessiond/sessiond/ipc"
 )
-
-// hookTimeout bounds the on_warning hook; it never delays the stop.
-const hookTimeout = 30 * time.Second
 
 // What a warning is for (ipc.Warning.Reason).
 const (
@@ -46,19 +39,20 @@ func (s *Session) give(wn warning) {
 	now := s.deps.Clock.Now()
 	deadline := wn.deadline
 	// In-band first, so that an agent woken by the signal finds the file
-	// and its state already warned.
+	// and its state already warned; the state before the file, so that
+	// one who sees the file and asks finds the session warned.
+	w := ipc.Warning{At: now, Reason: wn.reason, Hook: s.spec.OnWarning, Signal: s.spec.WarnSignal.Name}
+	s.rec.State = ipc.StateWarned
+	s.rec.Warning = &w
+	s.publish()
 	s.writeWarning(deadline, now, wn.text)
 	if s.agent != nil {
 		s.agent.context = wn.text
 	}
-	w := ipc.Warning{At: now, Reason: wn.reason, Hook: s.spec.OnWarning, Signal: s.spec.WarnSignal.Name}
-	s.rec.State = ipc.StateWarned
-	s.rec.Warning = &w
 	_ = s.commit()
+	// The event runs the on_warning hook: it is a notification rule of the
+	// session's (daemon/notifications.go), queued, never in the way.
 	s.emit(ipc.EventWarned, wn.text, w)
-	if s.spec.OnWarning != "" {
-		s.runHook(s.spec.OnWarning)
-	}
 	if sig := s.spec.WarnSignal; sig.Num != 0 {
 		for _, pid := range s.procs() {
 			if !s.spec.WarnSignalForce {
@@ -95,67 +89,6 @@ func (s *Session) writeWarning(deadline, now time.Time, text string) {
 	if err := s.proj.WriteWarning(w); err != nil {
 		s.log.Warn("write warning file", zap.Error(err))
 	}
-}
-
-// runHook runs the on_warning hook in the background, bounded in time, with
-// the session's environment and its output in the session's log; a failure
-// is logged, never fatal. The session's end kills a hook still running.
-func (s *Session) runHook(command string) {
-	cmd := exec.Command("/bin/sh", "-c", command)
-	cmd.Dir = s.projectDir
-	cmd.Env = s.env()
-	var out *os.File
-	if f, err := os.OpenFile(s.logPath(), os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
-		cmd.Stdout, cmd.Stderr = f, f
-		out = f
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: s.credential()}
-	if err := proc.Start(cmd); err != nil {
-		if out != nil {
-			out.Close()
-		}
-		s.log.Warn("on_warning hook did not start", zap.Error(err))
-		return
-	}
-	if out != nil {
-		out.Close()
-	}
-	pgid := cmd.Process.Pid
-	s.hookMu.Lock()
-	s.hookProcs[pgid] = true
-	s.hookMu.Unlock()
-	s.hooks.Add(1)
-	log := s.log
-	go func() {
-		defer s.hooks.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), hookTimeout)
-		defer cancel()
-		done := make(chan error, 1)
-		go func() { done <- proc.Wait(cmd) }()
-		select {
-		case err := <-done:
-			if err != nil {
-				log.Warn("on_warning hook failed", zap.Error(err))
-			}
-		case <-ctx.Done():
-			_ = proc.SignalGroup(pgid, syscall.SIGKILL)
-			<-done
-			log.Warn("on_warning hook killed after timeout", zap.Duration("timeout", hookTimeout))
-		}
-		s.hookMu.Lock()
-		delete(s.hookProcs, pgid)
-		s.hookMu.Unlock()
-	}()
-}
-
-// killHooks kills the hooks still running and waits for their runners.
-func (s *Session) killHooks() {
-	s.hookMu.Lock()
-	for pgid := range s.hookProcs {
-		_ = proc.SignalGroup(pgid, syscall.SIGKILL)
-	}
-	s.hookMu.Unlock()
-	s.hooks.Wait()
 }
 
 // extend moves the deadline and the warning later; a warning already given

@@ -42,6 +42,15 @@ func (s *Server) register() {
 	s.handle("GET "+v+"/projects/{id}/checkpoints/stats", s.checkpointStats)
 	s.handle("POST "+v+"/projects/{id}/restore", s.restoreProject)
 
+	s.handle("GET "+v+"/notify", func(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
+		st, err := b.NotifyStatus(r.Context(), c, r.URL.Query().Get("dir"))
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, http.StatusOK, st)
+	})
+	s.handle("POST "+v+"/notify/test", withBody(http.StatusOK, b.NotifyTest))
+
 	s.handle("GET "+v+"/events", s.events)
 	s.handle("GET "+v+"/version", func(w http.ResponseWriter, r *http.Request, _ ipc.Caller) error {
 		return writeJSON(w, http.StatusOK, b.Version(r.Context()))

@@ -1,0 +1,201 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sessiond/sessiond/config"
+	"github.com/sessiond/sessiond/daemon/notify"
+	"github.com/sessiond/sessiond/daemon/session"
+	"github.com/sessiond/sessiond/daemon/state"
+	"github.com/sessiond/sessiond/ipc"
+)
+
+// notifyEntry is one rule of a listing: what the API shows of it, the rule
+// itself, and whose rights its secret is read with.
+type notifyEntry struct {
+	info   ipc.NotifyRuleInfo
+	rule   config.NotifyRule
+	origin notify.Origin
+}
+
+// notifyScope is what a listing or a test is about: the rules that apply
+// to a project (or the daemon's alone), and the user, directory and
+// environment a test's sample event is sent with.
+type notifyScope struct {
+	entries []notifyEntry
+	dir     string
+	owner   *notify.Owner
+	env     []string
+}
+
+// notifyScope gathers the rules for dir, read with c's rights: the
+// daemon's, the project's [[notify]] rules, and the on_warning of the spec
+// the project's sessions would run under.
+func (d *Daemon) notifyScope(c ipc.Caller, dir string) (*notifyScope, error) {
+	sc := &notifyScope{}
+	privileged := mayTestDaemonRules(c)
+	add := func(origin string, index int, r config.NotifyRule) {
+		o := notify.FromProject
+		if origin == ipc.NotifyOriginDaemon {
+			o = notify.FromDaemon
+		}
+		shown := r.Redacted()
+		if o == notify.FromDaemon && !privileged && len(shown.Command) > 1 {
+			// The daemon's commands are its owner's: their arguments
+			// may hold what other users should not read.
+			shown.Command = append(shown.Command[:1:1], "…")
+		}
+		sc.entries = append(sc.entries, notifyEntry{
+			info: ipc.NotifyRuleInfo{Number: len(sc.entries) + 1, Origin: origin, Index: index, Label: r.Label(), Rule: shown},
+			rule: r, origin: o,
+		})
+	}
+	for i, r := range d.cfg.Notify {
+		add(ipc.NotifyOriginDaemon, i, r)
+	}
+	spec := d.cfg.Defaults.Clone()
+	var owner *state.Owner
+	if dir != "" {
+		p, o, err := d.openProject(dir, c.UID)
+		if err != nil {
+			return nil, err
+		}
+		if err := d.canUseDir(c, p.Dir()); err != nil {
+			return nil, err
+		}
+		rules, err := projectRules(p)
+		if err != nil {
+			return nil, ipc.BadRequest("%w", err)
+		}
+		if spec, err = projectSpec(p, spec); err != nil {
+			return nil, ipc.BadRequest("%w", err)
+		}
+		for i, r := range rules {
+			add(ipc.NotifyOriginProject, i, r)
+		}
+		sc.dir, owner = p.Dir(), o
+	} else {
+		o, err := ownerFor(c.UID)
+		if err != nil {
+			return nil, ipc.Forbidden("%w", err)
+		}
+		owner = o
+	}
+	if spec.OnWarning != "" {
+		add(ipc.NotifyOriginSpec, 0, onWarning(spec.OnWarning, "", config.NotifyWarned))
+	}
+	sc.owner = d.notes.ownerOf(c.UID, owner)
+	sc.env = session.EnvBase(spec)
+	return sc, nil
+}
+
+// mayTestDaemonRules reports whether c may send through the daemon's own
+// rules, and see their commands whole: root and the daemon's user.
+func mayTestDaemonRules(c ipc.Caller) bool { return c.Root() || c.UID == os.Geteuid() }
+
+// find returns the entry a "notify test" argument names: a rule's name,
+// else its number in the listing.
+func (sc *notifyScope) find(arg string) (notifyEntry, bool) {
+	for _, e := range sc.entries {
+		if e.rule.Name == arg {
+			return e, true
+		}
+	}
+	if n, err := strconv.Atoi(arg); err == nil && n >= 1 && n <= len(sc.entries) {
+		return sc.entries[n-1], true
+	}
+	return notifyEntry{}, false
+}
+
+// labels lists the rules by number and label, for an error.
+func (sc *notifyScope) labels() string {
+	var b []string
+	for _, e := range sc.entries {
+		b = append(b, fmt.Sprintf("%d %s", e.info.Number, e.info.Label))
+	}
+	if len(b) == 0 {
+		return "there are none"
+	}
+	return "the rules are " + strings.Join(b, ", ")
+}
+
+// NotifyStatus implements ipc.Notifications.
+func (d *Daemon) NotifyStatus(ctx context.Context, c ipc.Caller, dir string) (*ipc.NotifyStatus, error) {
+	sc, err := d.notifyScope(c, dir)
+	if err != nil {
+		return nil, err
+	}
+	st := d.notes.n.Stats()
+	out := &ipc.NotifyStatus{Rules: []ipc.NotifyRuleInfo{}, ProjectDir: sc.dir, Stats: ipc.NotifyStats{
+		Published: st.Published, Duplicates: st.Duplicates, Queued: st.Queued, Suppressed: st.Suppressed,
+		Dropped: st.Dropped, Sent: st.Sent, Failed: st.Failed, Pending: st.Pending,
+	}}
+	for _, e := range sc.entries {
+		out.Rules = append(out.Rules, e.info)
+	}
+	return out, nil
+}
+
+// NotifyTest implements ipc.Notifications: the sample event goes through
+// each rule asked for at once, all of them side by side, bypassing the
+// rules' events, filters and queues. The daemon's rules page whoever the
+// daemon's owner chose, so only root and the daemon's own user may test
+// them.
+func (d *Daemon) NotifyTest(ctx context.Context, c ipc.Caller, req ipc.NotifyTestRequest) (*ipc.NotifyTestResponse, error) {
+	sc, err := d.notifyScope(c, req.Dir)
+	if err != nil {
+		return nil, err
+	}
+	mayDaemon := mayTestDaemonRules(c)
+	var pick []notifyEntry
+	if req.Rule != "" {
+		e, ok := sc.find(req.Rule)
+		if !ok {
+			return nil, ipc.NotFound("no notification rule %q: %s (sessionctl notify rules lists them)", req.Rule, sc.labels())
+		}
+		if e.origin == notify.FromDaemon && !mayDaemon {
+			return nil, ipc.Forbidden("rule %s is the daemon's: only root and the daemon's user may test it", e.info.Label)
+		}
+		pick = []notifyEntry{e}
+	} else {
+		for _, e := range sc.entries {
+			if e.origin != notify.FromDaemon || mayDaemon {
+				pick = append(pick, e)
+			}
+		}
+	}
+	if len(pick) == 0 {
+		where := "the daemon config"
+		if sc.dir != "" {
+			where += " or " + sc.dir + "/" + config.ProjectFile
+		}
+		return nil, ipc.NotFound("no notification rules to test: none in %s", where)
+	}
+	ev := notify.SampleEvent()
+	ev.Owner, ev.Env, ev.ProjectDir = sc.owner, sc.env, sc.dir
+	if sc.dir != "" {
+		ev.ProjectID = state.ProjectID(sc.dir)
+	}
+	out := &ipc.NotifyTestResponse{Results: make([]ipc.NotifyTestResult, len(pick))}
+	var wg sync.WaitGroup
+	for i, e := range pick {
+		wg.Go(func() {
+			start := time.Now()
+			err := d.notes.n.Test(ctx, e.rule, e.origin, ev)
+			r := ipc.NotifyTestResult{NotifyRuleInfo: e.info, Delivered: err == nil, TookMS: time.Since(start).Milliseconds()}
+			if err != nil {
+				// The result names the rule already.
+				r.Error = strings.TrimPrefix(err.Error(), "rule "+e.rule.Label()+": ")
+			}
+			out.Results[i] = r
+		})
+	}
+	wg.Wait()
+	return out, nil
+}
