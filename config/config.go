@@ -30,7 +30,11 @@ type Config struct {
 	// Zero is the built-in default (100 checkpoints, 30 days).
 	CheckpointKeep   int      `toml:"checkpoint_keep" json:"checkpoint_keep"`
 	CheckpointMaxAge Duration `toml:"checkpoint_max_age" json:"checkpoint_max_age"`
-	Defaults         Spec     `toml:"defaults" json:"defaults"`
+	// Metrics serves GET /v1/metrics (Prometheus text format) on the
+	// socket; MetricsListen, a TCP host:port, serves it there too.
+	Metrics       bool   `toml:"metrics" json:"metrics"`
+	MetricsListen string `toml:"metrics_listen" json:"metrics_listen"`
+	Defaults      Spec   `toml:"defaults" json:"defaults"`
 	// Notify are the daemon's [[notify]] rules, for every session.
 	Notify []NotifyRule `toml:"notify" json:"notify,omitempty"`
 }
@@ -83,6 +87,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxConnections < 0 || c.MaxConnectionsPerUser < 0 {
 		return &FieldError{"max_connections", "must not be negative"}
+	}
+	if err := c.validateMetrics(); err != nil {
+		return err
 	}
 	if err := c.Defaults.Validate(); err != nil {
 		fe := err.(*FieldError)

@@ -389,7 +389,11 @@ func (d *Daemon) SessionHandoff(ctx context.Context, c ipc.Caller, id string) (*
 
 // Version implements ipc.System.
 func (d *Daemon) Version(context.Context) ipc.Version {
-	return ipc.Version{Version: d.version, API: ipc.APIVersion, PID: os.Getpid(), Socket: d.cfg.Socket}
+	mode := "user"
+	if os.Geteuid() == 0 {
+		mode = "system"
+	}
+	return ipc.Version{Version: d.version, API: ipc.APIVersion, PID: os.Getpid(), Socket: d.cfg.Socket, Mode: mode, StateDir: d.cfg.StateDir}
 }
 
 // Health implements ipc.System.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/daemon/checkpoint"
+	"github.com/sessiond/sessiond/daemon/metrics"
 	"github.com/sessiond/sessiond/daemon/proc"
 	"github.com/sessiond/sessiond/daemon/session"
 	"github.com/sessiond/sessiond/daemon/state"
@@ -54,6 +55,10 @@ type Daemon struct {
 	restarts *restarter
 	usage    *usageMeter
 	notes    *notifications
+	// metrics are nil unless metrics = true; metricsServer is the TCP
+	// listener of metrics_listen.
+	metrics       *metrics.Metrics
+	metricsServer *server.MetricsServer
 
 	// startMu serialises the checks of a start (one live session per
 	// project, max_sessions) with its registration.
@@ -113,6 +118,9 @@ func New(opt Options) (*Daemon, error) {
 		Schedule: d.cron, Output: d.out, Live: d.reg.isLive, OnEnd: d.sessionEnded,
 		Terminal: session.TerminalDeps{LogMaxSize: int64(cfg.LogMaxSize), LogKeep: cfg.LogKeep},
 	}
+	if cfg.Metrics {
+		d.enableMetrics()
+	}
 	return d, nil
 }
 
@@ -137,6 +145,9 @@ func (d *Daemon) Run(ctx context.Context, hurry <-chan struct{}) error {
 	if err == nil {
 		err = d.shareSocket()
 	}
+	if err == nil {
+		err = d.listenMetrics()
+	}
 	if err != nil {
 		l.Close()
 		d.close()
@@ -146,7 +157,8 @@ func (d *Daemon) Run(ctx context.Context, hurry <-chan struct{}) error {
 	// Root and the daemon's own user (whose agents' hooks may all call at
 	// once) are bounded only by the total.
 	srv := server.New(d, access, d.log, server.Options{Limits: server.Limits{
-		Total: d.cfg.MaxConnections, PerUID: d.cfg.MaxConnectionsPerUser, Trusted: []int{0, os.Geteuid()}}})
+		Total: d.cfg.MaxConnections, PerUID: d.cfg.MaxConnectionsPerUser, Trusted: []int{0, os.Geteuid()}},
+		Metrics: d.metricsHandler(), Observe: d.requestObserver()})
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(l) }()
 	d.log.Info("sessiond ready", zap.String("socket", d.cfg.Socket), zap.String("state_dir", d.cfg.StateDir), zap.String("version", d.version))
@@ -194,6 +206,7 @@ func (d *Daemon) shutdown(srv *server.Server, hurry <-chan struct{}) {
 				_ = srv.Close()
 			}
 		}},
+		{"stop the metrics listener", d.stopMetrics},
 		{"release watchers and the scheduler", func(context.Context) { d.close() }},
 	}
 	for _, step := range steps {

@@ -18,6 +18,9 @@ type bus struct {
 	// tap, set before any event, sees every event as it is published,
 	// before the subscribers, and must not block: the notifications.
 	tap func(ipc.Event)
+	// observe, when set (before any event), sees every event first, on
+	// the publisher's goroutine: the metrics count them there.
+	observe func(ipc.Event)
 }
 
 // historySize is how many recent events the bus keeps for events without -f.
@@ -58,6 +61,9 @@ func (b *bus) Publish(ev ipc.Event) {
 	}
 	if b.tap != nil {
 		b.tap(ev)
+	}
+	if b.observe != nil {
+		b.observe(ev)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -25,7 +26,13 @@ type outputWatcher struct {
 	w    *fsnotify.Watcher
 	mu   sync.Mutex
 	logs map[string]*watchedLog
-	done chan struct{}
+	// adopted are the logs of sessions taken over from an earlier daemon
+	// and not watched yet: without a stamp file, their bytes are of
+	// unknown time.
+	adopted map[string]bool
+	done    chan struct{}
+	// events and overflows count what inotify delivered (for metrics).
+	events, overflows atomic.Uint64
 }
 
 // watchedLog is one session log being written.
@@ -44,8 +51,8 @@ func newOutputWatcher(log *zap.Logger, maxLog int64, keep int) (*outputWatcher, 
 	if err != nil {
 		return nil, fmt.Errorf("watch session logs: %w", err)
 	}
-	o := &outputWatcher{log: log, opt: logfile.Options{MaxSize: maxLog, Keep: keep, Logger: log.Named("rotate")},
-		w: w, logs: map[string]*watchedLog{}, done: make(chan struct{})}
+	o := &outputWatcher{log: log, opt: logfile.Options{MaxSize: maxLog, Keep: keep, Logger: log.Named("rotate"), Stamps: true},
+		w: w, logs: map[string]*watchedLog{}, adopted: map[string]bool{}, done: make(chan struct{})}
 	go o.loop()
 	return o, nil
 }
@@ -58,6 +65,7 @@ func (o *outputWatcher) loop() {
 			if !ok {
 				return
 			}
+			o.events.Add(1)
 			if !ev.Has(fsnotify.Write) {
 				continue
 			}
@@ -65,7 +73,13 @@ func (o *outputWatcher) loop() {
 			l := o.logs[ev.Name]
 			o.mu.Unlock()
 			if l != nil {
-				l.onWrite(time.Now())
+				now := time.Now()
+				l.onWrite(now)
+				if l.file != nil {
+					// Stamped before followers wake, so that they find the
+					// bytes they wake for with their time.
+					l.file.Seen(now)
+				}
 				l.wake()
 				if l.file != nil {
 					l.file.Notify()
@@ -77,9 +91,14 @@ func (o *outputWatcher) loop() {
 			}
 			o.log.Warn("log watcher", zap.Error(err))
 			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				o.overflows.Add(1)
 				// Writes went unseen: every log looks again.
 				o.mu.Lock()
+				now := time.Now()
 				for _, l := range o.logs {
+					if l.file != nil {
+						l.file.Seen(now)
+					}
 					l.wake()
 					if l.file != nil {
 						l.file.Notify()
@@ -100,7 +119,12 @@ func (o *outputWatcher) close() {
 // log_max_size × log_keep as it is written.
 func (o *outputWatcher) WatchLog(path string, onWrite func(time.Time)) (unwatch func()) {
 	l := &watchedLog{path: path, onWrite: onWrite, changed: make(chan struct{})}
-	f, err := logfile.Open(path, o.opt)
+	opt := o.opt
+	o.mu.Lock()
+	opt.PriorUnknown = o.adopted[path]
+	delete(o.adopted, path)
+	o.mu.Unlock()
+	f, err := logfile.Open(path, opt)
 	if err != nil {
 		o.log.Warn("session log not rotated", zap.String("path", path), zap.Error(err))
 	} else {
@@ -120,6 +144,8 @@ func (o *outputWatcher) WatchLog(path string, onWrite func(time.Time)) (unwatch 
 		o.mu.Unlock()
 		_ = o.w.Remove(path)
 		if l.file != nil {
+			// What the end wrote may not have been read from inotify yet.
+			l.file.Seen(time.Now())
 			// One last pass: what the end wrote stays within the cap.
 			_ = l.file.Rotate()
 			_ = l.file.Close()
@@ -199,6 +225,9 @@ func (d *Daemon) SessionLogs(ctx context.Context, c ipc.Caller, id string, opt i
 		return err
 	}
 	defer release()
+	if timedLogs(opt) {
+		return d.stampedLogs(ctx, s, f, opt, w)
+	}
 	from := -1
 	if opt.Tail > 0 {
 		from = opt.Tail
@@ -241,4 +270,12 @@ func (d *Daemon) SessionLogs(ctx context.Context, c ipc.Caller, id string, opt i
 			return nil
 		}
 	}
+}
+
+// adopt marks the log at path as that of a session an earlier daemon
+// started, before it is watched.
+func (o *outputWatcher) adopt(path string) {
+	o.mu.Lock()
+	o.adopted[path] = true
+	o.mu.Unlock()
 }

@@ -111,6 +111,7 @@ func (d *Daemon) recoverLive(s *session.Session) bool {
 	if rec.PID > 0 && rec.BootID == d.bootID && proc.Alive(rec.PID, rec.StartTime) {
 		child, err := proc.Adopt(rec.PID, rec.StartTime)
 		if err == nil {
+			d.out.adopt(s.LogPath())
 			s.Adopt(child)
 			return true
 		}

@@ -72,8 +72,13 @@ func (o *outputWatcher) WatchTerminalLog(path string, onWrite func(time.Time)) (
 
 // terminalLogs is SessionLogs for a tty session: its log, rotated by its
 // holder, as text (control sequences stripped) unless opt.Raw, and with
-// opt.Follow what is written next, until the session ends.
+// opt.Follow what is written next, until the session ends. Times are not
+// kept for it: the stamps are the daemon's rotator's, which a terminal
+// log does not have.
 func (d *Daemon) terminalLogs(ctx context.Context, s *session.Session, opt ipc.LogOptions, w io.Writer) error {
+	if timedLogs(opt) {
+		return ipc.Conflict("session %s runs on a terminal, whose log its holder writes and the daemon keeps no times for: leave out -t, --since and --until", s.ID())
+	}
 	keep := d.cfg.LogKeep
 	if keep <= 0 {
 		keep = logfile.DefaultKeep

@@ -3,6 +3,7 @@ package ipc
 import (
 	"context"
 	"io"
+	"time"
 )
 
 // Caller is the identity of the process at the other end of a connection,
@@ -37,6 +38,11 @@ type LogOptions struct {
 	// Follow keeps sending output as it is written, until the session
 	// ends or the request is cancelled.
 	Follow bool
+	// Timestamps prefixes each line with the time it was seen
+	// (TimestampFormat and a space).
+	Timestamps bool
+	// Since and Until, when set, send only the lines seen in that range.
+	Since, Until time.Time
 	// Raw keeps the terminal control sequences of a tty session's output,
 	// which are otherwise stripped.
 	Raw bool

@@ -183,8 +183,8 @@ func (c *Client) Signal(ctx context.Context, id, signal string) error {
 }
 
 // Logs returns a session's output; with opt.Follow the stream goes on until
-// the session ends or ctx is cancelled. The caller closes the reader.
-func (c *Client) Logs(ctx context.Context, id string, opt LogOptions) (io.ReadCloser, error) {
+// the session ends or ctx is cancelled. The caller closes the stream.
+func (c *Client) Logs(ctx context.Context, id string, opt LogOptions) (*LogStream, error) {
 	q := url.Values{}
 	if opt.Tail > 0 {
 		q.Set("tail", strconv.Itoa(opt.Tail))
@@ -192,6 +192,7 @@ func (c *Client) Logs(ctx context.Context, id string, opt LogOptions) (io.ReadCl
 	if opt.Follow {
 		q.Set("follow", "1")
 	}
+	logTimeQuery(q, opt)
 	if opt.Raw {
 		q.Set("raw", "1")
 	}
@@ -199,7 +200,7 @@ func (c *Client) Logs(ctx context.Context, id string, opt LogOptions) (io.ReadCl
 	if err != nil {
 		return nil, err
 	}
-	return resp.Body, nil
+	return &LogStream{ReadCloser: resp.Body, Stamps: resp.Header.Get(LogStampsHeader)}, nil
 }
 
 // Version returns the daemon's version.

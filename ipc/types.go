@@ -297,6 +297,10 @@ type Version struct {
 	API     string `json:"api"`
 	PID     int    `json:"pid"`
 	Socket  string `json:"socket"`
+	// Mode is "system" for a daemon run as root (it serves every user),
+	// else "user"; StateDir is where it keeps sessions.
+	Mode     string `json:"mode,omitempty"`
+	StateDir string `json:"state_dir,omitempty"`
 }
 
 // Health is the daemon's liveness report.

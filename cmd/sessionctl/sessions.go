@@ -281,23 +281,29 @@ func (a *app) killCmd() *cobra.Command {
 func (a *app) logsCmd() *cobra.Command {
 	var follow, raw bool
 	var tail int
+	var times logTimeFlags
 	cmd := &cobra.Command{
-		Use:   "logs [-f] [-n N] [--raw] ID|DIR",
+		Use:   "logs [-f] [-n N] [-t] [--since T] [--until T] [--raw] ID|DIR",
 		Short: "Print the session's combined stdout and stderr",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if tail < 0 {
 				return usageErr("-n: want a non-negative number of lines")
 			}
+			opt := ipc.LogOptions{Tail: tail, Follow: follow, Raw: raw}
+			if err := times.apply(&opt, time.Now()); err != nil {
+				return err
+			}
 			id, err := a.resolve(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			rc, err := a.client.Logs(cmd.Context(), id, ipc.LogOptions{Tail: tail, Follow: follow, Raw: raw})
+			rc, err := a.client.Logs(cmd.Context(), id, opt)
 			if err != nil {
 				return err
 			}
 			defer rc.Close()
+			a.noteStamps(id, opt, rc.Stamps)
 			_, err = io.Copy(a.out, rc)
 			if cmd.Context().Err() != nil {
 				return nil
@@ -308,6 +314,7 @@ func (a *app) logsCmd() *cobra.Command {
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing output as it comes, until the session ends")
 	cmd.Flags().IntVarP(&tail, "lines", "n", 0, "print only the last N lines")
 	cmd.Flags().BoolVar(&raw, "raw", false, "keep a terminal session's control sequences (colours, cursor movement), which are stripped by default")
+	times.register(cmd)
 	return cmd
 }
 
@@ -358,31 +365,6 @@ func (a *app) eventsCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "print new events as they happen, until interrupted")
 	return cmd
-}
-
-func (a *app) versionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print client and daemon versions",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			v, err := a.client.Version(cmd.Context())
-			if a.json {
-				out := map[string]any{"client": version}
-				if err == nil {
-					out["daemon"] = v
-				}
-				_ = a.printJSON(out)
-				return err
-			}
-			fmt.Fprintf(a.out, "sessionctl %s\n", version)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(a.out, "sessiond   %s (api %s, pid %d, socket %s)\n", v.Version, v.API, v.PID, v.Socket)
-			return nil
-		},
-	}
 }
 
 func (a *app) extendCmd() *cobra.Command {

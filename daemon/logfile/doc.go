@@ -110,6 +110,28 @@
 // gives the last lines across the files (for logs -n and the handoff's
 // log_tail) with bounded memory.
 //
+// # Times
+//
+// The child's bytes carry no times, and no one sees them pass, so a Log
+// with Options.Stamps keeps output.log.stamps beside the log: Seen(t),
+// called by the daemon at each inotify write event, records that the
+// bytes written since the last call (one write burst) were seen at t.
+// Records are (stream offset, time) pairs of 16 bytes; bursts less than a
+// millisecond apart share one, extended in place. Every rotation that
+// takes bytes off the disk appends the oldest offset still kept, which is
+// how the next Log (after a daemon restart) gives the files the same
+// stream offsets, so that the records still fit. The file is bounded: at
+// DefaultStampsMax records it is rewritten with only the records of bytes
+// still kept, the oldest merged in pairs (taking the earlier time) down
+// to half. Stamps reads it for a reader, TimeOf and OffsetAt map offsets
+// to times and back; NewReaderAt and LineStart start a reader at a time.
+// Bytes found in a log that has no stamp file are stamped as seen at Open
+// (a new session's first output), or of unknown time with
+// Options.PriorUnknown (a session adopted from a daemon that kept none).
+// Records are not synced; a crash of the daemon between a rotation and
+// its record, or inside a copy-and-truncate reset that lost bytes, leaves
+// the times of a chunk off by what moved.
+//
 // Only one Log may rotate a given path at a time; after a daemon restart
 // the new Log takes over the files the old one left, in any mode.
 package logfile

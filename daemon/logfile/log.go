@@ -71,6 +71,19 @@ type Options struct {
 	ResetSize int64
 	// Logger receives rotation failures and mode changes; nil discards them.
 	Logger *zap.Logger
+	// Stamps keeps the log's stamp file (output.log.stamps, see Seen):
+	// when its bytes were seen, for logs with times and selection by time.
+	// A Log without it still reads the file, to read by the same offsets.
+	Stamps bool
+	// PriorUnknown says that bytes found in a log without a stamp file
+	// were written before anyone kept times (a session adopted from an
+	// older daemon): they are of unknown time. Otherwise they are stamped
+	// as seen at Open (the first output of a new session, written before
+	// its log was watched).
+	PriorUnknown bool
+
+	// stampsMax overrides DefaultStampsMax (tests of compaction).
+	stampsMax int
 
 	// forceMode starts the Log in a given mode (tests of the fallbacks on a
 	// filesystem that supports more).
@@ -130,6 +143,9 @@ type Log struct {
 	resets    atomic.Int64
 	dropped   atomic.Int64
 	resetLost atomic.Int64
+
+	// stamps writes the stamp file (Options.Stamps), nil otherwise.
+	stamps *stampFile
 
 	wake      chan struct{}
 	done      chan struct{}
@@ -205,9 +221,19 @@ func Open(path string, opt Options) (*Log, error) {
 		}
 	}
 	l.mode.Store(int32(opt.forceMode))
-	if err := l.takeOver(); err != nil {
+	// The stamp file says which stream offset the oldest byte on disk has,
+	// so that its offsets stay right across daemon restarts.
+	prior := readPriorStamps(path + StampSuffix)
+	if err := l.takeOver(prior.oldest); err != nil {
 		f.Close()
 		return nil, err
+	}
+	if opt.Stamps {
+		st, err := l.openStamps(prior, opt.stampsMax, opt.PriorUnknown)
+		if err != nil {
+			l.log.Warn("log kept without times", zap.String("path", path), zap.Error(err))
+		}
+		l.stamps = st
 	}
 	if l.maxSize > 0 {
 		go l.run()
@@ -219,8 +245,10 @@ func Open(path string, opt Options) (*Log, error) {
 }
 
 // takeOver learns the state an earlier Log left: the rotated files, and
-// the hole a punching rotator left at the start of output.log.
-func (l *Log) takeOver() error {
+// the hole a punching rotator left at the start of output.log. The oldest
+// byte on disk gets stream offset oldest (as the stamp file says), plus
+// what the rotated files beyond log_keep held.
+func (l *Log) takeOver(oldest int64) error {
 	dir, base := filepath.Split(l.path)
 	if dir == "" {
 		dir = "."
@@ -248,6 +276,9 @@ func (l *Log) takeOver() error {
 		}
 		p := filepath.Join(dir, name)
 		if i >= l.keep {
+			if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
+				oldest += fi.Size()
+			}
 			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("remove rotated log beyond log_keep: %w", err)
 			}
@@ -278,9 +309,9 @@ func (l *Log) takeOver() error {
 		total += s
 	}
 	l.consumed = consumed
-	l.liveBase = total - consumed
+	l.liveBase = oldest + total - consumed
 	l.rotated = make([]span, 0, l.keep-1)
-	end := total
+	end := oldest + total
 	for _, s := range sizes {
 		l.rotated = append(l.rotated, span{end - s, end})
 		end -= s
@@ -371,6 +402,9 @@ func (l *Log) Close() error {
 		l.rotMu.Lock()
 		err = l.f.Close()
 		l.rotMu.Unlock()
+		if l.stamps != nil {
+			err = errors.Join(err, l.stamps.close())
+		}
 	})
 	return err
 }

@@ -31,6 +31,7 @@ func (l *Log) Rotate() error {
 	l.rotMu.Lock()
 	defer l.rotMu.Unlock()
 	l.checks.Add(1)
+	defer l.noteOldest()
 	return l.pass()
 }
 
@@ -73,6 +74,7 @@ func (l *Log) pass() error {
 		if l.closing() {
 			return errClosed
 		}
+		l.noteOldest()
 		size, err := l.size()
 		if err != nil {
 			return err

@@ -195,8 +195,16 @@ func TestDeadlineWarningAndExtendOnAFakeClock(t *testing.T) {
 	if warned.Warning == nil || !warned.Warning.At.Equal(t0.Add(50*time.Minute)) {
 		t.Errorf("warning = %+v, want it at the warning time", warned.Warning)
 	}
+	// The state is published first, then the file: whoever finds the
+	// file and asks finds the session warned.
 	var w state.Warning
-	if err := state.ReadJSON(state.WarningPath(s.ProjectDir()), &w); err != nil || w.TimeLeftSeconds != 600 {
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if err = state.ReadJSON(state.WarningPath(s.ProjectDir()), &w); err == nil {
+			break
+		}
+	}
+	if err != nil || w.TimeLeftSeconds != 600 {
 		t.Errorf("warning.json = %+v, %v; want 600 s left", w, err)
 	}
 

@@ -55,6 +55,7 @@ type Hub struct {
 	bwait map[uint64]chan struct{} // barrier file number -> closed when its event is read
 
 	readerEnd chan struct{}
+	counts    hubCounters
 }
 
 // NewHub starts the shared inotify instance and its reader. If the kernel
@@ -143,12 +144,14 @@ func (h *Hub) read() {
 			if !ok {
 				return
 			}
+			h.counts.events.Add(1)
 			h.dispatch(ev, time.Now())
 		case err, ok := <-h.fsw.Errors:
 			if !ok {
 				return
 			}
 			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				h.counts.overflows.Add(1)
 				h.overflow()
 				continue
 			}

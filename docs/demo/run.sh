@@ -5,13 +5,18 @@
 # shows the handoffs and the progress log.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-bin="$root/bin"
+bin="${SESSIOND_BIN:-$root/bin}" # the binaries make build puts there
 work=$(mktemp -d /tmp/sessiond-demo.XXXXXX)
 export SESSIOND_SOCKET="$work/sessiond.sock"
 export PATH="$bin:$PATH"
 trap 'kill $daemon 2>/dev/null; wait $daemon 2>/dev/null; rm -rf "$work"' EXIT
 
-say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# Bold headings on a terminal only: piped, or with NO_COLOR, no escape codes.
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then
+	say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+else
+	say() { printf '\n== %s\n' "$*"; }
+fi
 show() { printf '$ %s\n' "$*"; "$@"; }
 
 sessiond run --state-dir "$work/state" --log-level warn 2>"$work/daemon.log" &
@@ -51,7 +56,19 @@ say "What the next session will be told"
 show sessionctl state .
 
 say "The last handoff (.sessiond/handoff.json)"
-show sessionctl handoff . | grep -E '"(end_reason|signal|task_attempted|task_status|current_step|total_steps|warnings|recommended_next_steps)"|^    "' | head -30
+# The fields a person reads first, whole (arrays included), nothing else.
+printf '$ sessionctl handoff .   # the fields read first\n'
+sessionctl handoff . | awk '
+BEGIN {
+	n = split("end_reason exit_code signal task_attempted task_status current_step total_steps last_file_edited recommended_next_steps warnings", k, " ")
+	for (i = 1; i <= n; i++) want["\"" k[i] "\":"] = 1
+	print "{"
+}
+/^[{}]$/ { next }
+/^  "/ { show = ($1 in want) }
+show { print }
+END { print "  ..."; print "}" }'
+
 
 say "The progress log (.sessiond/progress.md)"
 sed -n '5,200p' .sessiond/progress.md

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -58,6 +59,7 @@ func (s *Server) register() {
 	s.handle("GET "+v+"/health", func(w http.ResponseWriter, r *http.Request, _ ipc.Caller) error {
 		return writeJSON(w, http.StatusOK, b.Health(r.Context()))
 	})
+	s.handle("GET "+v+"/metrics", s.serveMetrics)
 	s.registerDebug()
 }
 
@@ -180,8 +182,12 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request, c ipc.Caller) erro
 	if err != nil {
 		return err
 	}
-	raw, err := boolParam(q.Get("raw"), "raw")
+	opt, err := logTimes(q, time.Now())
 	if err != nil {
+		return err
+	}
+	opt.Tail, opt.Follow = tail, follow
+	if opt.Raw, err = boolParam(q.Get("raw"), "raw"); err != nil {
 		return err
 	}
 	// Resolve the session first so that an unknown id is a 404, not an
@@ -189,10 +195,13 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request, c ipc.Caller) erro
 	if _, err := s.backend.GetSession(r.Context(), c, r.PathValue("id")); err != nil {
 		return err
 	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.WriteHeader(http.StatusOK)
-	opt := ipc.LogOptions{Tail: tail, Follow: follow, Raw: raw}
-	if err := s.backend.SessionLogs(r.Context(), c, r.PathValue("id"), opt, s.timeouts.Stream(w)); err != nil && r.Context().Err() == nil {
+	lw := newLogWriter(w, s.timeouts.Stream(w))
+	err = s.backend.SessionLogs(r.Context(), c, r.PathValue("id"), opt, lw)
+	if err != nil && !lw.started() {
+		return err
+	}
+	lw.begin()
+	if err != nil && r.Context().Err() == nil {
 		s.log.Warn("log stream ended early", zap.String("session", r.PathValue("id")), zap.Error(err))
 	}
 	return nil

@@ -32,6 +32,8 @@ type Server struct {
 	mux      *http.ServeMux
 	routes   map[string]bool
 	http     *http.Server
+	metrics  http.Handler
+	observe  func(route string, status int)
 	// streams are the attached terminals, which the HTTP server no longer
 	// tracks once upgraded.
 	streams streams
@@ -41,6 +43,11 @@ type Server struct {
 type Options struct {
 	// Limits bound the connections open at once (see Listener).
 	Limits Limits
+	// Metrics serves GET /v1/metrics; nil answers 404 (metrics are off).
+	Metrics http.Handler
+	// Observe, if set, is told of every request answered: its route (the
+	// route table's pattern, "unmatched" or "refused") and status.
+	Observe func(route string, status int)
 }
 
 // handler is a route's adapter: it decodes the request, calls the backend
@@ -57,6 +64,7 @@ func New(b ipc.Backend, access AccessFunc, log *zap.Logger, opts ...Options) *Se
 		backend: b, version: b.Version(context.Background()).Version,
 		log: log.Named("api"), access: access, limits: opt.Limits, timeouts: DefaultTimeouts(),
 		mux: http.NewServeMux(), routes: map[string]bool{},
+		metrics: opt.Metrics, observe: opt.Observe,
 	}
 	s.register()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -95,6 +103,11 @@ func (s *Server) handle(pattern string, h handler) {
 
 // ServeHTTP checks the caller, then routes the request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.observe != nil {
+		rec := &statusRecorder{ResponseWriter: w}
+		defer func() { s.observe(routeOf(r), rec.code()) }()
+		w = rec
+	}
 	w.Header().Set(ipc.VersionHeader, s.version)
 	c, ok := r.Context().Value(callerKey{}).(ipc.Caller)
 	if !ok {

@@ -1,0 +1,107 @@
+package daemon
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sessiond/sessiond/daemon/checkpoint"
+	"github.com/sessiond/sessiond/daemon/metrics"
+	"github.com/sessiond/sessiond/daemon/session"
+	"github.com/sessiond/sessiond/ipc"
+	"github.com/sessiond/sessiond/ipc/server"
+)
+
+// enableMetrics turns on the opt-in metrics (metrics = true): the bus
+// shows them every event, checkpoints are timed, the API counts its
+// requests. With metrics off none of this is in the way.
+func (d *Daemon) enableMetrics() {
+	m := metrics.New(metrics.Sources{
+		Version: d.version,
+		Since:   d.since,
+		Sessions: func() []ipc.Session {
+			all := d.reg.all()
+			recs := make([]ipc.Session, len(all))
+			for i, s := range all {
+				recs[i] = s.Snapshot()
+			}
+			return recs
+		},
+		Session: func(id string) (ipc.Session, bool) {
+			if s := d.reg.get(id); s != nil {
+				return s.Snapshot(), true
+			}
+			return ipc.Session{}, false
+		},
+		ProjectWatch: func() metrics.Counts {
+			c := d.hub.Counters()
+			return metrics.Counts{Events: c.Events, Overflows: c.Overflows}
+		},
+		LogWatch: func() metrics.Counts {
+			return metrics.Counts{Events: d.out.events.Load(), Overflows: d.out.overflows.Load()}
+		},
+	})
+	d.metrics = m
+	d.bus.observe = m.Observe
+	d.deps.Checkpoints = timedCheckpoints{d.deps.Checkpoints, m}
+}
+
+// metricsHandler is what serves GET /v1/metrics; nil when metrics are off.
+func (d *Daemon) metricsHandler() http.Handler {
+	if d.metrics == nil {
+		return nil
+	}
+	return d.metrics.Handler()
+}
+
+// requestObserver counts the API's requests; nil when metrics are off.
+func (d *Daemon) requestObserver() func(route string, status int) {
+	if d.metrics == nil {
+		return nil
+	}
+	return d.metrics.Request
+}
+
+// listenMetrics serves the metrics on metrics_listen, if set.
+func (d *Daemon) listenMetrics() error {
+	if d.metrics == nil || d.cfg.MetricsListen == "" {
+		return nil
+	}
+	ms, err := server.ListenMetrics(d.cfg.MetricsListen, d.metrics.Handler(), d.log)
+	if err != nil {
+		return err
+	}
+	d.metricsServer = ms
+	go func() {
+		if err := ms.Serve(); err != nil {
+			d.log.Error("metrics listener stopped", zap.Error(err))
+		}
+	}()
+	d.log.Info("serving metrics", zap.String("address", ms.Addr().String()))
+	return nil
+}
+
+// stopMetrics stops the metrics listener, if there is one.
+func (d *Daemon) stopMetrics(ctx context.Context) {
+	if d.metricsServer == nil {
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_ = d.metricsServer.Shutdown(sctx)
+}
+
+// timedCheckpoints times every checkpoint a session takes.
+type timedCheckpoints struct {
+	next session.Checkpointer
+	m    *metrics.Metrics
+}
+
+func (t timedCheckpoints) Take(ctx context.Context, req checkpoint.TakeRequest) (checkpoint.Result, error) {
+	start := time.Now()
+	res, err := t.next.Take(ctx, req)
+	t.m.Checkpoint(time.Since(start), res.Skipped, err)
+	return res, err
+}

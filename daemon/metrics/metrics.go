@@ -1,0 +1,172 @@
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sessiond/sessiond/ipc"
+)
+
+// Counts is what a watcher has handled since it started.
+type Counts struct {
+	// Events are the inotify events read.
+	Events uint64
+	// Overflows are the times the kernel's event queue overflowed (events
+	// were lost and a rescan followed).
+	Overflows uint64
+}
+
+// Sources are what the metrics read when they are scraped.
+type Sources struct {
+	// Version is the daemon's version, for sessiond_build_info.
+	Version string
+	// Sessions returns the record of every session the daemon holds.
+	Sessions func() []ipc.Session
+	// Session returns the record of one session, for what an event does
+	// not carry (the deadline a stop was due at, when an end began).
+	Session func(id string) (ipc.Session, bool)
+	// ProjectWatch and LogWatch count the events of the project watcher
+	// and of the session logs' watcher.
+	ProjectWatch func() Counts
+	LogWatch     func() Counts
+	// Since is when the daemon started: an end recorded before it was
+	// finished by this daemon, and its handoff latency is not its own.
+	Since time.Time
+}
+
+// Metrics are the daemon's metrics, in a registry of their own.
+type Metrics struct {
+	src Sources
+	reg *prometheus.Registry
+
+	starts, startFailures, restarts, warnings prometheus.Counter
+	ends                                      *prometheus.CounterVec
+	warningLate, deadlineLate, handoff        prometheus.Histogram
+	checkpoints                               *prometheus.HistogramVec
+	checkpointFailures                        prometheus.Counter
+	requests                                  *prometheus.CounterVec
+}
+
+// latenessBuckets are for timers that should fire on time: a millisecond
+// to ten seconds late.
+var latenessBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+// New returns the metrics, reading src when scraped.
+func New(src Sources) *Metrics {
+	m := &Metrics{src: src, reg: prometheus.NewRegistry()}
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: "sessiond", Name: name, Help: help})
+	}
+	m.starts = counter("session_starts_total", "Sessions started (their command spawned).")
+	m.startFailures = counter("session_start_failures_total", "Sessions that failed to start (preflight, spawn, or a restart that could not be made).")
+	m.restarts = counter("session_restarts_total", "Sessions restarted by their restart policy or by sessionctl restart.")
+	m.warnings = counter("session_warnings_total", "Warnings given before a deadline.")
+	m.ends = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "sessiond", Name: "session_ends_total",
+		Help: "Sessions ended, by end reason."}, []string{"reason"})
+	for _, r := range []string{ipc.EndComplete, ipc.EndError, ipc.EndTimeout, ipc.EndIdle, ipc.EndInterrupted, ipc.EndCrashed, ipc.EndBudget, ipc.EndWaiting} {
+		m.ends.WithLabelValues(r)
+	}
+	m.warningLate = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "sessiond", Name: "warning_lateness_seconds",
+		Help: "How late the warning was given, after its scheduled time.", Buckets: latenessBuckets})
+	m.deadlineLate = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "sessiond", Name: "deadline_lateness_seconds",
+		Help: "How late a session's stop began, after its deadline.", Buckets: latenessBuckets})
+	m.handoff = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "sessiond", Name: "handoff_latency_seconds",
+		Help:    "Time from a session's end (its exit, or the end of its stop) to its handoff on disk, the final checkpoint included.",
+		Buckets: []float64{.001, .0025, .005, .01, .02, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}})
+	m.checkpoints = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "sessiond", Name: "checkpoint_duration_seconds",
+		Help:    "Time a checkpoint took, by outcome: made, unchanged (the tree equals the last checkpoint's) or failed.",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}}, []string{"outcome"})
+	for _, o := range []string{"made", "unchanged", "failed"} {
+		m.checkpoints.WithLabelValues(o)
+	}
+	m.checkpointFailures = counter("checkpoint_failures_total", "Checkpoints that failed.")
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "sessiond", Name: "api_requests_total",
+		Help: "API requests answered, by route (the route table's pattern) and HTTP status."}, []string{"route", "code"})
+
+	m.reg.MustRegister(m.starts, m.startFailures, m.restarts, m.warnings, m.ends, m.warningLate, m.deadlineLate,
+		m.handoff, m.checkpoints, m.checkpointFailures, m.requests,
+		sessionCollector{src: src}, watchCollector{src: src},
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "sessiond", Name: "build_info",
+			Help: "The daemon's version, as a label; always 1.", ConstLabels: prometheus.Labels{"version": src.Version}},
+			func() float64 { return 1 }),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
+
+// Gatherer returns the registry, for tests and other exporters.
+func (m *Metrics) Gatherer() prometheus.Gatherer { return m.reg }
+
+// Observe counts an event of the bus. It runs on the publisher's
+// goroutine and does not block.
+func (m *Metrics) Observe(ev ipc.Event) {
+	switch ev.Type {
+	case ipc.EventStarted:
+		m.starts.Inc()
+	case ipc.EventFailed:
+		m.startFailures.Inc()
+	case ipc.EventRestarted:
+		m.restarts.Inc()
+	case ipc.EventWarned:
+		m.warnings.Inc()
+		if rec, ok := m.session(ev); ok && !rec.WarnAt.IsZero() {
+			m.warningLate.Observe(late(ev.Time, rec.WarnAt))
+		}
+	case ipc.EventStopping:
+		if rec, ok := m.session(ev); ok && rec.EndReason == ipc.EndTimeout && !rec.Deadline.IsZero() {
+			m.deadlineLate.Observe(late(ev.Time, rec.Deadline))
+		}
+	case ipc.EventEnded:
+		rec, ok := m.session(ev)
+		if !ok {
+			return
+		}
+		m.ends.WithLabelValues(rec.EndReason).Inc()
+		if rec.EndedAt != nil && !rec.EndedAt.Before(m.src.Since) {
+			m.handoff.Observe(late(ev.Time, *rec.EndedAt))
+		}
+	}
+}
+
+func (m *Metrics) session(ev ipc.Event) (ipc.Session, bool) {
+	if m.src.Session == nil || ev.SessionID == "" {
+		return ipc.Session{}, false
+	}
+	return m.src.Session(ev.SessionID)
+}
+
+// late returns how long after due at was, in seconds (0 when early).
+func late(at, due time.Time) float64 {
+	return max(at.Sub(due), 0).Seconds()
+}
+
+// Checkpoint counts a checkpoint that took d: unchanged when it found
+// the tree as the last checkpoint left it.
+func (m *Metrics) Checkpoint(d time.Duration, unchanged bool, err error) {
+	outcome := "made"
+	switch {
+	case err != nil:
+		outcome = "failed"
+		m.checkpointFailures.Inc()
+	case unchanged:
+		outcome = "unchanged"
+	}
+	m.checkpoints.WithLabelValues(outcome).Observe(d.Seconds())
+}
+
+// Request counts an API request answered with status on route (a pattern
+// of the route table, "unmatched" or "refused").
+func (m *Metrics) Request(route string, status int) {
+	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+}

@@ -1,0 +1,157 @@
+package metrics
+
+import (
+	"errors"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/sessiond/sessiond/ipc"
+)
+
+func TestObserveEvents(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	ended := t0.Add(time.Minute)
+	old := t0.Add(-time.Hour)
+	recs := map[string]ipc.Session{
+		"w":   {ID: "w", State: ipc.StateWarned, WarnAt: t0},
+		"s":   {ID: "s", State: ipc.StateStopping, EndReason: ipc.EndTimeout, Deadline: t0},
+		"i":   {ID: "i", State: ipc.StateStopping, EndReason: ipc.EndInterrupted, Deadline: t0},
+		"e":   {ID: "e", State: ipc.StateEnded, EndReason: ipc.EndComplete, EndedAt: &ended},
+		"old": {ID: "old", State: ipc.StateEnded, EndReason: ipc.EndCrashed, EndedAt: &old},
+	}
+	m := New(Sources{Version: "v1.2.3", Since: t0.Add(-time.Minute),
+		Session: func(id string) (ipc.Session, bool) { r, ok := recs[id]; return r, ok }})
+	for _, ev := range []ipc.Event{
+		{Type: ipc.EventStarted, SessionID: "w"},
+		{Type: ipc.EventStarted, SessionID: "s"},
+		{Type: ipc.EventFailed},
+		{Type: ipc.EventRestarted, SessionID: "s"},
+		{Type: ipc.EventWarned, SessionID: "w", Time: t0.Add(20 * time.Millisecond)},
+		{Type: ipc.EventStopping, SessionID: "s", Time: t0.Add(3 * time.Millisecond)},
+		{Type: ipc.EventStopping, SessionID: "i", Time: t0.Add(time.Hour)},
+		{Type: ipc.EventEnded, SessionID: "e", Time: ended.Add(15 * time.Millisecond)},
+		{Type: ipc.EventEnded, SessionID: "old", Time: t0},
+		{Type: ipc.EventEnded, SessionID: "gone", Time: t0},
+		{Type: ipc.EventActivity, SessionID: "w"},
+	} {
+		m.Observe(ev)
+	}
+	for name, tc := range map[string]struct {
+		got, want float64
+	}{
+		"starts":           {testutil.ToFloat64(m.starts), 2},
+		"start failures":   {testutil.ToFloat64(m.startFailures), 1},
+		"restarts":         {testutil.ToFloat64(m.restarts), 1},
+		"warnings":         {testutil.ToFloat64(m.warnings), 1},
+		"ends complete":    {testutil.ToFloat64(m.ends.WithLabelValues(ipc.EndComplete)), 1},
+		"ends crashed":     {testutil.ToFloat64(m.ends.WithLabelValues(ipc.EndCrashed)), 1},
+		"ends timeout":     {testutil.ToFloat64(m.ends.WithLabelValues(ipc.EndTimeout)), 0},
+		"warning late sum": {histSum(t, m, "sessiond_warning_lateness_seconds"), 0.020},
+		// Only the timeout's stop is a deadline's; the interrupted one is not.
+		"deadline late sum":   {histSum(t, m, "sessiond_deadline_lateness_seconds"), 0.003},
+		"deadline late count": {histCount(t, m, "sessiond_deadline_lateness_seconds"), 1},
+		// The end recorded before the daemon started is not its latency.
+		"handoff count": {histCount(t, m, "sessiond_handoff_latency_seconds"), 1},
+		"handoff sum":   {histSum(t, m, "sessiond_handoff_latency_seconds"), 0.015},
+	} {
+		if diff := tc.got - tc.want; diff > 1e-9 || diff < -1e-9 {
+			t.Errorf("%s = %v, want %v", name, tc.got, tc.want)
+		}
+	}
+}
+
+func TestCheckpointsAndRequests(t *testing.T) {
+	m := New(Sources{})
+	m.Checkpoint(30*time.Millisecond, false, nil)
+	m.Checkpoint(5*time.Millisecond, true, nil)
+	m.Checkpoint(time.Second, false, errors.New("git failed"))
+	m.Request("GET /v1/sessions", 200)
+	m.Request("GET /v1/sessions", 200)
+	m.Request("unmatched", 404)
+	if got := testutil.ToFloat64(m.checkpointFailures); got != 1 {
+		t.Errorf("checkpoint failures = %v", got)
+	}
+	if got := testutil.ToFloat64(m.requests.WithLabelValues("GET /v1/sessions", "200")); got != 2 {
+		t.Errorf("requests = %v", got)
+	}
+	fams := scrape(t, m)
+	byOutcome := map[string]uint64{}
+	for _, mt := range fams["sessiond_checkpoint_duration_seconds"].GetMetric() {
+		byOutcome[mt.GetLabel()[0].GetValue()] = mt.GetHistogram().GetSampleCount()
+	}
+	if byOutcome["made"] != 1 || byOutcome["unchanged"] != 1 || byOutcome["failed"] != 1 {
+		t.Errorf("checkpoints by outcome = %v", byOutcome)
+	}
+}
+
+func TestSessionsAndWatchers(t *testing.T) {
+	sessions := []ipc.Session{
+		{State: ipc.StateRunning, Agent: &ipc.Agent{State: ipc.AgentWorking}},
+		{State: ipc.StateRunning, Agent: &ipc.Agent{State: ipc.AgentWaiting}},
+		{State: ipc.StateWarned, Agent: &ipc.Agent{}},
+		{State: ipc.StateRunning},
+		{State: ipc.StateEnded, Agent: &ipc.Agent{State: ipc.AgentIdle}},
+	}
+	m := New(Sources{Version: "v9",
+		Sessions:     func() []ipc.Session { return sessions },
+		ProjectWatch: func() Counts { return Counts{Events: 7, Overflows: 1} },
+		LogWatch:     func() Counts { return Counts{Events: 3} },
+	})
+	fams := scrape(t, m)
+	got := map[string]float64{}
+	for _, name := range []string{"sessiond_sessions", "sessiond_agent_sessions", "sessiond_watch_events_total", "sessiond_watch_overflows_total"} {
+		for _, mt := range fams[name].GetMetric() {
+			v := mt.GetGauge().GetValue() + mt.GetCounter().GetValue()
+			got[name+"/"+mt.GetLabel()[0].GetValue()] = v
+		}
+	}
+	for k, want := range map[string]float64{
+		"sessiond_sessions/running": 3, "sessiond_sessions/warned": 1, "sessiond_sessions/ended": 1, "sessiond_sessions/failed": 0,
+		// Ended sessions' agents are not counted; an agent with no state yet is unknown.
+		"sessiond_agent_sessions/working": 1, "sessiond_agent_sessions/waiting": 1, "sessiond_agent_sessions/idle": 0, "sessiond_agent_sessions/unknown": 1,
+		"sessiond_watch_events_total/projects": 7, "sessiond_watch_overflows_total/projects": 1, "sessiond_watch_events_total/logs": 3,
+	} {
+		if v, ok := got[k]; !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", k, v, ok, want)
+		}
+	}
+	if bi := fams["sessiond_build_info"]; bi == nil || bi.GetMetric()[0].GetLabel()[0].GetValue() != "v9" {
+		t.Errorf("build info = %v", bi)
+	}
+	if fams["go_goroutines"] == nil || fams["process_resident_memory_bytes"] == nil {
+		t.Error("no Go or process metrics")
+	}
+}
+
+// scrape serves the metrics once and parses the text format.
+func scrape(t *testing.T, m *Metrics) map[string]*dto.MetricFamily {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/v1/metrics", nil))
+	if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
+		t.Errorf("content type %q", ct)
+	}
+	body, _ := io.ReadAll(rec.Body)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatalf("parse scrape: %v\n%s", err, body)
+	}
+	return fams
+}
+
+func histSum(t *testing.T, m *Metrics, name string) float64 {
+	return scrape(t, m)[name].GetMetric()[0].GetHistogram().GetSampleSum()
+}
+
+func histCount(t *testing.T, m *Metrics, name string) float64 {
+	return float64(scrape(t, m)[name].GetMetric()[0].GetHistogram().GetSampleCount())
+}
