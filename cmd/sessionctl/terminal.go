@@ -82,6 +82,7 @@ func (a *app) attach(ctx context.Context, id string, readOnly bool, key byte) er
 	if readOnly {
 		mode = " read-only"
 	}
+	var reattachBy time.Time // while reattaching: until when
 	for {
 		conn, st, err := a.client.Attach(ctx, id, ipc.AttachOptions{ReadOnly: readOnly})
 		if err != nil {
@@ -89,8 +90,16 @@ func (a *app) attach(ctx context.Context, id string, readOnly bool, key byte) er
 			if errors.As(err, &ae) && strings.Contains(ae.Message, "writer") && !readOnly {
 				return &exitError{exitFailed, fmt.Errorf("%s (sessionctl attach --read-only %s watches without typing)", ae.Message, id)}
 			}
+			if !reattachBy.IsZero() && !errors.As(err, &ae) && time.Now().Before(reattachBy) {
+				// The daemon is still coming back.
+				if err := a.waitReattach(ctx, id, reattachBy); err != nil {
+					return err
+				}
+				continue
+			}
 			return err
 		}
+		reattachBy = time.Time{}
 		fmt.Fprintf(a.errOut, "[attached%s to %s, %s; detach with %s]\r\n", mode, id, st.Size, attach.KeyName(key))
 		res, err := attach.Run(ctx, conn, attach.Options{DetachKey: key, ReadOnly: readOnly})
 		if err != nil {
@@ -109,16 +118,17 @@ func (a *app) attach(ctx context.Context, id string, readOnly bool, key byte) er
 			return nil
 		}
 		fmt.Fprintf(a.errOut, "[connection to %s lost (%v); reattaching...]\r\n", id, res.Err)
-		if err := a.waitReattach(ctx, id); err != nil {
+		reattachBy = time.Now().Add(reattachFor)
+		if err := a.waitReattach(ctx, id, reattachBy); err != nil {
 			return err
 		}
 	}
 }
 
 // waitReattach waits until the session can be attached to again, or says
-// why it cannot.
-func (a *app) waitReattach(ctx context.Context, id string) error {
-	deadline := time.Now().Add(reattachFor)
+// why it cannot. Until deadline, any failure to reach the daemon (gone,
+// or still starting: a connection reset, a stale socket) is waited out.
+func (a *app) waitReattach(ctx context.Context, id string, deadline time.Time) error {
 	for {
 		rec, err := a.client.Session(ctx, id)
 		if err == nil {
@@ -127,8 +137,8 @@ func (a *app) waitReattach(ctx context.Context, id string) error {
 			}
 			return nil
 		}
-		var un *ipc.UnreachableError
-		if !errors.As(err, &un) || time.Now().After(deadline) {
+		var ae *ipc.Error
+		if errors.As(err, &ae) || time.Now().After(deadline) {
 			return err
 		}
 		select {
