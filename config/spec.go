@@ -84,6 +84,12 @@ type Spec struct {
 	CheckpointOn []string  `toml:"checkpoint_on" json:"checkpoint_on,omitempty"`
 	Watch        Watch     `toml:"watch" json:"watch"`
 	Services     []Service `toml:"service" json:"services,omitempty"`
+	// Worktree, WorktreeDir, WorktreeSetup and PortRange run the session
+	// in a git worktree of its own (config/worktree.go).
+	Worktree      WorktreeOption `toml:"worktree" json:"worktree,omitzero"`
+	WorktreeDir   string         `toml:"worktree_dir" json:"worktree_dir,omitempty"`
+	WorktreeSetup SetupCommands  `toml:"worktree_setup" json:"worktree_setup,omitempty"`
+	PortRange     PortRange      `toml:"port_range" json:"port_range,omitzero"`
 	// TTY runs the command on a terminal (sessionctl attach, screen,
 	// send); nil means the default: a terminal for a recognised agent
 	// command that runs interactively (see TerminalWanted).
@@ -115,6 +121,7 @@ func (s Spec) Clone() Spec {
 	c.Preflight = append([]string(nil), s.Preflight...)
 	c.Watch.Ignore = append([]string(nil), s.Watch.Ignore...)
 	c.Services = append([]Service(nil), s.Services...)
+	c.WorktreeSetup = s.WorktreeSetup.Clone()
 	c.CheckpointOn = append([]string(nil), s.CheckpointOn...)
 	if s.TTY != nil {
 		tty := *s.TTY
@@ -219,7 +226,7 @@ func (s *Spec) Validate() error {
 			return &FieldError{key + ".ready_timeout", "must not be negative"}
 		}
 	}
-	return nil
+	return s.validateWorktree()
 }
 
 // projectPath checks a key naming a file of the project without touching

@@ -34,6 +34,10 @@ type launchParams struct {
 	RestartHistory []time.Time
 	// Resume is the agent conversation the session continues.
 	Resume string
+	// ID is the session's id when the start chose it already (for the
+	// worktree named after it); Worktree the worktree it runs in.
+	ID       string
+	Worktree *ipc.Worktree
 }
 
 // launch registers a session and starts it, and returns once its command
@@ -69,8 +73,20 @@ func (d *Daemon) launch(p launchParams) (*session.Session, session.StartInfo, er
 			return nil, session.StartInfo{}, ipc.Conflict("the name %q is in use by live session %s: choose another with --name, or stop that one", p.Name, s.ID())
 		}
 	}
+	id := p.ID
+	if id == "" {
+		id = d.reg.newID()
+	}
+	if p.Worktree != nil {
+		wt, err := d.holdWorktree(p.Worktree, id, p.Spec.PortRange)
+		if err != nil {
+			d.startMu.Unlock()
+			return nil, session.StartInfo{}, err
+		}
+		p.Worktree = wt
+	}
 	s := session.New(session.Params{
-		ID: d.reg.newID(), Name: p.Name, UID: p.UID, Project: p.Project, Owner: p.Owner, Spec: p.Spec, EnvKeys: p.EnvKeys,
+		ID: id, Name: p.Name, Worktree: p.Worktree, UID: p.UID, Project: p.Project, Owner: p.Owner, Spec: p.Spec, EnvKeys: p.EnvKeys,
 		RestartOf: p.RestartOf, Restarts: p.Restarts, RestartHistory: p.RestartHistory, Resume: p.Resume,
 	}, d.deps)
 	d.reg.add(s)
@@ -144,15 +160,25 @@ func (d *Daemon) StartSession(ctx context.Context, c ipc.Caller, req ipc.StartRe
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	wt, err := d.startWorktree(ctx, c, p, owner, spec, req)
+	if err != nil {
+		return nil, err
+	}
+	if wt != nil {
+		p = wt.project
+	}
 	resume, err := d.resumeFor(c, p, spec, req.Resume)
 	if err != nil {
+		wt.undo(d)
 		return nil, err
 	}
-	s, info, err := d.launch(launchParams{UID: c.UID, Project: p, Owner: owner, Spec: spec, Name: req.Name, EnvKeys: keys, Resume: resume})
+	s, info, err := d.launch(launchParams{UID: c.UID, Project: p, Owner: owner, Spec: spec, Name: req.Name, EnvKeys: keys, Resume: resume,
+		ID: wt.sessionID(), Worktree: wt.wire()})
 	if err != nil {
+		wt.undo(d)
 		return nil, err
 	}
-	return &ipc.StartResponse{Session: s.Snapshot(), Summary: info.Summary, Notices: info.Notices}, nil
+	return &ipc.StartResponse{Session: s.Snapshot(), Summary: info.Summary, Notices: append(wt.noticeList(), info.Notices...)}, nil
 }
 
 // GetSession implements ipc.Sessions.
@@ -220,7 +246,7 @@ func (d *Daemon) RestartSession(ctx context.Context, c ipc.Caller, id string, re
 	}
 	ns, info, err := d.launch(launchParams{
 		UID: s.UID(), Project: s.Project(), Owner: s.Owner(), Spec: s.Spec(), Name: s.Name(), EnvKeys: rec.EnvKeys,
-		RestartOf: s.ID(), Restarts: rec.Restarts + 1, RestartHistory: s.RestartHistory(), Resume: restartResume(s),
+		RestartOf: s.ID(), Restarts: rec.Restarts + 1, RestartHistory: s.RestartHistory(), Resume: restartResume(s), Worktree: rec.Worktree,
 	})
 	if err != nil {
 		return nil, err

@@ -19,6 +19,7 @@ import (
 	"github.com/sessiond/sessiond/daemon/session"
 	"github.com/sessiond/sessiond/daemon/state"
 	"github.com/sessiond/sessiond/daemon/watch"
+	"github.com/sessiond/sessiond/daemon/worktree"
 	"github.com/sessiond/sessiond/ipc"
 	"github.com/sessiond/sessiond/ipc/server"
 )
@@ -59,6 +60,8 @@ type Daemon struct {
 	// listener of metrics_listen.
 	metrics       *metrics.Metrics
 	metricsServer *server.MetricsServer
+	// worktrees are the git worktrees of sessions (worktrees.go).
+	worktrees *worktree.Manager
 
 	// startMu serialises the checks of a start (one live session per
 	// project, max_sessions) with its registration.
@@ -95,6 +98,7 @@ func New(opt Options) (*Daemon, error) {
 		}),
 		cron: newScheduler(opt.Log.Named("cron")),
 	}
+	d.worktrees = openWorktrees(cfg.StateDir, opt.Log.Named("worktree"))
 	var err error
 	if d.out, err = newOutputWatcher(d.log.Named("output"), int64(cfg.LogMaxSize), cfg.LogKeep); err != nil {
 		d.cron.stop()
@@ -154,6 +158,7 @@ func (d *Daemon) Run(ctx context.Context, hurry <-chan struct{}) error {
 		return err
 	}
 	d.recover()
+	d.recoverWorktrees()
 	// Root and the daemon's own user (whose agents' hooks may all call at
 	// once) are bounded only by the total.
 	srv := server.New(d, access, d.log, server.Options{Limits: server.Limits{
@@ -263,6 +268,7 @@ func (d *Daemon) endSessions(ctx context.Context, live []*session.Session, hurry
 // the restart policy applies, and the oldest ended sessions beyond
 // history_limit go.
 func (d *Daemon) sessionEnded(s *session.Session) {
+	d.releaseWorktree(s)
 	if !d.closing.Load() {
 		d.restarts.consider(s)
 	}

@@ -609,3 +609,34 @@ func TestAgentTurnCheckpoints(t *testing.T) {
 		t.Errorf("login.html after the restore: %q, %v", b, err)
 	}
 }
+
+// TestAgentAdoptedAfterDaemonCrash: a daemon killed with -9 while an agent
+// works, and started again: it adopts the session with its agent, whose
+// next hooks move its state and whose tokens go on from what was counted.
+func TestAgentAdoptedAfterDaemonCrash(t *testing.T) {
+	state, sock := filepath.Join(t.TempDir(), "state"), newSocketPath(t)
+	d := startDaemonAt(t, state, sock)
+	dir := project(t)
+	a := newAgentSetup(t, "prompt,tool,wait=go,tool,stop,wait=done,exit")
+	id := d.start(append(a.flags, dir, "--", "claude", "-p", "long job")...)
+	var before agentRecord
+	waitFor(t, 20*time.Second, "the first tool's tokens on disk", func() (bool, string) {
+		data, err := os.ReadFile(filepath.Join(state, "sessions", id, "session.json"))
+		if err != nil || json.Unmarshal(data, &before) != nil || before.Tokens == nil {
+			return false, "no tokens on disk yet"
+		}
+		return true, ""
+	})
+	d.kill9()
+	d2 := startDaemonAt(t, state, sock)
+	a.cue(t, "go")
+	rec := d2.waitAgent(id, "idle")
+	if rec.Tokens == nil || rec.Tokens.Input <= before.Tokens.Input {
+		t.Errorf("tokens after the adoption %+v, want more than the %d input counted before", rec.Tokens, before.Tokens.Input)
+	}
+	if rec.Agent.Turns != 1 || rec.Agent.ConversationID != before.Agent.ConversationID {
+		t.Errorf("adopted agent %+v, want its turn counted in the same conversation %s", rec.Agent, before.Agent.ConversationID)
+	}
+	a.cue(t, "done")
+	d2.waitEnded(id, 20*time.Second)
+}

@@ -76,6 +76,11 @@ type Worktree struct {
 	// commit it started from.
 	Repo string `json:"repo"`
 	Base string `json:"base"`
+	// From is the ref it started from (a branch, or --from).
+	From string `json:"from,omitempty"`
+	// RepoUncommitted is how many uncommitted files the repository had
+	// when the worktree was made from its HEAD: they are not in it.
+	RepoUncommitted int `json:"repo_uncommitted,omitempty"`
 	// Port is the port allocated to it ($PORT, SESSIOND_PORT); 0 when no
 	// port_range is set.
 	Port int `json:"port,omitempty"`

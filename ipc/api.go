@@ -123,4 +123,5 @@ type Backend interface {
 	Events
 	System
 	Notifications
+	Worktrees
 }

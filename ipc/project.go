@@ -136,6 +136,8 @@ type Handoff struct {
 	// Agent is the session's coding agent, when sessiond knew it: its
 	// conversation, to resume, and what it used.
 	Agent *HandoffAgent `json:"agent,omitempty"`
+	// Worktree is the session's worktree, if it ran in one.
+	Worktree *WorktreeHandoff `json:"worktree,omitempty"`
 }
 
 // HandoffAgent is what a handoff says of the session's agent.

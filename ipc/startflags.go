@@ -16,6 +16,7 @@ type StartFlags struct {
 	env        []string
 	checkpoint string
 	tty        bool
+	worktree   string
 	noAgent    bool
 	fs         *pflag.FlagSet
 }
@@ -46,6 +47,7 @@ func (f *StartFlags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.req.WaitingTimeout, "waiting-timeout", "", "stop when the agent has waited this long for input (default off)")
 	fs.Int64Var(&f.req.MaxTokens, "max-tokens", 0, "token budget of the agent (default none)")
 	fs.Float64Var(&f.req.MaxCostUSD, "max-cost-usd", 0, "cost budget of the agent in USD, where it reports cost (default none)")
+	f.bindWorktree(fs)
 }
 
 // Request returns the start request the flags describe for the project
@@ -130,6 +132,9 @@ func (f *StartFlags) Request(dir string, command []string) (StartRequest, error)
 	}
 	if strings.ContainsRune(req.OnWarning, 0) {
 		return req, fmt.Errorf("--on-warning: the command contains a NUL byte")
+	}
+	if err := f.worktreeRequest(&req); err != nil {
+		return req, err
 	}
 	return req, nil
 }

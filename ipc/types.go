@@ -211,6 +211,12 @@ type StartRequest struct {
 	// one), a conversation id (a UUID), a session's id or name (its
 	// conversation), or a project directory (its last one).
 	Resume string `json:"resume,omitempty"`
+	// Worktree runs the session in a git worktree of the repository Dir
+	// is in, named WorktreeName (default: the session's id), made from
+	// From (default: HEAD) if it does not exist yet.
+	Worktree     bool   `json:"worktree,omitempty"`
+	WorktreeName string `json:"worktree_name,omitempty"`
+	From         string `json:"from,omitempty"`
 	// TTY runs the command on a terminal (true) or not (false); nil leaves
 	// it to the spec (and its default for interactive agents).
 	TTY *bool `json:"tty,omitempty"`

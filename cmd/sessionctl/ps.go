@@ -31,7 +31,7 @@ its base name), reason=END_REASON.
 
 --format takes a Go template over the row's fields: .ID .Name .Project
 .ProjectDir .Command .State .Reason .PID .CPU .Mem .Uptime .Remaining
-.Restarts .LastActivity .Checkpoints, and .StartedAt .EndedAt .Deadline
+.Restarts .LastActivity .Checkpoints .Worktree .Port, and .StartedAt .EndedAt .Deadline
 (times). "table" before it prints a header and aligns columns, as docker does:
 --format 'table {{.ID}}\t{{.Name}}\t{{.State}}'.`,
 		Args: cobra.NoArgs,
@@ -108,6 +108,9 @@ type psRow struct {
 	StartedAt                   time.Time
 	EndedAt                     *time.Time
 	Deadline                    time.Time
+
+	// Worktree is the worktree's branch ("" for none), Port its port.
+	Worktree, Port string
 }
 
 // psHeader names the columns, for the header line of a "table" format.
@@ -138,6 +141,12 @@ func makeRow(s ipc.SessionRow, now time.Time, noTrunc bool) psRow {
 	}
 	if s.ProjectDir == "" {
 		r.Project = "-"
+	}
+	if w := s.Worktree; w != nil {
+		// The repository and the worktree's branch: parallel sessions of
+		// one repository tell apart by it.
+		r.Project = clip(ipc.TerminalLine(filepath.Base(w.Repo)+" ["+w.Branch+"]"), 40)
+		r.Worktree, r.Port = ipc.TerminalLine(w.Branch), fmt.Sprint(w.Port)
 	}
 	if s.EndReason != "" && !ipc.Live(s.State) {
 		r.State += " (" + s.EndReason + ")"
@@ -319,6 +328,9 @@ func parseFilters(flags []string) (func(ipc.SessionRow) bool, error) {
 			ok, _ := filepath.Match(v, s.Name)
 			return ok
 		case "project":
+			if w := s.Worktree; w != nil && (w.Repo == v || filepath.Base(w.Repo) == v) {
+				return true
+			}
 			return s.ProjectDir == v || filepath.Base(s.ProjectDir) == v
 		case "reason":
 			return s.EndReason == v

@@ -134,6 +134,7 @@ latest) session of that project.`,
 		a.stateCmd(), a.clearSessionCmd(), a.reportCmd(), a.restartCmd(), a.rmCmd(), a.pruneCmd(),
 	)
 	root.AddCommand(a.notifyCmd())
+	root.AddCommand(a.worktreesCmd(), a.worktreeCmd())
 	root.AddCommand(a.attachCmd(), a.screenCmd(), a.sendCmd())
 	root.AddCommand(newManCmd())
 	root.AddCommand(a.uiCmd())

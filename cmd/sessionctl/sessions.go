@@ -35,7 +35,7 @@ func (a *app) startCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, command, err := dirAndCommand(cmd, args)
 			if err != nil {
-				return err
+				return worktreeHint(cmd, &flags, err)
 			}
 			abs, err := absDir(dir)
 			if err != nil {
@@ -75,6 +75,9 @@ func (a *app) startCmd() *cobra.Command {
 					fmt.Fprintln(a.out, ipc.TerminalText(resp.Summary))
 				} else {
 					fmt.Fprintln(a.out, "🚀 Starting new session...")
+				}
+				if w := resp.Session.Worktree; w != nil {
+					fmt.Fprintln(a.out, worktreeLine(w))
 				}
 				fmt.Fprintln(a.out, resp.Session.ID)
 			}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -135,11 +136,48 @@ func childrenOf(pid int) []int {
 	return out
 }
 
+// selfChildren lists the daemon's own children. Reading them costs a file
+// per thread of the daemon, each listing every child, and every session's
+// end and every SIGCHLD wants them: concurrent callers share one reading,
+// as a group commit shares a sync. A caller gets a reading begun after it
+// asked, so it sees every child that was there when it did.
+func selfChildren() []int {
+	scanner.once.Do(func() { go scanLoop() })
+	r := make(chan []int, 1)
+	scanner.reqs <- r
+	return <-r
+}
+
+var scanner = struct {
+	once sync.Once
+	reqs chan chan []int
+}{reqs: make(chan chan []int)}
+
+func scanLoop() {
+	self := os.Getpid()
+	for first := range scanner.reqs {
+		batch := []chan []int{first}
+	more:
+		for {
+			select {
+			case r := <-scanner.reqs:
+				batch = append(batch, r)
+			default:
+				break more
+			}
+		}
+		kids := childrenOf(self)
+		for _, r := range batch {
+			r <- kids
+		}
+	}
+}
+
 // reapOrphans reaps zombie children of the daemon that are neither session
 // leaders nor helper commands: descendants that came back to the subreaper.
 // Called with the helpers lock held.
 func reapOrphans() {
-	for _, pid := range childrenOf(os.Getpid()) {
+	for _, pid := range selfChildren() {
 		if isHelper(pid) || isChild(pid) {
 			continue
 		}
@@ -181,7 +219,7 @@ func SessionProcs(sessionID string, pgid int, spawned bool) []int {
 	if pgid > 1 {
 		queue = append(queue, pgid)
 	}
-	for _, pid := range childrenOf(os.Getpid()) {
+	for _, pid := range selfChildren() {
 		// Helper commands run with the session's environment (its hook,
 		// its preflight) belong to it too.
 		if pid == pgid || isChild(pid) {

@@ -189,6 +189,7 @@ func (s *Session) agentEvent(payload []byte) (ipc.AgentHookResponse, bool, error
 		_ = s.commit()
 		return ipc.AgentHookResponse{}, false, ipc.BadRequest("%s hook payload: %w", a.adapter.Name(), err)
 	}
+	before := agentMark(s.rec)
 	s.applyAgentEvent(ev)
 	if (s.rec.Agent.ConversationID == "" || s.rec.Agent.TranscriptPath == "") && !a.located {
 		// An agent whose events name no conversation or no transcript
@@ -206,7 +207,15 @@ func (s *Session) agentEvent(payload []byte) (ipc.AgentHookResponse, bool, error
 		}
 	}
 	spent := s.readTranscript()
-	_ = s.commit()
+	if agentMark(s.rec) != before || s.rec.State == ipc.StateWarned && s.rec.Warning != nil && before.warnedAt != s.rec.Warning.At {
+		_ = s.commit()
+	} else {
+		// Tokens alone, or nothing new: the record is published now and
+		// written with the next write, at most agentFlush later; a crash
+		// meanwhile loses counts the transcript still holds.
+		s.publish()
+		s.recDirty = true
+	}
 	resp := ipc.AgentHookResponse{Event: ev.Hook, State: s.rec.Agent.State}
 	var told []string
 	if ev.SessionStarted && ev.Source != "compact" {
@@ -416,4 +425,65 @@ func (s *Session) warnWaiting() {
 func kind(reason string) string {
 	k, _, _ := strings.Cut(reason, ":")
 	return k
+}
+
+// agentFlush bounds how long an agent's token counts wait for the next
+// write of the record.
+const agentFlush = 2 * time.Second
+
+// agentMarks are the agent fields whose change is written at once: its
+// state, its conversation, its turns, what is amiss.
+type agentMarks struct {
+	state, reason, conv, transcript string
+	turns, notices                  int
+	warnedAt                        time.Time
+}
+
+func agentMark(rec ipc.Session) agentMarks {
+	var m agentMarks
+	if a := rec.Agent; a != nil {
+		m = agentMarks{state: a.State, reason: a.WaitingReason, conv: a.ConversationID, transcript: a.TranscriptPath,
+			turns: a.Turns, notices: len(a.Notices)}
+	}
+	if rec.Warning != nil {
+		m.warnedAt = rec.Warning.At
+	}
+	return m
+}
+
+// restoreAgent takes the agent of an adopted session back from its record:
+// the adapter, and the transcript read on from where it is, its counts so
+// far those of the record.
+func (s *Session) restoreAgent() {
+	rec := s.rec.Agent
+	if rec == nil || s.agent != nil {
+		return
+	}
+	a, err := agent.Lookup(rec.Name)
+	if err != nil {
+		return
+	}
+	s.agent = &agentRun{adapter: a, since: s.startedAt, located: true,
+		plan: agent.Plan{Agent: rec.Name, Integrated: rec.Integrated, Interactive: rec.Interactive}}
+	if rec.State == ipc.AgentWaiting && rec.StateSince != nil {
+		s.timeline.waitingSince = *rec.StateSince
+	}
+	if rec.TranscriptPath == "" {
+		return
+	}
+	s.agent.tr = a.Transcript(rec.TranscriptPath, agent.TranscriptOptions{Interactive: rec.Interactive, EventsSince: s.deps.Clock.Now()})
+	if s.agent.tr == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	up, _ := s.agent.tr.Read(ctx)
+	cancel()
+	// What the record counted stays this session's; the rest of the
+	// transcript so far is the base.
+	var counted agent.Usage
+	if t := s.rec.Tokens; t != nil {
+		counted = agent.Usage{InputTokens: t.Input, OutputTokens: t.Output, CacheReadTokens: t.CacheRead,
+			CacheWriteTokens: t.CacheWrite, CostUSD: t.CostUSD, CostKnown: t.CostKnown}
+	}
+	s.agent.base, s.agent.baseKnown = up.Usage.Since(counted), true
 }

@@ -166,6 +166,7 @@ func (s *Session) writeAccount(reason Reason) error {
 			s.log.Warn("session state", zap.Error(err))
 		}
 		in.Previous = prev
+		in.Worktree = s.worktreeHandoff(ctx, in.Git)
 	}
 
 	h := buildHandoff(in)

@@ -49,6 +49,7 @@ func (s *Session) env() []string {
 	if s.prevHandoff != "" {
 		env = append(env, "SESSIOND_HANDOFF_FILE="+s.prevHandoff)
 	}
+	env = append(env, worktreeEnv(s.rec.Worktree)...)
 	return dedupeEnv(env)
 }
 

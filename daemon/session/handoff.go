@@ -32,6 +32,8 @@ type accountInput struct {
 	Previous *state.SessionState
 	LogTail  []string
 	Now      time.Time
+	// Worktree is the session's worktree as it was left, nil for none.
+	Worktree *state.WorktreeHandoff
 }
 
 // account is what happened and what is next: one value, made once at an
@@ -251,6 +253,8 @@ func buildHandoff(in accountInput) *state.Handoff {
 			h.Warnings = append(h.Warnings, "a stale .git/index.lock is present: a git command was killed mid-write; remove it once no git process runs")
 		}
 	}
+	h.Worktree = in.Worktree
+	h.Warnings = append(h.Warnings, worktreeWarnings(in.Rec.Worktree)...)
 	return h
 }
 

@@ -41,6 +41,7 @@ func (s *Session) Adopt(child *proc.Child) {
 		_ = s.commit()
 		s.writeLock()
 		s.schedule()
+		s.restoreAgent()
 		s.log.Info("adopted live session", zap.Int("pid", child.PID))
 		if s.rec.State == ipc.StateStopping {
 			// The previous daemon began this stop.
@@ -90,8 +91,26 @@ func (s *Session) supervise() {
 	}
 	arm()
 	defer func() { tm.Stop() }()
+	// flush writes what an agent's events left unwritten; armed only then,
+	// so that an idle session has no timer but its deadline's.
+	var flush Timer
+	var flushC <-chan time.Time
+	defer func() {
+		if flush != nil {
+			flush.Stop()
+		}
+	}()
 	for {
+		if s.recDirty && flush == nil {
+			flush = s.deps.Clock.NewTimer(agentFlush)
+			flushC = flush.C()
+		}
 		select {
+		case <-flushC:
+			flush, flushC = nil, nil
+			if s.recDirty {
+				_ = s.commit()
+			}
 		case <-s.child.Done():
 			exit := s.child.Exit()
 			s.end(s.exitReason(exit), exit)

@@ -97,6 +97,9 @@ type Session struct {
 	agent   *agentRun
 	// resume is the conversation the session continues ("": a new one).
 	resume string
+	// recDirty: the published record holds changes not yet written (an
+	// agent's token counts), written with the next commit.
+	recDirty bool
 
 	// term is the terminal of a tty session (nil for others), owned by the
 	// goroutine; termP publishes it to the API's goroutines.
@@ -123,6 +126,9 @@ type Params struct {
 	RestartHistory []time.Time
 	// Resume is the agent conversation to continue ("": a new one).
 	Resume string
+	// Worktree is the git worktree the session runs in (Project is its
+	// directory), nil for none.
+	Worktree *ipc.Worktree
 }
 
 // StartInfo is what a start found, for the one who asked for it.
@@ -152,7 +158,7 @@ func New(p Params, deps Deps) *Session {
 		Command: p.Spec.Command, State: ipc.StateStarting, StartedAt: now,
 		Deadline: deadline, WarnAt: warnAt, Restarts: p.Restarts, RestartOf: p.RestartOf,
 		FilesChanged: []string{}, LogPath: s.logPath(), UID: p.UID, BootID: deps.BootID,
-		EnvKeys: p.EnvKeys, Spec: &s.spec,
+		EnvKeys: p.EnvKeys, Spec: &s.spec, Worktree: p.Worktree,
 	}
 	s.restartHistory = p.RestartHistory
 	s.resume = p.Resume
@@ -290,6 +296,7 @@ func (s *Session) commit() error {
 		applyStats(&s.rec, s.watch.Stats())
 	}
 	s.rec.Seq++
+	s.recDirty = false
 	err := s.deps.Records.WriteRecord(cloneRecord(s.rec))
 	if err != nil {
 		s.log.Error("write session record", zap.Error(err))

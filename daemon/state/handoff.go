@@ -59,6 +59,8 @@ type Handoff struct {
 	LogTail              []string  `json:"log_tail"`
 	// Agent is the session's coding agent, when sessiond knew it.
 	Agent *AgentFacts `json:"agent,omitempty"`
+	// Worktree is the session's worktree, if it ran in one.
+	Worktree *WorktreeHandoff `json:"worktree,omitempty"`
 }
 
 // Bound keeps a handoff readable: at most MaxHandoffSteps next steps,

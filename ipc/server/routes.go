@@ -52,6 +52,9 @@ func (s *Server) register() {
 	})
 	s.handle("POST "+v+"/notify/test", withBody(http.StatusOK, b.NotifyTest))
 
+	s.handle("GET "+v+"/worktrees", s.listWorktrees)
+	s.handle("DELETE "+v+"/worktrees/{name}", s.removeWorktree)
+
 	s.handle("GET "+v+"/events", s.events)
 	s.handle("GET "+v+"/version", func(w http.ResponseWriter, r *http.Request, _ ipc.Caller) error {
 		return writeJSON(w, http.StatusOK, b.Version(r.Context()))
