@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Notification events: the names a [[notify]] rule's on list may give.
@@ -208,7 +209,9 @@ func ParseNotifyOn(s string) (event, reason string, err error) {
 }
 
 var (
-	ruleNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+	// ruleNameRe is compiled when first used: its bounded repetition
+	// compiles to some 60 KiB that every process would otherwise keep.
+	ruleNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`) })
 	envNameRe  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	// headerRe is an HTTP header name (RFC 9110 token).
 	headerRe = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
@@ -227,7 +230,7 @@ func (r *NotifyRule) validate() *NotifyError {
 	bad := func(key, format string, args ...any) *NotifyError {
 		return &NotifyError{Key: key, Msg: fmt.Sprintf(format, args...)}
 	}
-	if r.Name != "" && !ruleNameRe.MatchString(r.Name) {
+	if r.Name != "" && !ruleNameRe().MatchString(r.Name) {
 		return bad("name", "%q is not a rule name (letters, digits, '.', '_', '-'; at most 64)", r.Name)
 	}
 	if len(r.On) == 0 {

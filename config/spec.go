@@ -90,6 +90,12 @@ type Spec struct {
 	WorktreeDir   string         `toml:"worktree_dir" json:"worktree_dir,omitempty"`
 	WorktreeSetup SetupCommands  `toml:"worktree_setup" json:"worktree_setup,omitempty"`
 	PortRange     PortRange      `toml:"port_range" json:"port_range,omitzero"`
+	// TTY runs the command on a terminal (sessionctl attach, screen,
+	// send); nil means the default: a terminal for a recognised agent
+	// command that runs interactively (see TerminalWanted).
+	TTY *bool `toml:"tty" json:"tty,omitempty"`
+	// DetachKey ends sessionctl attach ("ctrl-]" when empty).
+	DetachKey string `toml:"detach_key" json:"detach_key,omitempty"`
 }
 
 // Watch configures the project watcher.
@@ -117,6 +123,10 @@ func (s Spec) Clone() Spec {
 	c.Services = append([]Service(nil), s.Services...)
 	c.WorktreeSetup = s.WorktreeSetup.Clone()
 	c.CheckpointOn = append([]string(nil), s.CheckpointOn...)
+	if s.TTY != nil {
+		tty := *s.TTY
+		c.TTY = &tty
+	}
 	c.Env = make(map[string]string, len(s.Env))
 	for k, v := range s.Env {
 		c.Env[k] = v
@@ -194,6 +204,9 @@ func (s *Spec) Validate() error {
 		}
 	}
 	if err := s.validateAgent(); err != nil {
+		return err
+	}
+	if err := s.validateTerminal(); err != nil {
 		return err
 	}
 	seen := map[string]bool{}

@@ -120,6 +120,7 @@ func New(opt Options) (*Daemon, error) {
 		Sessionctl: findSessionctl(),
 		Events:     d.bus, Records: recordWriter{cfg.StateDir}, Watches: d.hub, Checkpoints: d.ckpt,
 		Schedule: d.cron, Output: d.out, Live: d.reg.isLive, OnEnd: d.sessionEnded,
+		Terminal: session.TerminalDeps{LogMaxSize: int64(cfg.LogMaxSize), LogKeep: cfg.LogKeep},
 	}
 	if cfg.Metrics {
 		d.enableMetrics()

@@ -214,6 +214,9 @@ func (d *Daemon) SessionLogs(ctx context.Context, c ipc.Caller, id string, opt i
 	if err != nil {
 		return err
 	}
+	if s.Snapshot().TTY {
+		return d.terminalLogs(ctx, s, opt, w)
+	}
 	f, release, err := d.out.open(s.LogPath())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil

@@ -103,6 +103,11 @@ func (d *Daemon) recoverLive(s *session.Session) bool {
 		s.Recover()
 		return false
 	}
+	if rec.TTY {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return s.RecoverTerminal(ctx)
+	}
 	if rec.PID > 0 && rec.BootID == d.bootID && proc.Alive(rec.PID, rec.StartTime) {
 		child, err := proc.Adopt(rec.PID, rec.StartTime)
 		if err == nil {

@@ -82,6 +82,10 @@ func (d *Daemon) resolveSpec(p *state.Project, req ipc.StartRequest) (config.Spe
 	if req.Checkpoint != nil {
 		spec.Checkpoint = *req.Checkpoint
 	}
+	if req.TTY != nil {
+		tty := *req.TTY
+		spec.TTY = &tty
+	}
 	if req.Agent != "" {
 		spec.Agent = req.Agent
 	}
@@ -97,6 +101,7 @@ func (d *Daemon) resolveSpec(p *state.Project, req ipc.StartRequest) (config.Spe
 	if len(spec.Command) == 0 {
 		return spec, ipc.BadRequest("no command: give one after -- (sessionctl start DIR -- CMD ARGS) or set [session] command in %s", filepath.Join(dir, config.ProjectFile))
 	}
+	resolveTerminal(&spec)
 	return spec, nil
 }
 

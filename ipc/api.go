@@ -43,6 +43,9 @@ type LogOptions struct {
 	Timestamps bool
 	// Since and Until, when set, send only the lines seen in that range.
 	Since, Until time.Time
+	// Raw keeps the terminal control sequences of a tty session's output,
+	// which are otherwise stripped.
+	Raw bool
 }
 
 // EventOptions says which events to send.
@@ -120,6 +123,7 @@ type System interface {
 // Backend is everything the server serves.
 type Backend interface {
 	Sessions
+	Terminals
 	Projects
 	Events
 	System

@@ -193,6 +193,9 @@ func (c *Client) Logs(ctx context.Context, id string, opt LogOptions) (*LogStrea
 		q.Set("follow", "1")
 	}
 	logTimeQuery(q, opt)
+	if opt.Raw {
+		q.Set("raw", "1")
+	}
 	resp, err := c.send(ctx, http.MethodGet, sessionPath(id, "/logs"), q, nil)
 	if err != nil {
 		return nil, err

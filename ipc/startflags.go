@@ -15,6 +15,7 @@ type StartFlags struct {
 	req        StartRequest
 	env        []string
 	checkpoint string
+	tty        bool
 	worktree   string
 	noAgent    bool
 	fs         *pflag.FlagSet
@@ -38,6 +39,7 @@ func (f *StartFlags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.checkpoint, "checkpoint", "", `checkpoint schedule, cron or "@every 5m"; "" turns checkpoints off`)
 	fs.StringVar(&f.req.Restart, "restart", "", "restart policy: no, on-failure, always")
 	fs.StringArrayVar(&f.env, "env", nil, "KEY=VALUE for the command's environment (repeatable)")
+	fs.BoolVar(&f.tty, "tty", false, "run the command on a terminal (sessionctl attach, screen, send); --tty=false never (default: a terminal for an interactive claude or codex)")
 	fs.StringVar(&f.req.Agent, "agent", "", "the agent the command runs: auto, claude-code, codex, generic (default auto)")
 	fs.BoolVar(&f.noAgent, "no-agent-integration", false, "run even a recognised agent untouched (no hooks, no session id, no MCP server)")
 	fs.StringVar(&f.req.Resume, "resume", "", "continue an agent conversation: its id, a session's, or a project directory's last (no value: this project's last)")
@@ -73,6 +75,10 @@ func (f *StartFlags) Request(dir string, command []string) (StartRequest, error)
 	if f.fs != nil && f.fs.Changed("checkpoint") {
 		c := f.checkpoint
 		req.Checkpoint = &c
+	}
+	if f.fs != nil && f.fs.Changed("tty") {
+		tty := f.tty
+		req.TTY = &tty
 	}
 	for _, d := range []struct {
 		flag, v  string

@@ -217,6 +217,9 @@ type StartRequest struct {
 	Worktree     bool   `json:"worktree,omitempty"`
 	WorktreeName string `json:"worktree_name,omitempty"`
 	From         string `json:"from,omitempty"`
+	// TTY runs the command on a terminal (true) or not (false); nil leaves
+	// it to the spec (and its default for interactive agents).
+	TTY *bool `json:"tty,omitempty"`
 }
 
 // StartResponse is the new session, and the project's restore summary

@@ -135,6 +135,7 @@ latest) session of that project.`,
 	)
 	root.AddCommand(a.notifyCmd())
 	root.AddCommand(a.worktreesCmd(), a.worktreeCmd())
+	root.AddCommand(a.attachCmd(), a.screenCmd(), a.sendCmd())
 	root.AddCommand(newManCmd())
 	root.AddCommand(a.uiCmd())
 	return root

@@ -319,18 +319,18 @@ func (a *app) killCmd() *cobra.Command {
 }
 
 func (a *app) logsCmd() *cobra.Command {
-	var follow bool
+	var follow, raw bool
 	var tail int
 	var times logTimeFlags
 	cmd := &cobra.Command{
-		Use:   "logs [-f] [-n N] [-t] [--since T] [--until T] ID|DIR",
+		Use:   "logs [-f] [-n N] [-t] [--since T] [--until T] [--raw] ID|DIR",
 		Short: "Print the session's combined stdout and stderr",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if tail < 0 {
 				return usageErr("-n: want a non-negative number of lines")
 			}
-			opt := ipc.LogOptions{Tail: tail, Follow: follow}
+			opt := ipc.LogOptions{Tail: tail, Follow: follow, Raw: raw}
 			if err := times.apply(&opt, time.Now()); err != nil {
 				return err
 			}
@@ -353,6 +353,7 @@ func (a *app) logsCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing output as it comes, until the session ends")
 	cmd.Flags().IntVarP(&tail, "lines", "n", 0, "print only the last N lines")
+	cmd.Flags().BoolVar(&raw, "raw", false, "keep a terminal session's control sequences (colours, cursor movement), which are stripped by default")
 	times.register(cmd)
 	return cmd
 }

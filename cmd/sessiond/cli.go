@@ -41,6 +41,9 @@ func (e *exitError) Error() string {
 func (e *exitError) Unwrap() error { return e.err }
 
 func run(args []string) int {
+	if isHolderMode(args) {
+		return runHolder()
+	}
 	root := newRoot()
 	root.SetArgs(args)
 	err := root.Execute()

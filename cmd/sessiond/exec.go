@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
+	"golang.org/x/term"
 
 	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/daemon"
@@ -159,7 +160,10 @@ func runExec(cmd *cobra.Command, args []string, f *execFlags) error {
 	if !f.quiet {
 		go func() {
 			defer close(followDone)
-			_ = d.SessionLogs(ctx, self, id, ipc.LogOptions{Follow: true}, os.Stdout)
+			// A terminal session's output reaches a terminal as it is, and
+			// anything else (a container's log) as text.
+			raw := term.IsTerminal(int(os.Stdout.Fd()))
+			_ = d.SessionLogs(ctx, self, id, ipc.LogOptions{Follow: true, Raw: raw}, os.Stdout)
 		}()
 	} else {
 		close(followDone)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -23,4 +25,19 @@ func newHolderCmd() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// isHolderMode reports whether the daemon started this process as a
+// terminal holder. The holder lives as long as its session, one per
+// terminal: it is dispatched before the command tree is built, so that
+// nothing of the other commands stays in its memory.
+func isHolderMode(args []string) bool { return len(args) == 1 && args[0] == "holder" }
+
+// runHolder runs the holder mode and returns its exit code.
+func runHolder() int {
+	if err := term.RunHolder(context.Background(), os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "sessiond holder:", err)
+		return 1
+	}
+	return 0
 }

@@ -274,11 +274,14 @@ func dirSig(path string) fileSig {
 	return sig
 }
 
-var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+// sessionIDPattern is compiled when first used: its bounded repetition
+// compiles to some 100 KiB, which every process of the binary (a terminal
+// holder too) would otherwise keep from its start.
+var sessionIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`) })
 
 // checkSessionID makes sure id is usable as the last component of a ref.
 func checkSessionID(id string) error {
-	if !sessionIDPattern.MatchString(id) || strings.Contains(id, "..") || strings.HasSuffix(id, ".lock") || strings.HasSuffix(id, ".") {
+	if !sessionIDPattern().MatchString(id) || strings.Contains(id, "..") || strings.HasSuffix(id, ".lock") || strings.HasSuffix(id, ".") {
 		return fmt.Errorf("session id %q: %w", id, ErrBadSessionID)
 	}
 	return nil

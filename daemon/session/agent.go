@@ -76,7 +76,7 @@ func (s *Session) prepareAgent() error {
 	} else {
 		l := agent.Launch{
 			Argv: s.spec.Command, SessionID: s.id, SessionDir: s.dir, ProjectDir: s.projectDir,
-			Sessionctl: s.deps.Sessionctl, Socket: s.deps.Socket, Resume: s.resume, MCP: true,
+			Sessionctl: s.deps.Sessionctl, Socket: s.deps.Socket, Resume: s.resume, MCP: true, TTY: s.spec.OnTerminal(),
 			Budget: agent.Budget{MaxTokens: s.spec.MaxTokens, MaxCostUSD: s.spec.MaxCostUSD}, Env: s.env(),
 		}
 		if s.owner != nil {

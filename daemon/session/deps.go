@@ -38,6 +38,8 @@ type Deps struct {
 	Checkpoints Checkpointer
 	Schedule    Scheduler
 	Output      OutputWatcher
+	// Terminal says how tty sessions start their terminal holders.
+	Terminal TerminalDeps
 
 	// Live reports whether the session with an id is live (a lock file
 	// left by one that is not means an unclean end).

@@ -128,7 +128,7 @@ func (s *Session) writeAccount(reason Reason) error {
 	p := s.proj
 	in := accountInput{
 		Rec: s.rec, Spec: s.spec, Reason: reason, Now: *s.rec.EndedAt,
-		LogTail: s.deps.Output.Tail(s.logPath(), 20), FeaturesAtStart: s.featuresAtStart,
+		LogTail: s.logTail(20), FeaturesAtStart: s.featuresAtStart,
 	}
 	if in.Rec.Report != nil {
 		in.Report = *in.Rec.Report

@@ -34,8 +34,10 @@ func (s *Session) Adopt(child *proc.Child) {
 	go func() {
 		defer close(s.exited)
 		s.watchProject()
-		s.unwatchLog = s.deps.Output.WatchLog(s.logPath(), s.onOutput)
-		s.warnRecord("adopted after a daemon restart: the exit status will be unknown")
+		s.unwatchLog = s.watchLog()
+		if s.term == nil {
+			s.warnRecord("adopted after a daemon restart: the exit status will be unknown")
+		}
 		_ = s.commit()
 		s.writeLock()
 		s.schedule()
@@ -111,7 +113,7 @@ func (s *Session) supervise() {
 			}
 		case <-s.child.Done():
 			exit := s.child.Exit()
-			s.end(reasonOf(exit.Code), exit)
+			s.end(s.exitReason(exit), exit)
 			return
 		case <-tm.C():
 			switch what {
@@ -189,7 +191,7 @@ func (s *Session) answer(m message) {
 }
 
 func (s *Session) signal(m message) error {
-	if err := proc.SignalGroup(s.child.PID, m.sig); err != nil {
+	if err := s.signalGroup(m.sig); err != nil {
 		return fmt.Errorf("signal session %s: %w", s.id, err)
 	}
 	return nil
@@ -205,7 +207,7 @@ func (s *Session) stop(reason Reason, grace time.Duration) {
 	s.rec.EndReason = string(reason)
 	_ = s.commit()
 	s.emit(ipc.EventStopping, fmt.Sprintf("stopping (%s): %s, then SIGKILL after %s", reason, s.spec.StopSignal, grace), nil)
-	if err := proc.SignalGroup(s.child.PID, s.spec.StopSignal.Num); err != nil {
+	if err := s.signalGroup(s.spec.StopSignal.Num); err != nil {
 		s.log.Warn("send stop signal", zap.Error(err))
 	}
 	killed := false
@@ -290,5 +292,6 @@ func (s *Session) leave() {
 	if s.watch != nil {
 		_ = s.watch.Close()
 	}
+	s.releaseTerminal()
 	s.log.Info("leaving session running for adoption", zap.Int("pid", s.child.PID))
 }

@@ -100,6 +100,11 @@ type Session struct {
 	// recDirty: the published record holds changes not yet written (an
 	// agent's token counts), written with the next commit.
 	recDirty bool
+
+	// term is the terminal of a tty session (nil for others), owned by the
+	// goroutine; termP publishes it to the API's goroutines.
+	term  *terminal
+	termP atomic.Pointer[terminal]
 }
 
 // Params say what session to create.

@@ -65,15 +65,20 @@ func (s *Session) start() (err error) {
 		s.undoStart()
 		return ipc.Conflict("session %s was stopped while starting", s.id)
 	}
-	child, err := proc.Spawn(proc.Spec{
-		Argv: s.command, Dir: s.projectDir, Env: s.env(), Output: out, Credential: s.credential(),
-	})
+	var child *proc.Child
+	if s.spec.OnTerminal() {
+		child, err = s.spawnOnTerminal(s.command)
+	} else {
+		child, err = proc.Spawn(proc.Spec{
+			Argv: s.command, Dir: s.projectDir, Env: s.env(), Output: out, Credential: s.credential(),
+		})
+	}
 	if err != nil {
 		s.undoStart()
 		return ipc.BadRequest("%w", err)
 	}
 	s.child = child
-	s.unwatchLog = s.deps.Output.WatchLog(s.logPath(), s.onOutput)
+	s.unwatchLog = s.watchLog()
 	s.rec.State = ipc.StateRunning
 	s.rec.PID = child.PID
 	s.rec.StartTime = child.StartTime

@@ -118,6 +118,19 @@ func TestAttachThroughTmux(t *testing.T) {
 
 	// A resize of the window reaches the session.
 	tm.run("resize-window", "-t", "one", "-x", "120", "-y", "40")
+	// The size travels apart from the keys (on SIGWINCH): wait for it
+	// before typing, or the line may be read at the old size.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		st, err := h.Status(context.Background())
+		if err == nil && st.Size.Cols == 120 && st.Size.Rows == 40 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the new window size never reached the terminal: %+v, %v", st, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	tm.run("send-keys", "-t", "one", "-l", "again")
 	tm.run("send-keys", "-t", "one", "Enter")
 	tm.waitPane("one", "got:again size:40 120")

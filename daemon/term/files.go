@@ -62,12 +62,32 @@ func writeExit(dir string, ex ipc.TermExit) error {
 	return state.WriteJSON(filepath.Join(dir, ExitName), ex)
 }
 
-// removeStaleExit clears the exit file of an earlier run in the same
-// directory, so that it is never taken for this run's.
+// removeStaleExit clears the exit file and final screen of an earlier run
+// in the same directory, so that they are never taken for this run's.
 func removeStaleExit(dir string) error {
-	err := os.Remove(filepath.Join(dir, ExitName))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove old exit status: %w", err)
+	for _, name := range []string{ExitName, ScreenName} {
+		err := os.Remove(filepath.Join(dir, name))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove old %s: %w", name, err)
+		}
 	}
 	return nil
+}
+
+// FinalScrollback is how many lines of scrollback the final screen keeps.
+const FinalScrollback = 200
+
+// ReadFinalScreen reads the screen a holder recorded when its command
+// ended. Until then (or when the holder died first) the error matches
+// fs.ErrNotExist.
+func ReadFinalScreen(dir string) (ipc.TermScreen, error) {
+	var scr ipc.TermScreen
+	if err := state.ReadJSON(filepath.Join(dir, ScreenName), &scr); err != nil {
+		return ipc.TermScreen{}, fmt.Errorf("read final terminal screen: %w", err)
+	}
+	return scr, nil
+}
+
+func writeFinalScreen(dir string, scr ipc.TermScreen) error {
+	return state.WriteJSON(filepath.Join(dir, ScreenName), scr)
 }

@@ -588,6 +588,11 @@ func (h *holder) call(f func()) bool {
 func (h *holder) finish() {
 	h.flushLog()
 	ex := *h.exit
+	// The screen first: whoever finds the exit status finds it too (the
+	// handoff's log tail is its last lines).
+	if err := writeFinalScreen(h.spec.SessionDir, h.screenNow().snapshot(FinalScrollback)); err != nil {
+		h.diag.Printf("record final screen: %v", err)
+	}
 	if err := writeExit(h.spec.SessionDir, ex); err != nil {
 		h.diag.Printf("record exit status: %v", err)
 	}
@@ -601,9 +606,15 @@ func (h *holder) finish() {
 	defer cancel()
 	for v := range h.viewers {
 		v.queued.Add(int64(len(frame)))
+		// A viewer with room gets the exit even once a stuck one has
+		// spent the time allowed (a select on both would pick at random).
 		select {
 		case v.q <- frame:
-		case <-ctx.Done():
+		default:
+			select {
+			case v.q <- frame:
+			case <-ctx.Done():
+			}
 		}
 		close(v.q)
 	}

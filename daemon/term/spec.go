@@ -71,6 +71,9 @@ const (
 	SocketName = "term.sock"
 	InfoName   = "holder.json"
 	ExitName   = "exit.json"
+	// ScreenName is the screen as the command left it, with the end of the
+	// scrollback, written just before the exit status.
+	ScreenName = "screen.json"
 	// DiagName is the holder's own diagnostics (start, end, failures; never
 	// the child's output or environment).
 	DiagName = "holder.log"

@@ -37,6 +37,9 @@ func (s *Server) register() {
 	s.handle("GET "+v+"/sessions/{id}/handoff", bySession(b.SessionHandoff))
 	s.handle("GET "+v+"/sessions/{id}/briefing", bySession(b.SessionBriefing))
 	s.handle("GET "+v+"/sessions/{id}/logs", s.logs)
+	s.handle("GET "+v+"/sessions/{id}/screen", s.screen)
+	s.handle("POST "+v+"/sessions/{id}/send", s.send)
+	s.handle("GET "+v+"/sessions/{id}/attach", s.attach)
 
 	s.handle("GET "+v+"/projects", s.listProjects)
 	s.handle("GET "+v+"/projects/{id}/session", s.projectSession)
@@ -234,6 +237,9 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request, c ipc.Caller) erro
 		return err
 	}
 	opt.Tail, opt.Follow = tail, follow
+	if opt.Raw, err = boolParam(q.Get("raw"), "raw"); err != nil {
+		return err
+	}
 	// Resolve the session first so that an unknown id is a 404, not an
 	// empty 200.
 	if _, err := s.backend.GetSession(r.Context(), c, r.PathValue("id")); err != nil {

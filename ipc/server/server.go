@@ -34,6 +34,9 @@ type Server struct {
 	http     *http.Server
 	metrics  http.Handler
 	observe  func(route string, status int)
+	// streams are the attached terminals, which the HTTP server no longer
+	// tracks once upgraded.
+	streams streams
 }
 
 // Options tune a Server; the zero value is the defaults.
@@ -137,11 +140,15 @@ func (s *Server) Serve(l net.Listener) error {
 // Shutdown stops accepting, and waits for requests in flight until ctx is
 // done. Streams end when their backend closes them.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.streams.closeAll()
 	return s.http.Shutdown(ctx)
 }
 
 // Close closes the listener and every connection at once.
-func (s *Server) Close() error { return s.http.Close() }
+func (s *Server) Close() error {
+	s.streams.closeAll()
+	return s.http.Close()
+}
 
 type callerKey struct{}
 

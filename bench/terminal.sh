@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# bench/terminal.sh [N] [SECONDS]: terminal sessions through the daemon
+# (DESIGN.md §7: a holder per tty session ≤ 3 MiB RSS, no CPU when idle).
+#
+#   1. N (default 20) idle terminal sessions (a shell that printed a line
+#      and waits): each holder's RSS, PSS and anonymous memory once it has
+#      settled (its compaction runs 10 s after the last output), and the CPU
+#      all holders and the daemon use over SECONDS (default 10) of idleness.
+#   2. Output throughput: `yes` writing BYTES (default 64 MiB) on a
+#      terminal session, start to handoff, against the same command in a
+#      plain session (its log a file it writes directly) and straight to a
+#      file.
+#   3. Attach latency through the daemon: from the dial of the daemon's
+#      socket to the end of the first repaint of a full 120x40 screen,
+#      median and p90 over RUNS (default 50) read-only attaches.
+source "$(dirname "$0")/lib.sh"
+
+N=${1:-20}
+SECS=${2:-10}
+BYTES=${BYTES:-$((64 << 20))}
+RUNS=${RUNS:-50}
+
+bench_init
+sd_start
+HZ=$(getconf CLK_TCK)
+ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+holder_pid() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["holder_pid"])' "$SD_DIR/state/sessions/$1/holder.json"; }
+# mem PID -> "rss pss anon" in KiB
+mem() { awk '/^(Rss|Pss|Anonymous):/ { v[$1] = $2 } END { print v["Rss:"], v["Pss:"], v["Anonymous:"] }' "/proc/$1/smaps_rollup"; }
+
+# ---------------------------------------------------------- 1. idle holders
+mkprojects "$SD_DIR/p" "$N"
+IDS=()
+for ((i = 1; i <= N; i++)); do
+	IDS+=("$(sctl start -q --tty "$SD_DIR/p/$i" -- /bin/sh -c 'echo ready; read x')")
+done
+wait_until 60 sd_all_running "$N" || die "not all $N terminal sessions running"
+for id in "${IDS[@]}"; do wait_until 20 sh -c "'$BIN/sessionctl' --socket '$SD_SOCK' screen $id | grep -q ready"; done
+log "$N terminal sessions running; letting the holders settle"
+sleep 12
+HOLDERS=()
+for id in "${IDS[@]}"; do HOLDERS+=("$(holder_pid "$id")"); done
+read -r rss pss anon maxrss < <(for p in "${HOLDERS[@]}"; do mem "$p"; done |
+	awk '{ r += $1; p += $2; a += $3; if ($1 > m) m = $1 } END { printf "%d %d %d %d\n", r / NR, p / NR, a / NR, m }')
+t0=0; for p in "${HOLDERS[@]}"; do t0=$((t0 + $(ticks "$p"))); done
+d0=$(ticks "$SD_PID")
+sleep "$SECS"
+t1=0; for p in "${HOLDERS[@]}"; do t1=$((t1 + $(ticks "$p"))); done
+d1=$(ticks "$SD_PID")
+cpu() { awk -v t="$1" -v hz="$HZ" -v s="$SECS" 'BEGIN { printf "%.2f", t / hz / s * 100 }'; }
+printf '\n%d idle terminal sessions (80x24):\n' "$N"
+printf '  holder RSS  %.2f MiB average, %.2f MiB at most\n' "$(awk -v k="$rss" 'BEGIN { print k / 1024 }')" "$(awk -v k="$maxrss" 'BEGIN { print k / 1024 }')"
+printf '  holder PSS  %.2f MiB, anonymous %.2f MiB\n' "$(awk -v k="$pss" 'BEGIN { print k / 1024 }')" "$(awk -v k="$anon" 'BEGIN { print k / 1024 }')"
+printf '  CPU over %ss: all holders %s %% of one core, the daemon %s %%\n' "$SECS" "$(cpu $((t1 - t0)))" "$(cpu $((d1 - d0)))"
+printf '  daemon RSS  %s MiB\n' "$(rss_mib "$SD_PID")"
+sctl stop --all --grace 0s >/dev/null
+
+# ------------------------------------------------------------ 2. throughput
+YES="yes 'the quick brown fox jumps over the lazy dog' | head -c $BYTES"
+mkdir -p "$SD_DIR/t"
+# run_session FLAGS... -> seconds from start to the end on disk
+run_session() {
+	local a b id
+	a=$(now_ns)
+	id=$(sctl start -q "$@" "$SD_DIR/t" -- /bin/sh -c "$YES")
+	wait_until 600 sh -c "'$BIN/sessionctl' --socket '$SD_SOCK' inspect $id | grep -q '\"state\": \"ended\"'"
+	b=$(now_ns)
+	ns_s "$a" "$b"
+}
+a=$(now_ns); /bin/sh -c "$YES > $SD_DIR/t/direct.out"; b=$(now_ns)
+direct=$(ns_s "$a" "$b")
+plain=$(run_session)
+tty=$(run_session --tty)
+mbs() { awk -v n="$BYTES" -v s="$1" 'BEGIN { printf "%.0f", n / s / 1e6 }'; }
+printf '\nthroughput of %d MiB of yes:\n' $((BYTES >> 20))
+printf '  straight to a file        %6s s  %5s MB/s\n' "$direct" "$(mbs "$direct")"
+printf '  plain session (log fd)    %6s s  %5s MB/s (start to handoff)\n' "$plain" "$(mbs "$plain")"
+printf '  terminal session (holder) %6s s  %5s MB/s (start to handoff)\n' "$tty" "$(mbs "$tty")"
+
+# ------------------------------------------------------------ 3. attach latency
+mkdir -p "$SD_DIR/a"
+id=$(sctl start -q --tty "$SD_DIR/a" -- /bin/sh -c \
+	'read go; i=0; while [ $i -lt 60 ]; do printf "\033[3%dmline %d of a full screen of coloured text\033[0m\n" $((i % 7)) $i; i=$((i+1)); done; echo READY; read x')
+wait_until 20 sctl screen "$id" >/dev/null
+python3 - "$SD_SOCK" "$id" "$RUNS" <<'EOF'
+import socket, struct, sys, time, statistics, math
+sock, sid, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def frame(t, p):
+    return t + struct.pack(">I", len(p)) + p
+def attach(read_only=True, setup=None):
+    t0 = time.perf_counter()
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sock)
+    q = "?read_only=1" if read_only else ""
+    s.sendall(("GET /v1/sessions/%s/attach%s HTTP/1.1\r\nHost: sessiond\r\n"
+               "Connection: Upgrade\r\nUpgrade: sessiond-term\r\n\r\n" % (sid, q)).encode())
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        buf += s.recv(65536)
+    head, buf = buf.split(b"\r\n\r\n", 1)
+    assert b" 101 " in head.split(b"\r\n")[0], head
+    if setup:
+        s.sendall(setup)
+    seen = b""
+    while b"READY" not in seen:
+        while len(buf) < 5:
+            buf += s.recv(65536)
+        typ, n = buf[0:1], struct.unpack(">I", buf[1:5])[0]
+        while len(buf) < 5 + n:
+            buf += s.recv(65536)
+        if typ == b"d":
+            seen += buf[5:5 + n]
+        buf = buf[5 + n:]
+    t = time.perf_counter() - t0
+    if setup:
+        s.sendall(frame(b"q", b""))
+    s.close()
+    return t
+# The writer sizes the terminal to 120x40 and lets the screen be drawn.
+attach(False, frame(b"r", struct.pack(">HH", 120, 40)) + frame(b"d", b"\r"))
+for _ in range(3):
+    attach()
+xs = sorted(attach() for _ in range(runs))
+p90 = xs[max(0, math.ceil(0.9 * len(xs)) - 1)]
+print("\nattach through the daemon, dial to the end of the first repaint (120x40, %d runs):" % runs)
+print("  median %.2f ms, p90 %.2f ms" % (statistics.median(xs) * 1e3, p90 * 1e3))
+EOF
+sctl stop --all --grace 0s >/dev/null

@@ -1,0 +1,18 @@
+package proc
+
+import "sync"
+
+// Watched returns a Child for a session process that is not the daemon's
+// own child, such as the command a terminal holder runs: someone else learns
+// how it ends and says so through report, which closes Done. Only the first
+// report counts.
+func Watched(pid int, startTime uint64) (c *Child, report func(Exit)) {
+	c = &Child{PID: pid, StartTime: startTime, done: make(chan struct{})}
+	var once sync.Once
+	return c, func(e Exit) {
+		once.Do(func() {
+			c.exit = e
+			close(c.done)
+		})
+	}
+}
