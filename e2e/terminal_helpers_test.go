@@ -164,6 +164,22 @@ func (x *tmux) waitPane(target string, want ...string) string {
 	return pane
 }
 
+// pressUntil presses key in the window until it shows want: a key tmux
+// sends while the attach loop is busy repainting can be read with the
+// repaint's reply and is pressed again, as a person would.
+func (x *tmux) pressUntil(target, key, want string) {
+	x.t.Helper()
+	waitFor(x.t, 30*time.Second, fmt.Sprintf("tmux window %s to show %q after %s", target, want, key), func() (bool, string) {
+		pane := x.pane(target)
+		if strings.Contains(pane, want) {
+			return true, ""
+		}
+		x.run("send-keys", "-t", target, key)
+		time.Sleep(500 * time.Millisecond)
+		return strings.Contains(x.pane(target), want), pane
+	})
+}
+
 // rawAttach attaches to a session through the daemon's socket as any
 // client may, speaking the upgrade and the terminal framing by hand: one
 // byte of frame type, four of big-endian length, the payload.

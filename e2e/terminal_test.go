@@ -120,8 +120,7 @@ func TestTerminalAttachThroughTmux(t *testing.T) {
 	x.waitPane(w, "now=120")
 
 	// ctrl-] detaches; the session goes on, and attaching again repaints.
-	x.run("send-keys", "-t", w, "C-]")
-	x.waitPane(w, "[detached from "+id)
+	x.pressUntil(w, "C-]", "[detached from "+id)
 	if rec := d.inspect(id); rec.State != "running" {
 		t.Fatalf("after detach the session is %s", rec.State)
 	}

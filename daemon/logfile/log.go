@@ -147,9 +147,15 @@ type Log struct {
 	// stamps writes the stamp file (Options.Stamps), nil otherwise.
 	stamps *stampFile
 
-	wake      chan struct{}
-	done      chan struct{}
-	stopped   chan struct{}
+	done chan struct{}
+	// runMu guards the rotator's course: running while its goroutine
+	// lives, pending when a write came since its last pass, closed once
+	// Close began; passes counts the goroutine for Close to wait on.
+	runMu     sync.Mutex
+	running   bool
+	pending   bool
+	closed    bool
+	passes    sync.WaitGroup
 	closeOnce sync.Once
 	lastErr   string
 	lastErrAt time.Time
@@ -197,14 +203,12 @@ func Open(path string, opt Options) (*Log, error) {
 		return nil, err
 	}
 	l := &Log{
-		path:    path,
-		log:     opt.Logger,
-		f:       f,
-		block:   blockSize(f),
-		keep:    opt.Keep,
-		wake:    make(chan struct{}, 1),
-		done:    make(chan struct{}),
-		stopped: make(chan struct{}),
+		path:  path,
+		log:   opt.Logger,
+		f:     f,
+		block: blockSize(f),
+		keep:  opt.Keep,
+		done:  make(chan struct{}),
 	}
 	if l.log == nil {
 		l.log = zap.NewNop()
@@ -235,12 +239,7 @@ func Open(path string, opt Options) (*Log, error) {
 		}
 		l.stamps = st
 	}
-	if l.maxSize > 0 {
-		go l.run()
-		l.Notify() // the log may have grown past its cap while no one watched
-	} else {
-		close(l.stopped)
-	}
+	l.Notify() // the log may have grown past its cap while no one watched
 	return l, nil
 }
 
@@ -348,10 +347,20 @@ func (l *Log) Limit() int64 { return int64(l.keep) * l.maxSize }
 // notifications that arrive during a pass are folded into one more pass.
 // The daemon calls it from its inotify watch of the log (and for every log
 // after an inotify overflow). Without calls the rotator does nothing.
+//
+// The rotator is a goroutine only while there is work: an idle log holds
+// none.
 func (l *Log) Notify() {
-	select {
-	case l.wake <- struct{}{}:
-	default:
+	l.runMu.Lock()
+	defer l.runMu.Unlock()
+	if l.maxSize <= 0 || l.closed {
+		return
+	}
+	l.pending = true
+	if !l.running {
+		l.running = true
+		l.passes.Add(1)
+		go l.run()
 	}
 }
 
@@ -396,8 +405,11 @@ func (l *Log) DiskUsage() (int64, error) {
 func (l *Log) Close() error {
 	var err error
 	l.closeOnce.Do(func() {
+		l.runMu.Lock()
+		l.closed = true
+		l.runMu.Unlock()
 		close(l.done)
-		<-l.stopped
+		l.passes.Wait()
 		// A Rotate called by someone else may still be running.
 		l.rotMu.Lock()
 		err = l.f.Close()
@@ -410,13 +422,16 @@ func (l *Log) Close() error {
 }
 
 func (l *Log) run() {
-	defer close(l.stopped)
+	defer l.passes.Done()
 	for {
-		select {
-		case <-l.done:
+		l.runMu.Lock()
+		if !l.pending || l.closed {
+			l.running = false
+			l.runMu.Unlock()
 			return
-		case <-l.wake:
 		}
+		l.pending = false
+		l.runMu.Unlock()
 		if err := l.Rotate(); err != nil && !errors.Is(err, errClosed) {
 			l.warn(err)
 		}
