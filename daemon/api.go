@@ -230,7 +230,7 @@ func (d *Daemon) RestartSession(ctx context.Context, c ipc.Caller, id string, re
 		return nil, err
 	}
 	if ipc.Live(s.Snapshot().State) {
-		if _, err := d.StopSession(ctx, c, s.ID(), ipc.StopRequest{Grace: req.Grace}); err != nil {
+		if _, err := d.StopSession(ctx, c, s.ID(), ipc.StopRequest(req)); err != nil {
 			return nil, err
 		}
 	}

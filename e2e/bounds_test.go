@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -53,6 +54,7 @@ func holdConnections(spec string) int {
 	fmt.Printf("kept %d refused %d\n", kept, refused)
 	os.Stdout.Close()
 	time.Sleep(time.Hour)
+	runtime.KeepAlive(held) // the connections stay open while this sleeps
 	return 0
 }
 
