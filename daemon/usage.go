@@ -15,14 +15,25 @@ import (
 type usageMeter struct {
 	mu   sync.Mutex
 	last map[string]usageSample
+	// sampled is when /proc was last read, and shown what it said per
+	// session: a listing within usageMaxAge of it shows that, as top does
+	// between its samples.
+	sampled time.Time
+	shown   map[string]ipc.Usage
 }
+
+// usageMaxAge is how old a usage figure a listing may show: a second, the
+// finest resolution a CPU percentage means anything at.
+const usageMaxAge = time.Second
 
 type usageSample struct {
 	cpu time.Duration
 	at  time.Time
 }
 
-func newUsageMeter() *usageMeter { return &usageMeter{last: map[string]usageSample{}} }
+func newUsageMeter() *usageMeter {
+	return &usageMeter{last: map[string]usageSample{}, shown: map[string]ipc.Usage{}}
+}
 
 // fill measures the live sessions among recs, all from one reading of
 // /proc, and sets their Usage.
@@ -41,6 +52,24 @@ func (m *usageMeter) fill(sessions map[string]*session.Session, recs []ipc.Sessi
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if now.Sub(m.sampled) < usageMaxAge {
+		fresh := true
+		for _, i := range idx {
+			if _, ok := m.shown[recs[i].ID]; !ok {
+				fresh = false
+				break
+			}
+		}
+		if fresh {
+			for _, i := range idx {
+				u := m.shown[recs[i].ID]
+				recs[i].Usage = &u
+			}
+			return
+		}
+	}
+	m.sampled = now
+	clear(m.shown)
 	for k, u := range proc.UsageOf(qs) {
 		s := sessions[recs[idx[k]].ID]
 		prev, ok := m.last[s.ID()]
@@ -53,7 +82,9 @@ func (m *usageMeter) fill(sessions map[string]*session.Session, recs []ipc.Sessi
 		if since > 0 {
 			pct = float64(used) / float64(since) * 100
 		}
-		recs[idx[k]].Usage = &ipc.Usage{CPUPercent: pct, RSSBytes: u.RSS, Procs: u.Procs}
+		shown := ipc.Usage{CPUPercent: pct, RSSBytes: u.RSS, Procs: u.Procs}
+		m.shown[s.ID()] = shown
+		recs[idx[k]].Usage = &shown
 	}
 	for id := range m.last {
 		if _, ok := sessions[id]; !ok {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/ipc"
+	"github.com/sessiond/sessiond/packaging/manpage"
 )
 
 // version is stamped at link time (-X main.version=...).
@@ -136,7 +137,7 @@ latest) session of that project.`,
 	root.AddCommand(a.notifyCmd())
 	root.AddCommand(a.worktreesCmd(), a.worktreeCmd())
 	root.AddCommand(a.attachCmd(), a.screenCmd(), a.sendCmd())
-	root.AddCommand(newManCmd())
+	root.AddCommand(manpage.Command(version))
 	root.AddCommand(a.uiCmd())
 	return root
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/sessiond/sessiond/config/configfile"
 	"github.com/sessiond/sessiond/daemon"
 	"github.com/sessiond/sessiond/ipc"
+	"github.com/sessiond/sessiond/packaging/manpage"
 )
 
 // version is stamped at link time (-X main.version=...).
@@ -72,7 +73,7 @@ func newRoot() *cobra.Command {
 	}
 	root.AddCommand(newRunCmd(), newExecCmd(), newConfigCmd(), newVersionCmd(), newHolderCmd())
 	root.AddCommand(newServiceCmds()...)
-	root.AddCommand(newManCmd())
+	root.AddCommand(manpage.Command(version))
 	return root
 }
 
