@@ -148,12 +148,12 @@ type Log struct {
 	stamps *stampFile
 
 	done chan struct{}
-	// runMu guards the rotator's course: running while its goroutine
-	// lives, pending when a write came since its last pass, closed once
-	// Close began; passes counts the goroutine for Close to wait on.
+	wake chan struct{} // a write came while the rotator lingers
+	// The rotator's course: running while its goroutine lives (set under
+	// runMu), closed once Close began; passes counts the goroutine for
+	// Close to wait on. A write since the last pass is a token in wake.
 	runMu     sync.Mutex
-	running   bool
-	pending   bool
+	running   atomic.Bool
 	closed    bool
 	passes    sync.WaitGroup
 	closeOnce sync.Once
@@ -209,6 +209,7 @@ func Open(path string, opt Options) (*Log, error) {
 		block: blockSize(f),
 		keep:  opt.Keep,
 		done:  make(chan struct{}),
+		wake:  make(chan struct{}, 1),
 	}
 	if l.log == nil {
 		l.log = zap.NewNop()
@@ -348,17 +349,23 @@ func (l *Log) Limit() int64 { return int64(l.keep) * l.maxSize }
 // The daemon calls it from its inotify watch of the log (and for every log
 // after an inotify overflow). Without calls the rotator does nothing.
 //
-// The rotator is a goroutine only while there is work: an idle log holds
-// none.
+// The rotator is a goroutine only while there is work: a log idle for
+// rotatorLinger holds none.
 func (l *Log) Notify() {
-	l.runMu.Lock()
-	defer l.runMu.Unlock()
-	if l.maxSize <= 0 || l.closed {
+	if l.maxSize <= 0 {
 		return
 	}
-	l.pending = true
-	if !l.running {
-		l.running = true
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+	if l.running.Load() {
+		return // it will take the token
+	}
+	l.runMu.Lock()
+	defer l.runMu.Unlock()
+	if !l.closed && !l.running.Load() {
+		l.running.Store(true)
 		l.passes.Add(1)
 		go l.run()
 	}
@@ -423,20 +430,38 @@ func (l *Log) Close() error {
 
 func (l *Log) run() {
 	defer l.passes.Done()
+	linger := time.NewTimer(rotatorLinger)
+	defer linger.Stop()
 	for {
-		l.runMu.Lock()
-		if !l.pending || l.closed {
-			l.running = false
-			l.runMu.Unlock()
+		select {
+		case <-l.wake:
+		case <-l.done:
+			l.running.Store(false)
 			return
+		case <-linger.C:
+			// A write that came as the rotator leaves left its token: the
+			// rotator stays for it (Notify saw it running).
+			l.runMu.Lock()
+			l.running.Store(false)
+			select {
+			case <-l.wake:
+				l.running.Store(true)
+				l.runMu.Unlock()
+			default:
+				l.runMu.Unlock()
+				return
+			}
 		}
-		l.pending = false
-		l.runMu.Unlock()
 		if err := l.Rotate(); err != nil && !errors.Is(err, errClosed) {
 			l.warn(err)
 		}
+		linger.Reset(rotatorLinger)
 	}
 }
+
+// rotatorLinger is how long the rotator waits for more writes before its
+// goroutine leaves.
+const rotatorLinger = 2 * time.Second
 
 // warn logs a rotation failure, once per distinct error a minute, so a
 // full disk under a chatty child does not flood the daemon's log.
