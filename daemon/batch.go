@@ -2,7 +2,9 @@ package daemon
 
 import (
 	"context"
+	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/sessiond/sessiond/ipc"
 )
@@ -33,6 +35,7 @@ func (d *Daemon) StartSessions(ctx context.Context, c ipc.Caller, reqs []ipc.Sta
 		}()
 	}
 	wg.Wait()
+	d.settle.after(len(reqs))
 	return out, nil
 }
 
@@ -70,5 +73,36 @@ func (d *Daemon) StopSessions(ctx context.Context, c ipc.Caller, req ipc.StopBat
 		}()
 	}
 	wg.Wait()
+	d.settle.after(len(ids))
 	return out, nil
+}
+
+// settler hands back to the system, a moment after a large batch, the
+// memory the batch's starts or stops used on their way (their requests,
+// spawns, record and file writes): the Go runtime would otherwise keep it
+// as room for a heap that an idle daemon does not need, and a daemon of
+// 1000 idle sessions would hold twice what they use.
+type settler struct {
+	mu sync.Mutex
+	t  *time.Timer
+}
+
+// settleBatch is the smallest batch worth a settling; settleDelay lets the
+// batch's answer be written first, and batches in a row settle once.
+const (
+	settleBatch = 64
+	settleDelay = 2 * time.Second
+)
+
+func (s *settler) after(n int) {
+	if n < settleBatch {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.t == nil {
+		s.t = time.AfterFunc(settleDelay, debug.FreeOSMemory)
+		return
+	}
+	s.t.Reset(settleDelay)
 }

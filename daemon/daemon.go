@@ -39,6 +39,7 @@ type Options struct {
 // Daemon is the supervisor: the registry of sessions, the services they
 // share, crash recovery, restarts, and the API.
 type Daemon struct {
+	settle  settler
 	cfg     *config.Config
 	log     *zap.Logger
 	version string

@@ -17,13 +17,22 @@ import (
 // start has failed.
 func (s *Session) Start() {
 	go func() {
-		defer close(s.exited)
 		if err := s.start(); err != nil {
 			s.fail(err)
+			close(s.exited)
 			return
 		}
-		s.supervise()
+		go s.live(s.supervise)
 	}()
+}
+
+// live runs what is left of the session's life, f, on a goroutine of its
+// own: a fresh one, whose stack has not grown through the start's work,
+// so that an idle session holds a few KiB of stack, not what its start
+// needed.
+func (s *Session) live(f func()) {
+	defer close(s.exited)
+	f()
 }
 
 // Adopt takes over a live session that an earlier daemon started: child is
@@ -32,7 +41,6 @@ func (s *Session) Adopt(child *proc.Child) {
 	s.child, s.adopted = child, true
 	close(s.started)
 	go func() {
-		defer close(s.exited)
 		s.watchProject()
 		s.unwatchLog = s.watchLog()
 		if s.term == nil {
@@ -45,10 +53,10 @@ func (s *Session) Adopt(child *proc.Child) {
 		s.log.Info("adopted live session", zap.Int("pid", child.PID))
 		if s.rec.State == ipc.StateStopping {
 			// The previous daemon began this stop.
-			s.stop(Reason(s.rec.EndReason), -1)
+			s.live(func() { s.stop(Reason(s.rec.EndReason), -1) })
 			return
 		}
-		s.supervise()
+		go s.live(s.supervise)
 	}()
 }
 
@@ -73,12 +81,7 @@ func (s *Session) Recover() {
 // supervise is the session's life while it runs: timers, the child's exit,
 // checkpoints and requests, until it ends.
 func (s *Session) supervise() {
-	s.timeline = timeline{
-		deadline: s.rec.Deadline, warnAt: s.rec.WarnAt, warnBefore: s.spec.WarnBefore.Duration,
-		warned:      s.rec.State == ipc.StateWarned && (s.rec.Warning == nil || s.rec.Warning.Reason != warnWaiting && s.rec.Warning.Reason != warnBudget),
-		idle:        s.spec.IdleTimeout.Duration,
-		waitTimeout: s.spec.WaitingTimeout.Duration, waitingSince: s.timeline.waitingSince,
-	}
+	s.resetTimeline()
 	var tm Timer
 	var what due
 	arm := func() {
@@ -116,23 +119,7 @@ func (s *Session) supervise() {
 			s.end(s.exitReason(exit), exit)
 			return
 		case <-tm.C():
-			switch what {
-			case dueWarn:
-				s.timeline.warned = true
-				s.warn()
-			case dueDeadline:
-				s.stop(Timeout, -1)
-				return
-			case dueIdle:
-				if s.timeline.idleFor(s.lastActivity(), s.deps.Clock.Now()) {
-					s.stop(Idle, -1)
-					return
-				}
-			case dueWaitWarn:
-				s.timeline.waitWarned = true
-				s.warnWaiting()
-			case dueWaiting:
-				s.stop(Waiting, -1)
+			if s.onDue(what) {
 				return
 			}
 			arm()
@@ -141,31 +128,87 @@ func (s *Session) supervise() {
 		case r := <-s.ckptDone:
 			s.checkpointDone(r)
 		case m := <-s.inbox:
-			switch m.kind {
-			case msgStop:
-				m.reply <- reply{}
-				s.stop(m.reason, m.grace)
+			rearm, ended := s.onMessage(m)
+			if ended {
 				return
-			case msgLeave:
-				m.reply <- reply{}
-				s.leave()
-				return
-			case msgExtend:
-				rec, err := s.extend(m.by, m.byAgent)
-				m.reply <- reply{rec: rec, err: err}
+			}
+			if rearm {
 				arm()
-			case msgAgent:
-				resp, spent, err := s.agentEvent(m.payload)
-				m.reply <- reply{hook: resp, err: err}
-				if spent {
-					s.stop(Budget, -1)
-					return
-				}
-				arm()
-			default:
-				s.answer(m)
 			}
 		}
+	}
+}
+
+// onDue acts on the timeline's due moment; true when the session's course
+// has ended (it stopped). It and onMessage are methods of their own so
+// that supervise's frame, which a parked session keeps on its stack, stays
+// small.
+//
+//go:noinline
+func (s *Session) onDue(what due) bool {
+	switch what {
+	case dueWarn:
+		s.timeline.warned = true
+		s.warn()
+	case dueDeadline:
+		s.stop(Timeout, -1)
+		return true
+	case dueIdle:
+		if s.timeline.idleFor(s.lastActivity(), s.deps.Clock.Now()) {
+			s.stop(Idle, -1)
+			return true
+		}
+	case dueWaitWarn:
+		s.timeline.waitWarned = true
+		s.warnWaiting()
+	case dueWaiting:
+		s.stop(Waiting, -1)
+		return true
+	}
+	return false
+}
+
+// onMessage handles a request to a running session: rearm when the
+// timeline may have moved, ended when the session's course has ended.
+//
+//go:noinline
+func (s *Session) onMessage(m message) (rearm, ended bool) {
+	switch m.kind {
+	case msgStop:
+		m.reply <- reply{}
+		s.stop(m.reason, m.grace)
+		return false, true
+	case msgLeave:
+		m.reply <- reply{}
+		s.leave()
+		return false, true
+	case msgExtend:
+		rec, err := s.extend(m.by, m.byAgent)
+		m.reply <- reply{rec: rec, err: err}
+		return true, false
+	case msgAgent:
+		resp, spent, err := s.agentEvent(m.payload)
+		m.reply <- reply{hook: resp, err: err}
+		if spent {
+			s.stop(Budget, -1)
+			return false, true
+		}
+		return true, false
+	default:
+		s.answer(m)
+		return false, false
+	}
+}
+
+// resetTimeline sets the timeline from the record and the spec.
+//
+//go:noinline
+func (s *Session) resetTimeline() {
+	s.timeline = timeline{
+		deadline: s.rec.Deadline, warnAt: s.rec.WarnAt, warnBefore: s.spec.WarnBefore.Duration,
+		warned:      s.rec.State == ipc.StateWarned && (s.rec.Warning == nil || s.rec.Warning.Reason != warnWaiting && s.rec.Warning.Reason != warnBudget),
+		idle:        s.spec.IdleTimeout.Duration,
+		waitTimeout: s.spec.WaitingTimeout.Duration, waitingSince: s.timeline.waitingSince,
 	}
 }
 

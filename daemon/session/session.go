@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/daemon/checkpoint"
+	"github.com/sessiond/sessiond/daemon/lazylog"
 	"github.com/sessiond/sessiond/daemon/proc"
 	"github.com/sessiond/sessiond/daemon/state"
 	"github.com/sessiond/sessiond/daemon/watch"
@@ -189,7 +190,7 @@ func newSession(id string, uid int, projectDir string, startedAt time.Time, spec
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Session{
 		id: id, uid: uid, projectDir: projectDir, projectID: state.ProjectID(projectDir), startedAt: startedAt, spec: spec, deps: deps,
-		dir: filepath.Join(deps.StateDir, "sessions", id), log: deps.Log.With(zap.String("session", id)),
+		dir: filepath.Join(deps.StateDir, "sessions", id), log: lazylog.With(deps.Log, zap.String("session", id)),
 		inbox: make(chan message), ticks: make(chan struct{}, 1), ckptDone: make(chan ckptResult, 1),
 		started: make(chan struct{}), done: make(chan struct{}), exited: make(chan struct{}),
 		startCtx: ctx, cancelStart: cancel,

@@ -50,6 +50,9 @@ type Hub struct {
 	tmp     string // temporary dir: the empty repository, excludes files
 	bdir    string // barrier dir in tmp, watched by the hub itself
 
+	setsMu       sync.Mutex
+	leaveOutSets map[string]map[string]bool
+
 	bmu   sync.Mutex
 	bnext uint64
 	bwait map[uint64]chan struct{} // barrier file number -> closed when its event is read
@@ -428,3 +431,32 @@ func readDirUnsorted(abs string) ([]fs.DirEntry, error) {
 	defer f.Close()
 	return f.ReadDir(-1)
 }
+
+// leaveOutSet returns the set of the directory names in names, one map
+// shared by every watch given the same list (most are given the default),
+// never written after it is made.
+func (h *Hub) leaveOutSet(names []string) map[string]bool {
+	key := strings.Join(names, "\x00")
+	h.setsMu.Lock()
+	defer h.setsMu.Unlock()
+	if set, ok := h.leaveOutSets[key]; ok {
+		return set
+	}
+	set := make(map[string]bool, len(names))
+	for _, name := range names {
+		if name != "" && !strings.Contains(name, "/") {
+			set[name] = true
+		}
+	}
+	if h.leaveOutSets == nil {
+		h.leaveOutSets = map[string]map[string]bool{}
+	}
+	if len(h.leaveOutSets) < maxLeaveOutSets {
+		h.leaveOutSets[key] = set
+	}
+	return set
+}
+
+// maxLeaveOutSets bounds the lists remembered: past it, a list of its own
+// gets a map of its own.
+const maxLeaveOutSets = 64

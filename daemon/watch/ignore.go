@@ -196,6 +196,16 @@ func (ig *ignorer) stop() {
 	}
 }
 
+// busy reports whether a git coprocess runs.
+func (ig *ignorer) busy() bool {
+	for _, c := range ig.domains {
+		if c.cmd != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // close ends every coprocess and removes the excludes files.
 func (ig *ignorer) close() {
 	for _, c := range ig.domains {

@@ -160,6 +160,7 @@ func (w *Watch) sync(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("wait for the watch to handle its events: %w", ctx.Err())
 	}
+	w.ensure()
 	select {
 	case <-done:
 		return nil

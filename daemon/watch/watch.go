@@ -10,10 +10,12 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/sessiond/sessiond/daemon/lazylog"
 	"go.uber.org/zap"
 )
 
@@ -118,7 +120,7 @@ type Watch struct {
 	uid      uint64 // unique across hubs, for Marks
 	root     string // absolute, symlinks resolved
 	opt      Options
-	leaveOut map[string]bool
+	leaveOut map[string]bool // shared by the watches of one list: read only
 	log      *zap.Logger
 	ign      *ignorer
 	rootDev  uint64
@@ -140,8 +142,15 @@ type Watch struct {
 
 	flush     chan chan struct{} // Changes asks the loop to handle its queue now
 	quit      chan struct{}
-	done      chan struct{}
+	done      chan struct{} // closed once the watch has ended (Close, root gone)
 	closeOnce sync.Once
+	doneOnce  sync.Once
+
+	// The loop is a goroutine only while there is work (see ensure):
+	// running while it lives (set under runMu), ended once the watch has.
+	runMu   sync.Mutex
+	running atomic.Bool
+	ended   bool
 
 	smu          sync.Mutex
 	changed      map[string]struct{}
@@ -195,44 +204,48 @@ func (h *Hub) Watch(root string, opt Options) (*Watch, error) {
 		uid:      watchIDs.Add(1),
 		root:     real,
 		opt:      opt.withDefaults(),
-		leaveOut: make(map[string]bool, len(opt.LeaveOut)),
+		leaveOut: h.leaveOutSet(opt.LeaveOut),
 		dirs:     make(map[string]dirID),
 		polled:   make(map[string]map[string]struct{}),
 		skipped:  make(map[string]struct{}),
 		queue:    make(map[string]queued),
 		wake:     make(chan struct{}, 1),
-		flush:    make(chan chan struct{}),
+		flush:    make(chan chan struct{}, 8),
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
 		changed:  make(map[string]struct{}),
 		more:     make(map[uint64]struct{}),
 		rec:      changeRecord{paths: make(map[string]uint64)},
 	}
-	for _, name := range opt.LeaveOut {
-		if name != "" && !strings.Contains(name, "/") {
-			w.leaveOut[name] = true
-		}
-	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		w.rootDev, w.rootIno = uint64(st.Dev), st.Ino
 	}
+	// The scan owns the watch's state until the loop may run: events that
+	// come meanwhile wait in the queue.
+	w.running.Store(true)
 	if err := h.register(w); err != nil {
 		return nil, fmt.Errorf("watch %s: %w", root, err)
 	}
-	w.log = h.log.With(zap.String("project", real))
+	w.log = lazylog.With(h.log, zap.String("project", real))
 	w.ign = newIgnorer(h, w.log, real, w.opt.Ignore, fmt.Sprintf("w%d", w.id))
 	w.started = time.Now()
 	w.lastPoll = w.started
 	if err := w.scan("", scanQuiet, time.Time{}, false); err != nil {
 		w.teardown()
-		close(w.done) // after teardown: Close may be waiting to do its own
+		w.end() // after teardown: Close may be waiting to do its own
 		h.forget(w)
 		if w.quitting() {
 			err = ErrClosed
 		}
 		return nil, fmt.Errorf("watch %s: %w", root, err)
 	}
-	go w.loop()
+	w.runMu.Lock()
+	if w.ign.busy() || len(w.wake) > 0 || len(w.flush) > 0 {
+		go w.loop() // for what came during the scan, or to end its git coprocesses once idle
+	} else {
+		w.running.Store(false)
+	}
+	w.runMu.Unlock()
 	return w, nil
 }
 
@@ -241,7 +254,15 @@ func (h *Hub) Watch(root string, opt Options) (*Watch, error) {
 func (w *Watch) Close() error {
 	w.closeOnce.Do(func() {
 		close(w.quit)
-		<-w.done
+		w.runMu.Lock()
+		w.ended = true
+		running := w.running.Load()
+		w.runMu.Unlock()
+		if running {
+			<-w.done // the loop ends it
+		} else {
+			w.end()
+		}
 		w.teardown()
 		w.hub.forget(w)
 		w.smu.Lock()
@@ -333,17 +354,74 @@ func (w *Watch) poke() {
 	case w.wake <- struct{}{}:
 	default:
 	}
+	w.ensure()
 }
 
-// loop is the watch's goroutine: it coalesces events, handles them, runs the
-// degraded-mode rescans and stops idle git coprocesses. With nothing
-// happening it sleeps on channels and costs nothing.
+// ensure starts the loop unless it runs. Its callers leave their work
+// (a wake token, a flush request) in a channel first: a loop on its way
+// out looks there after it stops running, so no work is left behind.
+func (w *Watch) ensure() {
+	if w.running.Load() {
+		return
+	}
+	w.runMu.Lock()
+	defer w.runMu.Unlock()
+	if !w.ended && !w.running.Load() {
+		w.running.Store(true)
+		go w.loop()
+	}
+}
+
+// leave is the loop going idle: true when it may return, false when work
+// came as it left.
+func (w *Watch) leave() bool {
+	w.runMu.Lock()
+	defer w.runMu.Unlock()
+	w.running.Store(false)
+	if w.ended {
+		w.end() // Close saw the loop running and waits for it
+		return true
+	}
+	if len(w.wake) > 0 || len(w.flush) > 0 {
+		w.running.Store(true)
+		return false
+	}
+	return true
+}
+
+// end marks the watch ended: done is closed.
+func (w *Watch) end() {
+	w.doneOnce.Do(func() { close(w.done) })
+}
+
+// stopRunning ends the loop for good (quit, root gone).
+func (w *Watch) stopRunning() {
+	w.runMu.Lock()
+	w.ended = true
+	w.running.Store(false)
+	w.runMu.Unlock()
+	w.end()
+}
+
+// watchLinger is how long an idle loop that holds no git coprocess waits
+// for more events before its goroutine leaves.
+const watchLinger = time.Second
+
+// loop is the watch's goroutine while there is work: it coalesces events,
+// handles them, runs the degraded-mode rescans and stops idle git
+// coprocesses. Once idle (nothing queued, no directory polled, no
+// coprocess left) it leaves; the next event or Changes starts it again.
 func (w *Watch) loop() {
-	defer close(w.done)
 	coalesce := time.NewTimer(time.Hour)
 	coalesce.Stop()
 	defer coalesce.Stop()
-	idle := time.NewTimer(w.hub.gitIdle)
+	idleAfter := func() time.Duration {
+		if w.ign.busy() {
+			return w.hub.gitIdle
+		}
+		return min(watchLinger, w.hub.gitIdle)
+	}
+	idle := time.NewTimer(idleAfter())
 	defer idle.Stop()
 	var ticker *time.Ticker
 	defer func() {
@@ -364,8 +442,10 @@ func (w *Watch) loop() {
 		if ticker != nil {
 			tick = ticker.C
 		}
+		quiet := false
 		select {
 		case <-w.quit:
+			w.stopRunning()
 			return
 		case <-w.wake:
 			if !pending {
@@ -390,7 +470,7 @@ func (w *Watch) loop() {
 			worked = true
 		case <-idle.C:
 			w.ign.stop()
-			worked = false
+			worked, quiet = false, true
 		}
 		// A removed root sends no event while any process (the agent, our
 		// git) has it as its working directory, so look after every batch and
@@ -399,10 +479,14 @@ func (w *Watch) loop() {
 			w.markRootGone()
 		}
 		if w.isRootGone() {
+			w.stopRunning()
+			return
+		}
+		if quiet && !pending && ticker == nil && w.leave() {
 			return
 		}
 		if worked {
-			idle.Reset(w.hub.gitIdle) // fires once after the last work, not periodically
+			idle.Reset(idleAfter()) // fires once after the last work, not periodically
 		}
 	}
 }
