@@ -5,10 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/sessiond/sessiond/ipc"
 )
 
@@ -39,17 +35,18 @@ type Sources struct {
 	Since time.Time
 }
 
-// Metrics are the daemon's metrics, in a registry of their own.
+// Metrics are the daemon's metrics.
 type Metrics struct {
 	src Sources
-	reg *prometheus.Registry
 
-	starts, startFailures, restarts, warnings prometheus.Counter
-	ends                                      *prometheus.CounterVec
-	warningLate, deadlineLate, handoff        prometheus.Histogram
-	checkpoints                               *prometheus.HistogramVec
-	checkpointFailures                        prometheus.Counter
-	requests                                  *prometheus.CounterVec
+	starts, startFailures, restarts, warnings *scalar
+	ends                                      *counterVec
+	warningLate, deadlineLate, handoff        *histogramFamily
+	checkpoints                               *histogramVec
+	checkpointFailures                        *scalar
+	requests                                  *counterVec
+
+	fams []family
 }
 
 // latenessBuckets are for timers that should fire on time: a millisecond
@@ -58,68 +55,70 @@ var latenessBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 
 
 // New returns the metrics, reading src when scraped.
 func New(src Sources) *Metrics {
-	m := &Metrics{src: src, reg: prometheus.NewRegistry()}
-	counter := func(name, help string) prometheus.Counter {
-		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: "sessiond", Name: name, Help: help})
+	m := &Metrics{src: src}
+	counter := func(name, help string) *scalar { return &scalar{name: "sessiond_" + name, help: help} }
+	hist := func(name, help string, bounds []float64) *histogramFamily {
+		return &histogramFamily{name: "sessiond_" + name, help: help, histogram: newHistogram(bounds)}
 	}
 	m.starts = counter("session_starts_total", "Sessions started (their command spawned).")
 	m.startFailures = counter("session_start_failures_total", "Sessions that failed to start (preflight, spawn, or a restart that could not be made).")
 	m.restarts = counter("session_restarts_total", "Sessions restarted by their restart policy or by sessionctl restart.")
 	m.warnings = counter("session_warnings_total", "Warnings given before a deadline.")
-	m.ends = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "sessiond", Name: "session_ends_total",
-		Help: "Sessions ended, by end reason."}, []string{"reason"})
+	m.ends = newCounterVec("sessiond_session_ends_total", "Sessions ended, by end reason.", "reason")
 	for _, r := range []string{ipc.EndComplete, ipc.EndError, ipc.EndTimeout, ipc.EndIdle, ipc.EndInterrupted, ipc.EndCrashed, ipc.EndBudget, ipc.EndWaiting} {
-		m.ends.WithLabelValues(r)
+		m.ends.with(r)
 	}
-	m.warningLate = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "sessiond", Name: "warning_lateness_seconds",
-		Help: "How late the warning was given, after its scheduled time.", Buckets: latenessBuckets})
-	m.deadlineLate = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "sessiond", Name: "deadline_lateness_seconds",
-		Help: "How late a session's stop began, after its deadline.", Buckets: latenessBuckets})
-	m.handoff = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "sessiond", Name: "handoff_latency_seconds",
-		Help:    "Time from a session's end (its exit, or the end of its stop) to its handoff on disk, the final checkpoint included.",
-		Buckets: []float64{.001, .0025, .005, .01, .02, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}})
-	m.checkpoints = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "sessiond", Name: "checkpoint_duration_seconds",
-		Help:    "Time a checkpoint took, by outcome: made, unchanged (the tree equals the last checkpoint's) or failed.",
-		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}}, []string{"outcome"})
+	m.warningLate = hist("warning_lateness_seconds", "How late the warning was given, after its scheduled time.", latenessBuckets)
+	m.deadlineLate = hist("deadline_lateness_seconds", "How late a session's stop began, after its deadline.", latenessBuckets)
+	m.handoff = hist("handoff_latency_seconds",
+		"Time from a session's end (its exit, or the end of its stop) to its handoff on disk, the final checkpoint included.",
+		[]float64{.001, .0025, .005, .01, .02, .05, .1, .25, .5, 1, 2.5, 5, 10, 30})
+	m.checkpoints = &histogramVec{name: "sessiond_checkpoint_duration_seconds",
+		help:   "Time a checkpoint took, by outcome: made, unchanged (the tree equals the last checkpoint's) or failed.",
+		label:  "outcome",
+		bounds: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		by:     map[string]*histogram{}}
 	for _, o := range []string{"made", "unchanged", "failed"} {
-		m.checkpoints.WithLabelValues(o)
+		m.checkpoints.with(o)
 	}
 	m.checkpointFailures = counter("checkpoint_failures_total", "Checkpoints that failed.")
-	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "sessiond", Name: "api_requests_total",
-		Help: "API requests answered, by route (the route table's pattern) and HTTP status."}, []string{"route", "code"})
+	m.requests = newCounterVec("sessiond_api_requests_total",
+		"API requests answered, by route (the route table's pattern) and HTTP status.", "route", "code")
 
-	m.reg.MustRegister(m.starts, m.startFailures, m.restarts, m.warnings, m.ends, m.warningLate, m.deadlineLate,
-		m.handoff, m.checkpoints, m.checkpointFailures, m.requests,
-		sessionCollector{src: src}, watchCollector{src: src},
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "sessiond", Name: "build_info",
-			Help: "The daemon's version, as a label; always 1.", ConstLabels: prometheus.Labels{"version": src.Version}},
-			func() float64 { return 1 }),
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	)
+	m.fams = []family{m.starts, m.startFailures, m.restarts, m.warnings, m.ends, m.warningLate, m.deadlineLate,
+		m.handoff, m.checkpoints, m.checkpointFailures, m.requests}
+	m.fams = append(m.fams, sessionFamilies(src)...)
+	m.fams = append(m.fams, watchFamilies(src)...)
+	m.fams = append(m.fams, &gauges{name: "sessiond_build_info", kind: "gauge",
+		help: "The daemon's version, as a label; always 1.",
+		read: func() []gaugeSample {
+			return []gaugeSample{{labels: []string{"version"}, values: []string{src.Version}, v: 1}}
+		}})
+	m.fams = append(m.fams, runtimeFamilies()...)
+	m.fams = append(m.fams, processFamilies()...)
 	return m
 }
 
 // Handler serves the metrics in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", contentType)
+		_ = writeFamilies(w, m.fams)
+	})
 }
-
-// Gatherer returns the registry, for tests and other exporters.
-func (m *Metrics) Gatherer() prometheus.Gatherer { return m.reg }
 
 // Observe counts an event of the bus. It runs on the publisher's
 // goroutine and does not block.
 func (m *Metrics) Observe(ev ipc.Event) {
 	switch ev.Type {
 	case ipc.EventStarted:
-		m.starts.Inc()
+		m.starts.c.Inc()
 	case ipc.EventFailed:
-		m.startFailures.Inc()
+		m.startFailures.c.Inc()
 	case ipc.EventRestarted:
-		m.restarts.Inc()
+		m.restarts.c.Inc()
 	case ipc.EventWarned:
-		m.warnings.Inc()
+		m.warnings.c.Inc()
 		if rec, ok := m.session(ev); ok && !rec.WarnAt.IsZero() {
 			m.warningLate.Observe(late(ev.Time, rec.WarnAt))
 		}
@@ -132,7 +131,7 @@ func (m *Metrics) Observe(ev ipc.Event) {
 		if !ok {
 			return
 		}
-		m.ends.WithLabelValues(rec.EndReason).Inc()
+		m.ends.with(rec.EndReason).Inc()
 		if rec.EndedAt != nil && !rec.EndedAt.Before(m.src.Since) {
 			m.handoff.Observe(late(ev.Time, *rec.EndedAt))
 		}
@@ -158,15 +157,15 @@ func (m *Metrics) Checkpoint(d time.Duration, unchanged bool, err error) {
 	switch {
 	case err != nil:
 		outcome = "failed"
-		m.checkpointFailures.Inc()
+		m.checkpointFailures.c.Inc()
 	case unchanged:
 		outcome = "unchanged"
 	}
-	m.checkpoints.WithLabelValues(outcome).Observe(d.Seconds())
+	m.checkpoints.with(outcome).Observe(d.Seconds())
 }
 
 // Request counts an API request answered with status on route (a pattern
 // of the route table, "unmatched" or "refused").
 func (m *Metrics) Request(route string, status int) {
-	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+	m.requests.with(route, strconv.Itoa(status)).Inc()
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -47,13 +46,13 @@ func TestObserveEvents(t *testing.T) {
 	for name, tc := range map[string]struct {
 		got, want float64
 	}{
-		"starts":           {testutil.ToFloat64(m.starts), 2},
-		"start failures":   {testutil.ToFloat64(m.startFailures), 1},
-		"restarts":         {testutil.ToFloat64(m.restarts), 1},
-		"warnings":         {testutil.ToFloat64(m.warnings), 1},
-		"ends complete":    {testutil.ToFloat64(m.ends.WithLabelValues(ipc.EndComplete)), 1},
-		"ends crashed":     {testutil.ToFloat64(m.ends.WithLabelValues(ipc.EndCrashed)), 1},
-		"ends timeout":     {testutil.ToFloat64(m.ends.WithLabelValues(ipc.EndTimeout)), 0},
+		"starts":           {counterValue(t, m, "sessiond_session_starts_total"), 2},
+		"start failures":   {counterValue(t, m, "sessiond_session_start_failures_total"), 1},
+		"restarts":         {counterValue(t, m, "sessiond_session_restarts_total"), 1},
+		"warnings":         {counterValue(t, m, "sessiond_session_warnings_total"), 1},
+		"ends complete":    {counterValue(t, m, "sessiond_session_ends_total", "reason", ipc.EndComplete), 1},
+		"ends crashed":     {counterValue(t, m, "sessiond_session_ends_total", "reason", ipc.EndCrashed), 1},
+		"ends timeout":     {counterValue(t, m, "sessiond_session_ends_total", "reason", ipc.EndTimeout), 0},
 		"warning late sum": {histSum(t, m, "sessiond_warning_lateness_seconds"), 0.020},
 		// Only the timeout's stop is a deadline's; the interrupted one is not.
 		"deadline late sum":   {histSum(t, m, "sessiond_deadline_lateness_seconds"), 0.003},
@@ -76,10 +75,10 @@ func TestCheckpointsAndRequests(t *testing.T) {
 	m.Request("GET /v1/sessions", 200)
 	m.Request("GET /v1/sessions", 200)
 	m.Request("unmatched", 404)
-	if got := testutil.ToFloat64(m.checkpointFailures); got != 1 {
+	if got := counterValue(t, m, "sessiond_checkpoint_failures_total"); got != 1 {
 		t.Errorf("checkpoint failures = %v", got)
 	}
-	if got := testutil.ToFloat64(m.requests.WithLabelValues("GET /v1/sessions", "200")); got != 2 {
+	if got := counterValue(t, m, "sessiond_api_requests_total", "route", "GET /v1/sessions", "code", "200"); got != 2 {
 		t.Errorf("requests = %v", got)
 	}
 	fams := scrape(t, m)
@@ -126,8 +125,12 @@ func TestSessionsAndWatchers(t *testing.T) {
 	if bi := fams["sessiond_build_info"]; bi == nil || bi.GetMetric()[0].GetLabel()[0].GetValue() != "v9" {
 		t.Errorf("build info = %v", bi)
 	}
-	if fams["go_goroutines"] == nil || fams["process_resident_memory_bytes"] == nil {
-		t.Error("no Go or process metrics")
+	for _, name := range []string{"go_goroutines", "go_memstats_heap_alloc_bytes", "process_resident_memory_bytes", "process_cpu_seconds_total", "process_open_fds"} {
+		if f := fams[name]; f == nil || len(f.GetMetric()) == 0 {
+			t.Errorf("no %s", name)
+		} else if mt := f.GetMetric()[0]; mt.GetGauge().GetValue()+mt.GetCounter().GetValue() <= 0 {
+			t.Errorf("%s = %v", name, mt)
+		}
 	}
 }
 
@@ -154,4 +157,68 @@ func histSum(t *testing.T, m *Metrics, name string) float64 {
 
 func histCount(t *testing.T, m *Metrics, name string) float64 {
 	return float64(scrape(t, m)[name].GetMetric()[0].GetHistogram().GetSampleCount())
+}
+
+// counterValue is the value of the counter name whose labels are the
+// pairs given, as a scrape shows it (0 and an error when absent).
+func counterValue(t *testing.T, m *Metrics, name string, pairs ...string) float64 {
+	t.Helper()
+	f := scrape(t, m)[name]
+	if f == nil {
+		t.Errorf("no %s in the scrape", name)
+		return 0
+	}
+next:
+	for _, mt := range f.GetMetric() {
+		labels := map[string]string{}
+		for _, l := range mt.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if len(labels) != len(pairs)/2 {
+			continue
+		}
+		for i := 0; i+1 < len(pairs); i += 2 {
+			if labels[pairs[i]] != pairs[i+1] {
+				continue next
+			}
+		}
+		return mt.GetCounter().GetValue()
+	}
+	t.Errorf("no %s%v in the scrape", name, pairs)
+	return 0
+}
+
+// TestTextFormat: the scrape is what Prometheus's own parser reads, HELP
+// and TYPE for every family, histogram buckets cumulative and ending in
+// +Inf, label values escaped.
+func TestTextFormat(t *testing.T) {
+	m := New(Sources{Version: "v1 \"quoted\"\nline"})
+	h := m.handoff
+	for _, v := range []float64{0.0005, 0.003, 0.003, 7, 99} {
+		h.Observe(v)
+	}
+	m.Request("GET /v1/sessions/{id}", 404)
+	fams := scrape(t, m)
+	hf := fams["sessiond_handoff_latency_seconds"]
+	if hf.GetType().String() != "HISTOGRAM" {
+		t.Fatalf("handoff type %v", hf.GetType())
+	}
+	hist := hf.GetMetric()[0].GetHistogram()
+	if hist.GetSampleCount() != 5 || hist.GetSampleSum() < 106.006 || hist.GetSampleSum() > 106.007 {
+		t.Errorf("count %d sum %v", hist.GetSampleCount(), hist.GetSampleSum())
+	}
+	want := map[float64]uint64{0.001: 1, 0.0025: 1, 0.005: 3, 5: 3, 10: 4, 30: 4}
+	for _, b := range hist.GetBucket() {
+		if n, ok := want[b.GetUpperBound()]; ok && b.GetCumulativeCount() != n {
+			t.Errorf("bucket le=%v: %d, want %d", b.GetUpperBound(), b.GetCumulativeCount(), n)
+		}
+	}
+	if bi := fams["sessiond_build_info"].GetMetric()[0].GetLabel()[0].GetValue(); bi != "v1 \"quoted\"\nline" {
+		t.Errorf("escaped label read back as %q", bi)
+	}
+	for name, f := range fams {
+		if f.GetHelp() == "" {
+			t.Errorf("%s has no HELP", name)
+		}
+	}
 }

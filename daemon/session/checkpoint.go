@@ -115,7 +115,7 @@ func (s *Session) beginCheckpoint(why, turn string) {
 			}
 		}
 		r.res, r.err = s.deps.Checkpoints.Take(ctx, req)
-		s.ckptDone <- r
+		s.ckptDone <- &r
 	}()
 }
 
@@ -176,7 +176,7 @@ func (s *Session) waitCheckpoint() {
 		r := <-s.ckptDone
 		waiting := s.ckpt.waiting
 		s.ckpt.waiting = nil
-		s.checkpointDone(r)
+		s.checkpointDone(*r)
 		for _, m := range waiting {
 			m.reply <- reply{err: ipc.Conflict("session %s is ending; its final checkpoint is taken at its end", s.id)}
 		}

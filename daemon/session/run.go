@@ -84,14 +84,7 @@ func (s *Session) supervise() {
 	s.resetTimeline()
 	var tm Timer
 	var what due
-	arm := func() {
-		if tm != nil {
-			tm.Stop()
-		}
-		var at time.Time
-		at, what = s.timeline.next(s.lastActivity())
-		tm = s.deps.Clock.NewTimer(at.Sub(s.deps.Clock.Now()))
-	}
+	arm := func() { tm, what = s.arm(tm) }
 	arm()
 	defer func() { tm.Stop() }()
 	// flush writes what an agent's events left unwritten; armed only then,
@@ -115,8 +108,7 @@ func (s *Session) supervise() {
 				_ = s.commit()
 			}
 		case <-s.child.Done():
-			exit := s.child.Exit()
-			s.end(s.exitReason(exit), exit)
+			s.onExit()
 			return
 		case <-tm.C():
 			if s.onDue(what) {
@@ -126,7 +118,7 @@ func (s *Session) supervise() {
 		case <-s.ticks:
 			s.scheduledCheckpoint()
 		case r := <-s.ckptDone:
-			s.checkpointDone(r)
+			s.checkpointDone(*r)
 		case m := <-s.inbox:
 			rearm, ended := s.onMessage(m)
 			if ended {
@@ -137,6 +129,26 @@ func (s *Session) supervise() {
 			}
 		}
 	}
+}
+
+// arm stops tm, if any, and returns the timer of the timeline's next due
+// moment, and what is due then.
+//
+//go:noinline
+func (s *Session) arm(tm Timer) (Timer, due) {
+	if tm != nil {
+		tm.Stop()
+	}
+	at, what := s.timeline.next(s.lastActivity())
+	return s.deps.Clock.NewTimer(at.Sub(s.deps.Clock.Now())), what
+}
+
+// onExit ends the session whose command exited.
+//
+//go:noinline
+func (s *Session) onExit() {
+	exit := s.child.Exit()
+	s.end(s.exitReason(exit), exit)
 }
 
 // onDue acts on the timeline's due moment; true when the session's course
@@ -172,7 +184,7 @@ func (s *Session) onDue(what due) bool {
 // timeline may have moved, ended when the session's course has ended.
 //
 //go:noinline
-func (s *Session) onMessage(m message) (rearm, ended bool) {
+func (s *Session) onMessage(m *message) (rearm, ended bool) {
 	switch m.kind {
 	case msgStop:
 		m.reply <- reply{}
@@ -195,7 +207,7 @@ func (s *Session) onMessage(m message) (rearm, ended bool) {
 		}
 		return true, false
 	default:
-		s.answer(m)
+		s.answer(*m)
 		return false, false
 	}
 }
@@ -275,7 +287,7 @@ func (s *Session) stop(reason Reason, grace time.Duration) {
 			return
 		case <-s.ticks:
 		case r := <-s.ckptDone:
-			s.checkpointDone(r)
+			s.checkpointDone(*r)
 		case m := <-s.inbox:
 			switch m.kind {
 			case msgStop:
@@ -291,7 +303,7 @@ func (s *Session) stop(reason Reason, grace time.Duration) {
 			case msgCheckpoint:
 				m.reply <- reply{err: ipc.Conflict("session %s is stopping; its final checkpoint is taken at its end", s.id)}
 			default:
-				s.answer(m)
+				s.answer(*m)
 			}
 		}
 	}

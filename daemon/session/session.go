@@ -46,11 +46,11 @@ type Session struct {
 	deps      Deps
 	log       *zap.Logger
 
-	inbox chan message
+	inbox chan *message
 	// ticks are the checkpoint schedule's, coalesced.
 	ticks chan struct{}
 	// ckptDone delivers the result of the checkpoint being taken.
-	ckptDone chan ckptResult
+	ckptDone chan *ckptResult
 
 	// pub is the record as last written, immutable once published.
 	pub atomic.Pointer[ipc.Session]
@@ -191,7 +191,7 @@ func newSession(id string, uid int, projectDir string, startedAt time.Time, spec
 	return &Session{
 		id: id, uid: uid, projectDir: projectDir, projectID: state.ProjectID(projectDir), startedAt: startedAt, spec: spec, deps: deps,
 		dir: filepath.Join(deps.StateDir, "sessions", id), log: lazylog.With(deps.Log, zap.String("session", id)),
-		inbox: make(chan message), ticks: make(chan struct{}, 1), ckptDone: make(chan ckptResult, 1),
+		inbox: make(chan *message), ticks: make(chan struct{}, 1), ckptDone: make(chan *ckptResult, 1),
 		started: make(chan struct{}), done: make(chan struct{}), exited: make(chan struct{}),
 		startCtx: ctx, cancelStart: cancel,
 	}
@@ -378,7 +378,7 @@ var ErrEnded = errors.New("session has ended")
 func (s *Session) send(ctx context.Context, m message) (reply, error) {
 	m.reply = make(chan reply, 1)
 	select {
-	case s.inbox <- m:
+	case s.inbox <- &m:
 	case <-s.exited:
 		return reply{}, ErrEnded
 	case <-ctx.Done():
