@@ -35,7 +35,6 @@ func (d *Daemon) StartSessions(ctx context.Context, c ipc.Caller, reqs []ipc.Sta
 		}()
 	}
 	wg.Wait()
-	d.settle.after(len(reqs))
 	return out, nil
 }
 
@@ -73,36 +72,46 @@ func (d *Daemon) StopSessions(ctx context.Context, c ipc.Caller, req ipc.StopBat
 		}()
 	}
 	wg.Wait()
-	d.settle.after(len(ids))
 	return out, nil
 }
 
-// settler hands back to the system, a moment after a large batch, the
-// memory the batch's starts or stops used on their way (their requests,
+// settler hands back to the system, a moment after many sessions started
+// or ended, the memory their starts and stops used on the way (requests,
 // spawns, record and file writes): the Go runtime would otherwise keep it
 // as room for a heap that an idle daemon does not need, and a daemon of
-// 1000 idle sessions would hold twice what they use.
+// 1000 idle sessions would hold half as much again as they use.
 type settler struct {
 	mu sync.Mutex
+	n  int // starts and ends since the last settling
 	t  *time.Timer
 }
 
-// settleBatch is the smallest batch worth a settling; settleDelay lets the
-// batch's answer be written first, and batches in a row settle once.
+// settleAfter is how many starts and ends make a settling worthwhile;
+// settleDelay lets the last answer be written first, and a run of them
+// settles once, when it is over.
 const (
-	settleBatch = 64
+	settleAfter = 64
 	settleDelay = 2 * time.Second
 )
 
+// after counts n starts or ends.
 func (s *settler) after(n int) {
-	if n < settleBatch {
-		return
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.n += n
+	if s.n < settleAfter {
+		return
+	}
 	if s.t == nil {
-		s.t = time.AfterFunc(settleDelay, debug.FreeOSMemory)
+		s.t = time.AfterFunc(settleDelay, s.settle)
 		return
 	}
 	s.t.Reset(settleDelay)
+}
+
+func (s *settler) settle() {
+	s.mu.Lock()
+	s.n = 0
+	s.mu.Unlock()
+	debug.FreeOSMemory()
 }

@@ -115,6 +115,7 @@ func New(opt Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.bus.tap = d.notes.observe
+	d.bus.churn = d.settle.after
 	d.restarts = newRestarter(d)
 	d.deps = session.Deps{
 		Clock: clock, Log: d.log, StateDir: cfg.StateDir, Socket: cfg.Socket, BootID: d.bootID, LeaveOut: checkpoint.DefaultLeaveOut,

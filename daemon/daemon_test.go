@@ -274,10 +274,8 @@ func TestWarningAndTimeout(t *testing.T) {
 	script := "trap 'touch " + marker + "' USR2; while :; do sleep 0.05; done"
 	s := h.start(dir, ipc.StartRequest{Command: []string{"bash", "-c", script}, Timeout: "2s", WarnBefore: "1500ms", WarnSignal: "USR2", StopGrace: "1s"})
 	rec := h.waitState(s.ID, ipc.StateWarned)
-	// The state turns warned (file first) before the signal goes out.
-	if _, err := os.Stat(state.WarningPath(dir)); err != nil {
-		t.Errorf("warning.json: %v", err)
-	}
+	// The state turns warned, then the file is written, then the signal
+	// goes out: the file is there before the signal is recorded.
 	deadline := time.Now().Add(5 * time.Second)
 	for (rec.Warning == nil || len(rec.Warning.Signaled) == 0) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
@@ -286,6 +284,9 @@ func TestWarningAndTimeout(t *testing.T) {
 			t.Fatal(err)
 		}
 		rec = *r
+	}
+	if _, err := os.Stat(state.WarningPath(dir)); err != nil && rec.State == ipc.StateWarned {
+		t.Errorf("warning.json, with the signal given: %v", err)
 	}
 	if rec.Warning == nil || len(rec.Warning.Signaled) == 0 || rec.Warning.Signaled[0] != s.PID {
 		t.Errorf("warning = %+v, want the leader signalled", rec.Warning)

@@ -21,6 +21,8 @@ type bus struct {
 	// observe, when set (before any event), sees every event first, on
 	// the publisher's goroutine: the metrics count them there.
 	observe func(ipc.Event)
+	// churn, when set (before any event), is told of every start and end.
+	churn func(n int)
 }
 
 // historySize is how many recent events the bus keeps for events without -f.
@@ -64,6 +66,9 @@ func (b *bus) Publish(ev ipc.Event) {
 	}
 	if b.observe != nil {
 		b.observe(ev)
+	}
+	if b.churn != nil && (ev.Type == ipc.EventStarted || ev.Type == ipc.EventEnded) {
+		b.churn(1)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

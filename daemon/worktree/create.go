@@ -186,7 +186,7 @@ func (m *Manager) Prepare(ctx context.Context, req PrepareRequest) (Prepared, er
 	if err := state.RunAs(req.Owner, func() error { return os.MkdirAll(parent, 0o700) }); err != nil {
 		return fail(fmt.Errorf("make the worktree directory %s: %w", parent, err))
 	}
-	if _, err := checkpoint.Git(gctx, checkpoint.GitRequest{Dir: repo, Credential: req.Credential, NoFilters: true,
+	if _, err := runGit(gctx, checkpoint.GitRequest{Dir: repo, Credential: req.Credential, NoFilters: true,
 		Args: []string{"worktree", "add", "-q", "--no-track", "-b", branch, path, nw.Base}}); err != nil {
 		return fail(fmt.Errorf("make worktree %s: %w", req.Name, err))
 	}
@@ -267,7 +267,7 @@ func (m *Manager) reuse(ctx context.Context, req PrepareRequest, e Entry) (Prepa
 	if err := state.RunAs(req.Owner, func() error { return os.MkdirAll(filepath.Dir(e.Path), 0o700) }); err != nil {
 		return fail(fmt.Errorf("make the worktree directory %s: %w", filepath.Dir(e.Path), err))
 	}
-	if _, err := checkpoint.Git(gctx, checkpoint.GitRequest{Dir: e.Repo, Credential: req.Credential, NoFilters: true, Args: args}); err != nil {
+	if _, err := runGit(gctx, checkpoint.GitRequest{Dir: e.Repo, Credential: req.Credential, NoFilters: true, Args: args}); err != nil {
 		return fail(fmt.Errorf("make worktree %s again: %w", e.Name, err))
 	}
 	res.Remade = true

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/sessiond/sessiond/daemon/checkpoint"
 )
@@ -13,8 +14,29 @@ import (
 // git runs one hardened git command (checkpoint.Git) in dir as cred and
 // returns its trimmed stdout.
 func git(ctx context.Context, dir string, cred *checkpoint.Credential, args ...string) (string, error) {
-	out, err := checkpoint.Git(ctx, checkpoint.GitRequest{Dir: dir, Args: args, Credential: cred})
+	out, err := runGit(ctx, checkpoint.GitRequest{Dir: dir, Args: args, Credential: cred})
 	return strings.TrimSpace(string(out.Stdout)), err
+}
+
+// runGit is checkpoint.Git, with the commands that change a repository's
+// list of worktrees (git worktree add, remove, prune) one at a time per
+// repository: git reads every worktree's files under .git/worktrees as it
+// adds one, and fails on one that another add has begun ("failed to read
+// .git/worktrees/NAME/commondir").
+func runGit(ctx context.Context, req checkpoint.GitRequest) (checkpoint.GitOutput, error) {
+	if len(req.Args) > 1 && req.Args[0] == "worktree" && req.Args[1] != "list" {
+		mu := repoLock(req.Dir)
+		mu.Lock()
+		defer mu.Unlock()
+	}
+	return checkpoint.Git(ctx, req)
+}
+
+var repoLocks sync.Map // repository dir → *sync.Mutex
+
+func repoLock(dir string) *sync.Mutex {
+	mu, _ := repoLocks.LoadOrStore(filepath.Clean(dir), new(sync.Mutex))
+	return mu.(*sync.Mutex)
 }
 
 // gitOK is git with exit codes besides 0 that are answers, not errors.
