@@ -283,6 +283,9 @@ func (d *Daemon) trimHistory() {
 	if limit <= 0 {
 		return
 	}
+	if d.reg.ended() <= limit {
+		return // the common case, without sorting every session at every end
+	}
 	var ended []*session.Session
 	for _, s := range d.reg.all() {
 		if !ipc.Live(s.Snapshot().State) {

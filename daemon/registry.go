@@ -76,6 +76,19 @@ func (r *registry) all() []*session.Session {
 	return out
 }
 
+// ended counts the sessions that are not live.
+func (r *registry) ended() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, s := range r.sessions {
+		if !ipc.Live(s.State()) {
+			n++
+		}
+	}
+	return n
+}
+
 // lookup finds a session visible to c by its exact id, else by its name
 // (the live session of that name, else the newest one), else as the only
 // one whose id starts with id.

@@ -141,8 +141,8 @@ func childrenOf(pid int) []int {
 // end and every SIGCHLD wants them: callers that ask while a reading runs
 // share the next one, as a group commit shares a sync. A caller gets a
 // reading begun after it asked, so it sees every child there was then.
-func selfChildren() []int {
-	w := make(chan []int, 1)
+func selfChildren() *childList {
+	w := make(chan *childList, 1)
 	lead := make(chan struct{}, 1)
 	s := &childScans
 	s.mu.Lock()
@@ -162,7 +162,7 @@ func selfChildren() []int {
 	batch := s.queue
 	s.queue = nil
 	s.mu.Unlock()
-	kids := childrenOf(os.Getpid())
+	kids := &childList{pids: childrenOf(os.Getpid())}
 	for _, b := range batch {
 		b.kids <- kids
 	}
@@ -185,15 +185,63 @@ var childScans struct {
 }
 
 type childWaiter struct {
-	kids chan []int
+	kids chan *childList
 	lead chan struct{}
+}
+
+// childList is one reading of the daemon's children, shared by the
+// callers that asked for it. The session a child's environment names is
+// read once per reading, however many sessions ask about it: the ends of
+// 1000 sessions at once would otherwise read the environment of every
+// orphan once per session.
+type childList struct {
+	pids []int
+
+	mu       sync.Mutex
+	sessions map[int]string
+}
+
+// session returns the SESSIOND_SESSION_ID in pid's environment ("" when
+// none, or the process is gone).
+func (l *childList) session(pid int) string {
+	l.mu.Lock()
+	sid, ok := l.sessions[pid]
+	l.mu.Unlock()
+	if ok {
+		return sid
+	}
+	sid = envSession(pid)
+	l.mu.Lock()
+	if l.sessions == nil {
+		l.sessions = map[int]string{}
+	}
+	l.sessions[pid] = sid
+	l.mu.Unlock()
+	return sid
+}
+
+// envSession reads SESSIOND_SESSION_ID from pid's environment.
+func envSession(pid int) string {
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return ""
+	}
+	const key = "SESSIOND_SESSION_ID="
+	for len(env) > 0 {
+		v, rest, _ := bytes.Cut(env, []byte{0})
+		if id, ok := bytes.CutPrefix(v, []byte(key)); ok {
+			return string(id)
+		}
+		env = rest
+	}
+	return ""
 }
 
 // reapOrphans reaps zombie children of the daemon that are neither session
 // leaders nor helper commands: descendants that came back to the subreaper.
 // Called with the helpers lock held.
 func reapOrphans() {
-	for _, pid := range selfChildren() {
+	for _, pid := range selfChildren().pids {
 		if isHelper(pid) || isChild(pid) {
 			continue
 		}
@@ -229,19 +277,19 @@ func SessionProcs(sessionID string, pgid int, spawned bool) []int {
 	if !spawned || !subreaper {
 		return scanSessionProcs(sessionID, pgid)
 	}
-	marker := []byte("SESSIOND_SESSION_ID=" + sessionID + "\x00")
 	member := map[int]bool{}
 	var queue []int
 	if pgid > 1 {
 		queue = append(queue, pgid)
 	}
-	for _, pid := range selfChildren() {
+	kids := selfChildren()
+	for _, pid := range kids.pids {
 		// Helper commands run with the session's environment (its hook,
 		// its preflight) belong to it too.
 		if pid == pgid || isChild(pid) {
 			continue
 		}
-		if sessionID != "" && hasMarker(pid, marker) {
+		if sessionID != "" && kids.session(pid) == sessionID {
 			queue = append(queue, pid)
 		}
 	}

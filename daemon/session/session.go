@@ -261,6 +261,10 @@ func (s *Session) Exited() <-chan struct{} { return s.exited }
 
 func (s *Session) logPath() string { return filepath.Join(s.dir, "output.log") }
 
+// State returns the session's state, as Snapshot would, without copying
+// its record.
+func (s *Session) State() string { return s.pub.Load().State }
+
 // Snapshot returns the record as last written, with the live fields
 // (activity, files changed) brought up to date. It never waits on the
 // session; the slices it holds must not be modified.

@@ -53,9 +53,13 @@ type Hub struct {
 	setsMu       sync.Mutex
 	leaveOutSets map[string]map[string]bool
 
+	// Barriers: one file out at a time (bcur), the callers that ask
+	// meanwhile share the next one (bnext), made once bcur is seen.
 	bmu   sync.Mutex
-	bnext uint64
-	bwait map[uint64]chan struct{} // barrier file number -> closed when its event is read
+	bnum  uint64
+	bwait map[uint64]*barrierRound // barrier file number -> its round
+	bcur  *barrierRound
+	bnext *barrierRound
 
 	readerEnd chan struct{}
 	counts    hubCounters
@@ -80,7 +84,7 @@ func newHubWith(log *zap.Logger, newWatcher func() (*fsnotify.Watcher, error)) (
 		gitIdle:   gitIdleDefault,
 		owners:    make(map[string][]*Watch),
 		watches:   make(map[*Watch]struct{}),
-		bwait:     make(map[uint64]chan struct{}),
+		bwait:     make(map[uint64]*barrierRound),
 		readerEnd: make(chan struct{}),
 	}
 	fsw, err := newWatcher()
@@ -215,32 +219,79 @@ func (h *Hub) barrier(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A barrier made before this call began would not do: the caller
+	// waits for the one in flight to be seen, then shares the next with
+	// every caller that came meanwhile, as writers share a group commit.
 	h.bmu.Lock()
-	h.bnext++
-	n := h.bnext
-	seen := make(chan struct{})
-	h.bwait[n] = seen
-	h.bmu.Unlock()
-	defer func() {
-		h.bmu.Lock()
-		delete(h.bwait, n)
+	var r *barrierRound
+	if h.bcur == nil {
+		r = &barrierRound{done: make(chan struct{})}
+		h.bcur = r
 		h.bmu.Unlock()
-	}()
-	name := filepath.Join(dir, strconv.FormatUint(n, 10))
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fmt.Errorf("make the watcher's barrier file: %w", err)
+		h.makeBarrier(dir, r)
+	} else {
+		if h.bnext == nil {
+			h.bnext = &barrierRound{done: make(chan struct{})}
+		}
+		r = h.bnext
+		h.bmu.Unlock()
 	}
-	_ = f.Close()
-	defer os.Remove(name)
 	select {
-	case <-seen:
-		return nil
+	case <-r.done:
+		return r.err
 	case <-h.readerEnd:
 		return nil // closed: nothing more will be dispatched
 	case <-ctx.Done():
 		return fmt.Errorf("wait for the watcher's pending events: %w", ctx.Err())
 	}
+}
+
+// barrierRound is one barrier file and the callers waiting for it.
+type barrierRound struct {
+	done chan struct{} // closed once its event is read, or it failed
+	err  error         // set before done is closed
+	name string        // the file
+}
+
+// makeBarrier creates r's file in dir.
+func (h *Hub) makeBarrier(dir string, r *barrierRound) {
+	h.bmu.Lock()
+	h.bnum++
+	n := h.bnum
+	r.name = filepath.Join(dir, strconv.FormatUint(n, 10))
+	h.bwait[n] = r
+	h.bmu.Unlock()
+	f, err := os.OpenFile(r.name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
+		_ = f.Close()
+		return
+	}
+	h.bmu.Lock()
+	delete(h.bwait, n)
+	h.bmu.Unlock()
+	h.barrierDone(r, fmt.Errorf("make the watcher's barrier file: %w", err))
+}
+
+// barrierDone ends r and starts the round that waited for it.
+func (h *Hub) barrierDone(r *barrierRound, err error) {
+	h.bmu.Lock()
+	r.err = err
+	close(r.done)
+	var next *barrierRound
+	if h.bcur == r {
+		h.bcur, h.bnext = h.bnext, nil
+		next = h.bcur
+	}
+	dir := filepath.Dir(r.name)
+	h.bmu.Unlock()
+	go func() {
+		if err == nil {
+			_ = os.Remove(r.name)
+		}
+		if next != nil {
+			h.makeBarrier(dir, next)
+		}
+	}()
 }
 
 // barrierDir returns the directory of barrier files, watched on first use.
@@ -268,18 +319,20 @@ func (h *Hub) barrierDir() (string, error) {
 	return dir, nil
 }
 
-// barrierSeen releases the waiter of a barrier file; mu is held for reading.
+// barrierSeen releases the waiters of a barrier file; mu is held for
+// reading.
 func (h *Hub) barrierSeen(name string) {
 	n, err := strconv.ParseUint(name, 10, 64)
 	if err != nil {
 		return
 	}
 	h.bmu.Lock()
-	if ch, ok := h.bwait[n]; ok {
-		close(ch)
-		delete(h.bwait, n)
-	}
+	r, ok := h.bwait[n]
+	delete(h.bwait, n)
 	h.bmu.Unlock()
+	if ok {
+		h.barrierDone(r, nil)
+	}
 }
 
 // watchDir adds an inotify watch on abs for w. Several watches may own the
