@@ -1,6 +1,18 @@
 // Command sessionctl controls sessiond over its Unix socket.
 package main
 
-import "os"
+import (
+	"os"
+	"runtime/debug"
+)
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	if os.Getenv("GOGC") == "" {
+		// Most commands live for milliseconds and decode one answer: a
+		// collection in the middle of decoding 1000 sessions costs more
+		// than the memory it would save. The long-running ones (ui, logs
+		// -f, mcp) keep small heaps either way.
+		debug.SetGCPercent(400)
+	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
