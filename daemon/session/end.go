@@ -32,6 +32,10 @@ func (s *Session) end(reason Reason, exit proc.Exit) {
 	if s.watch != nil {
 		_ = s.watch.Close()
 		applyStats(&s.rec, s.watch.Stats())
+		// What it saw is in the record now: an ended session, kept in the
+		// history, does not hold its watch's maps.
+		s.watchP.Store(nil)
+		s.watch = nil
 	}
 	// The agent's last turn counts in its tokens.
 	s.readTranscript()
