@@ -82,54 +82,77 @@ func (s *Session) Recover() {
 // checkpoints and requests, until it ends.
 func (s *Session) supervise() {
 	s.resetTimeline()
-	var tm Timer
-	var what due
-	arm := func() { tm, what = s.arm(tm) }
-	arm()
-	defer func() { tm.Stop() }()
-	// flush writes what an agent's events left unwritten; armed only then,
-	// so that an idle session has no timer but its deadline's.
-	var flush Timer
-	var flushC <-chan time.Time
-	defer func() {
-		if flush != nil {
-			flush.Stop()
-		}
-	}()
-	for {
-		if s.recDirty && flush == nil {
-			flush = s.deps.Clock.NewTimer(agentFlush)
-			flushC = flush.C()
-		}
-		select {
-		case <-flushC:
-			flush, flushC = nil, nil
-			if s.recDirty {
-				_ = s.commit()
-			}
-		case <-s.child.Done():
-			s.onExit()
-			return
-		case <-tm.C():
-			if s.onDue(what) {
-				return
-			}
-			arm()
-		case <-s.ticks:
-			s.scheduledCheckpoint()
-		case r := <-s.ckptDone:
-			s.checkpointDone(*r)
-		case m := <-s.inbox:
-			rearm, ended := s.onMessage(m)
-			if ended {
-				return
-			}
-			if rearm {
-				arm()
-			}
-		}
+	sv := &supervision{}
+	sv.tm, sv.what = s.arm(nil)
+	defer sv.stop()
+	for !s.superviseOnce(sv) {
 	}
 }
+
+// supervision is what supervise keeps between two waits: the timeline's
+// timer and what it is for, and the timer that flushes what an agent's
+// events left unwritten (armed only then, so that an idle session has no
+// timer but its deadline's). It lives on the heap, not in the frame a
+// parked session keeps on its stack.
+type supervision struct {
+	tm    Timer
+	what  due
+	flush Timer
+}
+
+func (sv *supervision) stop() {
+	sv.tm.Stop()
+	if sv.flush != nil {
+		sv.flush.Stop()
+	}
+}
+
+// superviseOnce waits for the next thing to happen to the running session
+// and handles it; true when the session's course has ended. Its frame is
+// what an idle session holds on its stack while it waits: the select and
+// nothing else.
+//
+//go:noinline
+func (s *Session) superviseOnce(sv *supervision) bool {
+	if s.recDirty && sv.flush == nil {
+		sv.flush = s.deps.Clock.NewTimer(agentFlush)
+	}
+	var flushC <-chan time.Time
+	if sv.flush != nil {
+		flushC = sv.flush.C()
+	}
+	select {
+	case <-flushC:
+		sv.flush = nil
+		if s.recDirty {
+			_ = s.commit()
+		}
+	case <-s.child.Done():
+		s.onExit()
+		return true
+	case <-sv.tm.C():
+		if s.onDue(sv.what) {
+			return true
+		}
+		sv.tm, sv.what = s.arm(sv.tm)
+	case <-s.ticks:
+		s.scheduledCheckpoint()
+	case r := <-s.ckptDone:
+		s.onCheckpointDone(r)
+	case m := <-s.inbox:
+		rearm, ended := s.onMessage(m)
+		if ended {
+			return true
+		}
+		if rearm {
+			sv.tm, sv.what = s.arm(sv.tm)
+		}
+	}
+	return false
+}
+
+//go:noinline
+func (s *Session) onCheckpointDone(r *ckptResult) { s.checkpointDone(*r) }
 
 // arm stops tm, if any, and returns the timer of the timeline's next due
 // moment, and what is due then.
