@@ -30,6 +30,13 @@ type Config struct {
 	// Zero is the built-in default (100 checkpoints, 30 days).
 	CheckpointKeep   int      `toml:"checkpoint_keep" json:"checkpoint_keep"`
 	CheckpointMaxAge Duration `toml:"checkpoint_max_age" json:"checkpoint_max_age"`
+	// CheckpointFullEvery and CheckpointFullAfter bound the incremental
+	// checkpoints (those that read only what the watcher saw change): a
+	// full scan of the work tree at least every CheckpointFullEvery
+	// checkpoints and CheckpointFullAfter after the last one. Zero is the
+	// built-in default (100 checkpoints, 1 hour).
+	CheckpointFullEvery int      `toml:"checkpoint_full_every" json:"checkpoint_full_every"`
+	CheckpointFullAfter Duration `toml:"checkpoint_full_after" json:"checkpoint_full_after"`
 	// Metrics serves GET /v1/metrics (Prometheus text format) on the
 	// socket; MetricsListen, a TCP host:port, serves it there too.
 	Metrics       bool   `toml:"metrics" json:"metrics"`
@@ -84,6 +91,12 @@ func (c *Config) Validate() error {
 	}
 	if c.CheckpointMaxAge.Duration < 0 {
 		return &FieldError{"checkpoint_max_age", "must not be negative"}
+	}
+	if c.CheckpointFullEvery < 0 {
+		return &FieldError{"checkpoint_full_every", "must not be negative"}
+	}
+	if c.CheckpointFullAfter.Duration < 0 {
+		return &FieldError{"checkpoint_full_after", "must not be negative"}
 	}
 	if c.MaxConnections < 0 || c.MaxConnectionsPerUser < 0 {
 		return &FieldError{"max_connections", "must not be negative"}

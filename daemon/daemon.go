@@ -95,6 +95,7 @@ func New(opt Options) (*Daemon, error) {
 		ckpt: checkpoint.New(checkpoint.Options{
 			StateDir: cfg.StateDir, MaxFileSize: int64(cfg.Defaults.CheckpointMaxFile),
 			Keep: cfg.CheckpointKeep, MaxAge: cfg.CheckpointMaxAge.Duration, LeaveOut: checkpoint.DefaultLeaveOut,
+			FullEvery: cfg.CheckpointFullEvery, FullAfter: cfg.CheckpointFullAfter.Duration,
 			Log: opt.Log.Named("checkpoint"),
 		}),
 		cron: newScheduler(opt.Log.Named("cron")),

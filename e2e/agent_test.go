@@ -610,6 +610,81 @@ func TestAgentTurnCheckpoints(t *testing.T) {
 	}
 }
 
+// TestAgentCheckpointBeforePrompt: what a person changes between two turns
+// gets a checkpoint of its own when the next prompt comes, named after it,
+// so that a restore goes back to just before that turn, the person's edit
+// kept; a prompt with nothing changed since the last checkpoint makes none.
+func TestAgentCheckpointBeforePrompt(t *testing.T) {
+	d := startDaemon(t)
+	dir := project(t)
+	if out, err := exec.Command("git", "-C", dir, "init", "-q").CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sessiond.toml"), []byte("[session]\ncheckpoint = \"\"\ncheckpoint_on = [\"turn\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := newAgentSetup(t, "prompt=Write the notes,wait=one,stop,wait=between,prompt=Tidy the notes,wait=two,stop,wait=again,prompt=Nothing to do,wait=three,stop,wait=done,exit")
+	id := d.start(append(a.flags, dir, "--", "claude", "-p", "start")...)
+	d.waitAgent(id, "working")
+	write := func(name, text string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitCheckpoints := func(n int) {
+		t.Helper()
+		waitFor(t, 20*time.Second, fmt.Sprintf("%d checkpoints", n), func() (bool, string) {
+			got := d.inspect(id).Checkpoints
+			return got == n, fmt.Sprint(got)
+		})
+	}
+	write("notes.md", "by the agent\n")
+	a.cue(t, "one")
+	waitCheckpoints(1)
+	// Between the turns, the person edits a file of their own.
+	write("mine.md", "by hand\n")
+	time.Sleep(200 * time.Millisecond) // past the watcher's coalescing
+	a.cue(t, "between")
+	waitCheckpoints(2)
+	write("notes.md", "tidied by the agent\n")
+	a.cue(t, "two")
+	waitCheckpoints(3)
+	a.cue(t, "again") // nothing changed since the last turn's checkpoint
+	a.cue(t, "three")
+	a.cue(t, "done")
+	d.waitEnded(id, 20*time.Second)
+
+	var list []struct {
+		ID    string   `json:"id"`
+		Turn  string   `json:"turn"`
+		Files []string `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(d.mustCtl("--json", "checkpoints", dir)), &list); err != nil {
+		t.Fatal(err)
+	}
+	var turns []string
+	for _, c := range list {
+		turns = append(turns, c.Turn)
+	}
+	want := []string{"Tidy the notes", "before: Tidy the notes", "Write the notes"}
+	if !slices.Equal(turns, want) {
+		t.Fatalf("checkpoints named %q, want %q (newest first)", turns, want)
+	}
+	if !slices.Equal(list[1].Files, []string{"mine.md"}) {
+		t.Errorf("the checkpoint before the second turn names %q, want the person's mine.md alone", list[1].Files)
+	}
+	// Back to just before the second turn: the person's edit is there, the
+	// agent's tidying is not.
+	d.mustCtl("restore", dir, list[1].ID)
+	if b, err := os.ReadFile(filepath.Join(dir, "notes.md")); err != nil || string(b) != "by the agent\n" {
+		t.Errorf("notes.md after the restore: %q, %v", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "mine.md")); err != nil || string(b) != "by hand\n" {
+		t.Errorf("mine.md after the restore: %q, %v", b, err)
+	}
+}
+
 // TestAgentAdoptedAfterDaemonCrash: a daemon killed with -9 while an agent
 // works, and started again: it adopts the session with its agent, whose
 // next hooks move its state and whose tokens go on from what was counted.

@@ -669,3 +669,54 @@ func TestCheckpointIDsSurvivePrune(t *testing.T) {
 		t.Errorf("restore by the cited id: a.txt = %q, want the checkpoint's", got)
 	}
 }
+
+// TestCheckpointFullEvery: checkpoints through the daemon read only what the
+// watcher saw change, and checkpoint_full_every in the daemon config makes
+// every so many of them a full scan of the work tree.
+func TestCheckpointFullEvery(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		config string
+		// full is which of the six checkpoints scan the whole tree.
+		full []bool
+	}{
+		{"default", "", []bool{true, false, false, false, false, false}},
+		{"every 2", "checkpoint_full_every = 2\n", []bool{true, false, false, true, false, false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			state := t.TempDir()
+			d := startDaemonWith(t, state, filepath.Join(state, "s.sock"), tc.config)
+			r := newCkptRepo(t)
+			r.write("a.txt", "zero\n")
+			r.commitAll("first")
+			id := d.start("--checkpoint", "", r.dir, "--", "sleep", "300")
+			var got []bool
+			for i := range tc.full {
+				r.write("a.txt", fmt.Sprintf("edit %d\n", i))
+				var res struct {
+					Skipped     bool   `json:"skipped"`
+					Incremental bool   `json:"incremental"`
+					FullReason  string `json:"full_reason"`
+				}
+				out := d.mustCtl("--json", "checkpoint", id)
+				if err := json.Unmarshal([]byte(out), &res); err != nil {
+					t.Fatalf("checkpoint --json: %v\n%s", err, out)
+				}
+				if res.Skipped {
+					t.Fatalf("checkpoint %d: skipped, but a.txt changed", i)
+				}
+				if !res.Incremental && res.FullReason == "" {
+					t.Errorf("checkpoint %d: a full scan with no reason given", i)
+				}
+				got = append(got, !res.Incremental)
+			}
+			if !slices.Equal(got, tc.full) {
+				t.Errorf("full scans: got %v, want %v", got, tc.full)
+			}
+			d.mustCtl("stop", id)
+			d.waitEnded(id, 15*time.Second)
+		})
+	}
+}

@@ -50,7 +50,7 @@ const (
 var DefaultLeaveOut = []string{
 	"node_modules", "bower_components", ".venv", "venv", "__pycache__",
 	".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache",
-	"target", ".gradle", ".next", ".nuxt", ".turbo", ".parcel-cache",
+	"target", "dist", ".gradle", ".next", ".nuxt", ".turbo", ".parcel-cache",
 	".terraform", ".cache",
 }
 

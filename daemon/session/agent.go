@@ -281,6 +281,13 @@ func (s *Session) applyAgentEvent(ev agent.Event) {
 	if ev.TurnStarted && ev.Prompt != "" {
 		rec.LastPrompt = state.EscapeText(ev.Prompt)
 	}
+	if ev.TurnStarted && slices.Contains(s.spec.CheckpointOn, config.CheckpointOnTurn) && s.changedBetweenTurns() {
+		// What changed since the last turn's checkpoint (the person's own
+		// edits, commands run outside the agent) gets a checkpoint of its
+		// own before the next turn begins, so that a restore can go back
+		// to just before any turn.
+		s.beginCheckpoint("turn", "before: "+rec.LastPrompt)
+	}
 	if ev.TurnEnded && (ev.TurnID == "" || !slices.Contains(a.turnsEnded, ev.TurnID)) {
 		if ev.TurnID != "" {
 			a.turnsEnded = appendBounded(a.turnsEnded, ev.TurnID, 64)
@@ -368,6 +375,13 @@ func (s *Session) checkBudget() bool {
 		s.emit(ipc.EventBudget, text, map[string]any{"used": used, "tokens": t.Total(), "cost_usd": t.CostUSD})
 	}
 	return false
+}
+
+// changedBetweenTurns reports whether the project changed since the last
+// checkpoint while no checkpoint runs or waits to run (one that does covers
+// the moment already).
+func (s *Session) changedBetweenTurns() bool {
+	return !s.ckpt.busy && !s.ckpt.turnPending && s.watch != nil && s.watch.ChangedSince(s.ckpt.last)
 }
 
 // turnCheckpoint takes the checkpoint of an agent's turn, named after it;
