@@ -233,3 +233,38 @@ func TestStartAndStopBatches(t *testing.T) {
 		t.Errorf("%d sessions live after stop --all", n)
 	}
 }
+
+// TestArgumentsStayOutOfLogAndEvents: an agent's arguments are its prompt;
+// the daemon's log (but at debug level) and the events that reach
+// notification sinks name the executable and count its arguments, and the
+// prompt appears in neither.
+func TestArgumentsStayOutOfLogAndEvents(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	dir := project(t)
+	const secret = "the-deploy-token-is-s3cr3t"
+	id := d.start("--checkpoint", "", dir, "--", "sh", "-c", "sleep 30 # "+secret)
+	d.mustCtl("stop", id)
+	d.waitEnded(id, 15*time.Second)
+	events := d.mustCtl("events")
+	if strings.Contains(events, secret) {
+		t.Errorf("events carry the argument:\n%s", events)
+	}
+	if !strings.Contains(events, "started sh (2 arguments) in "+dir) {
+		t.Errorf("no started event naming the executable:\n%s", events)
+	}
+	log, err := os.ReadFile(d.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The test daemons log at debug level, where the whole argv is; every
+	// other level leaves it out.
+	for _, line := range strings.Split(string(log), "\n") {
+		if strings.Contains(line, secret) && !strings.Contains(line, `"level":"debug"`) {
+			t.Errorf("the daemon log has the argument above debug level: %s", line)
+		}
+	}
+	if !strings.Contains(string(log), `"args": 2`) && !strings.Contains(string(log), `"args":2`) {
+		t.Errorf("the daemon log does not count the arguments:\n%s", log)
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -92,7 +91,11 @@ func (s *Session) start() (err error) {
 		zap.Int("args", len(s.spec.Command)-1), zap.String("dir", s.projectDir), zap.Int("pid", child.PID))
 	s.log.Debug("session argv", zap.Strings("command", s.command))
 	close(s.started)
-	s.emit(ipc.EventStarted, fmt.Sprintf("started %s in %s", strings.Join(s.spec.Command, " "), s.projectDir), s.Snapshot())
+	// The message names the executable, not its arguments: events reach
+	// notification sinks (a webhook, a chat), and an agent's arguments
+	// are its prompt. The record the event carries has the command whole,
+	// for those who may see it.
+	s.emit(ipc.EventStarted, fmt.Sprintf("started %s in %s", commandSummary(s.spec.Command), s.projectDir), s.Snapshot())
 	return nil
 }
 
@@ -274,4 +277,20 @@ func (s *Session) preflight(ctx context.Context, out *os.File) error {
 		}
 	}
 	return nil
+}
+
+// commandSummary is argv's executable and how many arguments it has.
+func commandSummary(argv []string) string {
+	if len(argv) == 0 {
+		return "nothing"
+	}
+	name := filepath.Base(argv[0])
+	switch n := len(argv) - 1; n {
+	case 0:
+		return name
+	case 1:
+		return name + " (1 argument)"
+	default:
+		return fmt.Sprintf("%s (%d arguments)", name, n)
+	}
 }
