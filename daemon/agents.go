@@ -96,11 +96,13 @@ func lastConversation(p *state.Project) (string, error) {
 }
 
 // restartResume is the conversation a restart of old continues: with
-// resume = "on-restart" or "always", its own, unless it completed.
-func restartResume(old *session.Session) string {
+// resume = "on-restart" or "always", its own. The restart policy's restart
+// of a session that completed starts a new one (its work was done);
+// sessionctl restart (asked) continues it whatever the end.
+func restartResume(old *session.Session, asked bool) string {
 	rec := old.Snapshot()
 	spec := old.Spec()
-	if spec.Resume == config.ResumeNever || rec.Agent == nil || rec.EndReason == ipc.EndComplete {
+	if spec.Resume == config.ResumeNever || rec.Agent == nil || (rec.EndReason == ipc.EndComplete && !asked) {
 		return ""
 	}
 	return rec.Agent.ConversationID

@@ -246,7 +246,7 @@ func (d *Daemon) RestartSession(ctx context.Context, c ipc.Caller, id string, re
 	}
 	ns, info, err := d.launch(launchParams{
 		UID: s.UID(), Project: s.Project(), Owner: s.Owner(), Spec: s.Spec(), Name: s.Name(), EnvKeys: rec.EnvKeys,
-		RestartOf: s.ID(), Restarts: rec.Restarts + 1, RestartHistory: s.RestartHistory(), Resume: restartResume(s), Worktree: rec.Worktree,
+		RestartOf: s.ID(), Restarts: rec.Restarts + 1, RestartHistory: s.RestartHistory(), Resume: restartResume(s, true), Worktree: rec.Worktree,
 	})
 	if err != nil {
 		return nil, err

@@ -112,7 +112,7 @@ func (r *restarter) restart(old *session.Session, rec ipc.Session, history []tim
 	}
 	ns, _, err := r.d.launch(launchParams{
 		UID: old.UID(), Project: old.Project(), Owner: old.Owner(), Spec: old.Spec(), Name: rec.Name, EnvKeys: rec.EnvKeys,
-		RestartOf: old.ID(), Restarts: rec.Restarts + 1, RestartHistory: history, Resume: restartResume(old), Worktree: rec.Worktree,
+		RestartOf: old.ID(), Restarts: rec.Restarts + 1, RestartHistory: history, Resume: restartResume(old, false), Worktree: rec.Worktree,
 	})
 	if err != nil {
 		r.d.log.Warn("restart failed", zap.String("session", old.ID()), zap.Error(err))

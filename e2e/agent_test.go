@@ -351,6 +351,85 @@ func TestAgentResume(t *testing.T) {
 	}
 }
 
+// TestAgentResumePolicy: resume = "always" continues the project's last
+// conversation in every new session, "never" not even in a restart, and
+// the default continues it in a restart, sessionctl restart's included.
+func TestAgentResumePolicy(t *testing.T) {
+	d := startDaemon(t)
+	policy := func(t *testing.T, resume string) string {
+		t.Helper()
+		dir := project(t)
+		if resume != "" {
+			spec := "[session]\nresume = \"" + resume + "\"\n"
+			if err := os.WriteFile(filepath.Join(dir, "sessiond.toml"), []byte(spec), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+
+	t.Run("always", func(t *testing.T) {
+		dir := policy(t, "always")
+		a := newAgentSetup(t, "prompt,stop,exit")
+		first := d.start(append(a.flags, dir, "--", "claude", "-p", "start the work")...)
+		d.waitEnded(first, 20*time.Second)
+		conv := d.agentRecord(first).Agent.ConversationID
+		second := d.start(append(a.flags, dir, "--", "claude", "-p", "go on")...)
+		d.waitEnded(second, 20*time.Second)
+		if rec := d.agentRecord(second); rec.Agent.ResumedFrom != conv || rec.Agent.ConversationID != conv {
+			t.Errorf("a new session under resume = always: conversation %q resumed_from %q, want %s", rec.Agent.ConversationID, rec.Agent.ResumedFrom, conv)
+		}
+	})
+
+	t.Run("never", func(t *testing.T) {
+		dir := policy(t, "never")
+		a := newAgentSetup(t, "prompt,tool,crash")
+		id := d.start(append(a.flags, "--restart", "on-failure", dir, "--", "claude", "-p", "risky")...)
+		d.waitEnded(id, 20*time.Second)
+		crashed := d.agentRecord(id).Agent.ConversationID
+		next := waitRestartOf(t, d, id)
+		var rec agentRecord
+		waitFor(t, 20*time.Second, "the restart's agent", func() (bool, string) {
+			rec = d.agentRecord(next)
+			return rec.Agent != nil && rec.Agent.ConversationID != "", "state " + rec.State
+		})
+		if rec.Agent.ResumedFrom != "" || rec.Agent.ConversationID == crashed {
+			t.Errorf("a restart under resume = never: conversation %q resumed_from %q, want a new one", rec.Agent.ConversationID, rec.Agent.ResumedFrom)
+		}
+		d.ctl("stop", dir)
+	})
+
+	t.Run("sessionctl restart", func(t *testing.T) {
+		dir := policy(t, "")
+		a := newAgentSetup(t, "prompt,stop,exit")
+		first := d.start(append(a.flags, dir, "--", "claude", "-p", "start the work")...)
+		d.waitEnded(first, 20*time.Second)
+		conv := d.agentRecord(first).Agent.ConversationID
+		d.mustCtl("restart", first)
+		next := waitRestartOf(t, d, first)
+		d.waitEnded(next, 20*time.Second)
+		if rec := d.agentRecord(next); rec.Agent.ResumedFrom != conv || rec.Agent.ConversationID != conv {
+			t.Errorf("sessionctl restart: conversation %q resumed_from %q, want %s", rec.Agent.ConversationID, rec.Agent.ResumedFrom, conv)
+		}
+	})
+}
+
+// waitRestartOf waits for the session that restarts id and returns its id.
+func waitRestartOf(t *testing.T, d *daemon, id string) string {
+	t.Helper()
+	var next string
+	waitFor(t, 20*time.Second, "the restart of "+id, func() (bool, string) {
+		for _, r := range d.list(true) {
+			if r.RestartOf == id {
+				next = r.ID
+				return true, ""
+			}
+		}
+		return false, "no restart yet"
+	})
+	return next
+}
+
 // TestAgentCodex: the Codex stand-in, headless: its notify program reports
 // the turn, the conversation is found among its rollouts, its usage read.
 func TestAgentCodex(t *testing.T) {
