@@ -472,3 +472,24 @@ func TestOnWarningHook(t *testing.T) {
 		}
 	})
 }
+
+// TestRemainingOnEndedSession: remaining on an ended session says that it
+// ended, how and when, and fails, so that a script does not read "0s left"
+// as time to go on.
+func TestRemainingOnEndedSession(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	dir := project(t)
+	id := d.start("--checkpoint", "", dir, "--", "sh", "-c", "exit 3")
+	d.waitEnded(id, 15*time.Second)
+	r := d.ctl("remaining", id)
+	if r.code != 1 {
+		t.Errorf("remaining on an ended session: exit %d, want 1\n%s", r.code, r)
+	}
+	if !strings.Contains(r.stderr, "session "+id+" has ended (error, exit 3) at ") || !strings.Contains(r.stderr, "no time left") {
+		t.Errorf("remaining on an ended session: stderr %q", r.stderr)
+	}
+	if strings.Contains(r.stdout, "left") {
+		t.Errorf("remaining on an ended session printed time left: %q", r.stdout)
+	}
+}

@@ -480,6 +480,12 @@ func (a *app) remainingCmd() *cobra.Command {
 				if rec.EndReason != "" {
 					how = rec.EndReason
 				}
+				switch {
+				case rec.ExitCode != nil:
+					how += fmt.Sprintf(", exit %d", *rec.ExitCode)
+				case rec.Signal != "":
+					how += ", " + rec.Signal
+				}
 				return &exitError{exitFailed, fmt.Errorf("session %s has ended (%s)%s: no time left", rec.ID, ipc.TerminalLine(how), when)}
 			}
 			left := time.Until(rec.Deadline).Round(time.Second)
