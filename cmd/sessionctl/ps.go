@@ -31,8 +31,8 @@ its base name), reason=END_REASON.
 
 --format takes a Go template over the row's fields: .ID .Name .Project
 .ProjectDir .Command .State .Reason .PID .CPU .Mem .Uptime .Remaining
-.Restarts .LastActivity .Checkpoints .Worktree .Port, and .StartedAt .EndedAt .Deadline
-(times). "table" before it prints a header and aligns columns, as docker does:
+.Restarts .LastActivity .Checkpoints .Worktree .Port .Agent .Tokens .Conversation, and
+.StartedAt .EndedAt .Deadline (times). "table" before it prints a header and aligns columns, as docker does:
 --format 'table {{.ID}}\t{{.Name}}\t{{.State}}'.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
