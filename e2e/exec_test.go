@@ -214,3 +214,78 @@ func TestExecBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestExecForwardsEveryStopSignal: SIGINT, SIGHUP and SIGQUIT, like
+// SIGTERM, stop the session gracefully (the spec's stop signal to the
+// command, the handoff on disk before exit); a second signal kills at once.
+func TestExecForwardsEveryStopSignal(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			dir := project(t)
+			agent := script(t, dir, "agent.sh", `trap 'echo got TERM; exit 0' TERM
+while :; do sleep 0.1; done
+`)
+			r := startExec(t, nil, "--checkpoint", "", "--stop-grace", "5s", dir, "--", agent)
+			pid := r.sessiondPID(t)
+			waitFor(t, 10*time.Second, "the agent to start", func() (bool, string) {
+				return fileExists(filepath.Join(dir, ".sessiond", "session.lock")), ""
+			})
+			if err := syscall.Kill(pid, sig); err != nil {
+				t.Fatal(err)
+			}
+			if code := r.wait(t, 20*time.Second); code != 0 {
+				t.Errorf("exit %d after %v, want the agent's own 0\nstderr: %s", code, sig, r.stderr.String())
+			}
+			if h := readHandoff(t, dir); h.EndReason != "interrupted" {
+				t.Errorf("handoff end_reason = %v, want interrupted", h.EndReason)
+			}
+			if !strings.Contains(r.stdout.String(), "got TERM") {
+				t.Errorf("the agent did not get the stop signal after %v: %q", sig, r.stdout.String())
+			}
+		})
+	}
+	t.Run("second signal", func(t *testing.T) {
+		t.Parallel()
+		dir := project(t)
+		agent := script(t, dir, "agent.sh", `trap '' TERM
+while :; do sleep 0.1; done
+`)
+		r := startExec(t, nil, "--checkpoint", "", "--stop-grace", "60s", dir, "--", agent)
+		pid := r.sessiondPID(t)
+		waitFor(t, 10*time.Second, "the agent to start", func() (bool, string) {
+			return fileExists(filepath.Join(dir, ".sessiond", "session.lock")), ""
+		})
+		t0 := time.Now()
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+		time.Sleep(300 * time.Millisecond)
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+		code := r.wait(t, 20*time.Second)
+		if took := time.Since(t0); took > 10*time.Second {
+			t.Errorf("took %v with a second signal, want far less than the 60s grace", took)
+		}
+		if code != 128+int(syscall.SIGKILL) {
+			t.Errorf("exit %d, want %d (killed)\nstderr: %s", code, 128+int(syscall.SIGKILL), r.stderr.String())
+		}
+		if h := readHandoff(t, dir); h.EndReason != "interrupted" {
+			t.Errorf("handoff end_reason = %v, want interrupted", h.EndReason)
+		}
+	})
+}
+
+// TestExecIdleExitCode: a session that stays idle past its idle timeout
+// ends, and exec exits with the idle code, 121.
+func TestExecIdleExitCode(t *testing.T) {
+	t.Parallel()
+	dir := project(t)
+	r := startExec(t, nil, "--checkpoint", "", "--idle-timeout", "2s", "--stop-grace", "1s", dir, "--", "sleep", "60")
+	if code := r.wait(t, 30*time.Second); code != 121 {
+		t.Fatalf("exit %d, want 121 (idle)\nstderr: %s", code, r.stderr.String())
+	}
+	if h := readHandoff(t, dir); h.EndReason != "idle" {
+		t.Errorf("handoff end_reason = %v, want idle", h.EndReason)
+	}
+	if !strings.Contains(r.stderr.String(), "ended idle") {
+		t.Errorf("summary line: %q", r.stderr.String())
+	}
+}
