@@ -304,5 +304,5 @@ func (d *Daemon) trimHistory() {
 type recordWriter struct{ stateDir string }
 
 func (w recordWriter) WriteRecord(rec ipc.Session) error {
-	return state.WriteJSON(filepath.Join(w.stateDir, "sessions", rec.ID, "session.json"), rec)
+	return state.WriteJSONReusing(filepath.Join(w.stateDir, "sessions", rec.ID, "session.json"), rec)
 }

@@ -1,0 +1,22 @@
+package state
+
+import "golang.org/x/sys/unix"
+
+// canExchange: renameat2(RENAME_EXCHANGE) swaps two names atomically (ext4,
+// XFS, btrfs, tmpfs and others); exchange falls back to a rename where the
+// file system refuses it.
+const canExchange = true
+
+// exchange puts from's file at to, atomically; what was at to, if
+// anything, is then at from. Where exchanging is refused (or to does not
+// exist), from is renamed over to, and from is then gone.
+func exchange(dirfd int, from, to string) error {
+	err := unix.Renameat2(dirfd, from, dirfd, to, unix.RENAME_EXCHANGE)
+	switch err {
+	case nil:
+		return nil
+	case unix.ENOENT, unix.EINVAL, unix.ENOSYS, unix.EOPNOTSUPP:
+		return unix.Renameat(dirfd, from, dirfd, to)
+	}
+	return err
+}

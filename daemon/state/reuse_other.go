@@ -1,0 +1,10 @@
+//go:build !linux
+
+package state
+
+import "golang.org/x/sys/unix"
+
+// canExchange is false here: WriteJSONReusing is WriteJSON.
+const canExchange = false
+
+func exchange(dirfd int, from, to string) error { return unix.Renameat(dirfd, from, dirfd, to) }

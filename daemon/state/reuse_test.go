@@ -1,0 +1,126 @@
+package state
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+// TestWriteJSONReusingSwapsTwoFiles: every write lands whole, the previous
+// content waits in the spare, and rewrites take no new inodes: the file
+// and its spare trade two of them.
+func TestWriteJSONReusingSwapsTwoFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "session.json")
+	inodes := map[uint64]bool{}
+	for i := range 10 {
+		if err := WriteJSONReusing(path, map[string]int{"seq": i}); err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]int
+		if err := ReadJSON(path, &got); err != nil || got["seq"] != i {
+			t.Fatalf("write %d: read back %v, %v", i, got, err)
+		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("write %d: mode %v, want 0600", i, fi.Mode().Perm())
+		}
+		inodes[fi.Sys().(*syscall.Stat_t).Ino] = true
+		if i > 0 {
+			var prev map[string]int
+			data, err := os.ReadFile(filepath.Join(dir, ".session.json"+spareMark))
+			if err != nil || json.Unmarshal(data, &prev) != nil || prev["seq"] != i-1 {
+				t.Errorf("write %d: the spare holds %q (%v), want the write before", i, data, err)
+			}
+		}
+	}
+	if runtime.GOOS == "linux" && len(inodes) > 2 {
+		t.Errorf("10 writes used %d inodes, want the file and its spare trading two", len(inodes))
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 2 {
+		t.Errorf("the directory holds %d entries, want the file and its spare", len(ents))
+	}
+}
+
+// TestWriteJSONReusingIgnoresAForeignSpare: a spare that is a symlink, a
+// directory or a hard link is not written through; it is put out of the
+// way and the write goes on.
+func TestWriteJSONReusingIgnoresAForeignSpare(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "session.json")
+	outside := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(outside, []byte("keep me\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spare := filepath.Join(dir, ".session.json"+spareMark)
+	for _, plant := range []func() error{
+		func() error { return os.Symlink(outside, spare) },
+		func() error { return os.Link(outside, spare) },
+	} {
+		if err := WriteJSONReusing(path, map[string]int{"seq": 1}); err != nil {
+			t.Fatal(err)
+		}
+		_ = os.RemoveAll(spare)
+		if err := plant(); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteJSONReusing(path, map[string]int{"seq": 2}); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(outside); string(b) != "keep me\n" {
+			t.Fatalf("written through a planted spare: %q", b)
+		}
+		var got map[string]int
+		if err := ReadJSON(path, &got); err != nil || got["seq"] != 2 {
+			t.Errorf("read back %v, %v", got, err)
+		}
+	}
+}
+
+// TestWriteJSONReusingIsAtomicForReaders: a reader never sees a partial or
+// empty file while another goroutine rewrites it.
+func TestWriteJSONReusingIsAtomicForReaders(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "session.json")
+	big := make([]int, 5000)
+	if err := WriteJSONReusing(path, map[string]any{"seq": 0, "pad": big}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 1; i < 60; i++ {
+			if err := WriteJSONReusing(path, map[string]any{"seq": i, "pad": big}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+		close(done)
+	}()
+	for {
+		select {
+		case <-done:
+			wg.Wait()
+			return
+		default:
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v map[string]any
+		if err := json.Unmarshal(data, &v); err != nil {
+			t.Fatalf("a reader saw a partial file (%d bytes): %v", len(data), err)
+		}
+	}
+}
