@@ -478,8 +478,15 @@ func (l *Log) reset() error {
 		l.rotations.Add(int64(len(c.tmps)))
 		return l.removeLocked(c.pos - l.consumed)
 	}
-	if !caughtUp {
-		l.resetLost.Add(rest)
+	// What the writer added past pos is lost with the truncate: counted
+	// from the size just before it, so that only the writes of the two
+	// syscalls' window go uncounted, however long this pass took since it
+	// last looked.
+	if fi, err := l.f.Stat(); err == nil && fi.Size() > size {
+		size = fi.Size()
+	}
+	if lost := size - c.pos; lost > 0 {
+		l.resetLost.Add(lost)
 	}
 	if err := l.f.Truncate(0); err != nil {
 		return c.fail(fmt.Errorf("truncate log: %w", err))
