@@ -54,9 +54,11 @@ func writeReusing(dirfd int, name, display string, data []byte, perm os.FileMode
 		_ = unix.Unlinkat(dirfd, spare, 0)
 		return writeKeepingSpare(dirfd, name, spare, display, data, perm)
 	}
-	err = unix.Ftruncate(fd, 0)
+	// Over the old content, then cut to length: a record that grows or
+	// keeps its size frees no blocks either.
+	err = writeAll(fd, data)
 	if err == nil {
-		err = writeAll(fd, data)
+		err = unix.Ftruncate(fd, int64(len(data)))
 	}
 	if err == nil {
 		err = unix.Fchmod(fd, uint32(perm.Perm()))

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -18,11 +19,17 @@ func TestWriteJSONReusingSwapsTwoFiles(t *testing.T) {
 	path := filepath.Join(dir, "session.json")
 	inodes := map[uint64]bool{}
 	for i := range 10 {
-		if err := WriteJSONReusing(path, map[string]int{"seq": i}); err != nil {
+		// Shorter and longer in turn: a shorter write leaves nothing of
+		// the longer one before it.
+		v := map[string]any{"seq": i}
+		if i%2 == 0 {
+			v["pad"] = strings.Repeat("x", 100*i)
+		}
+		if err := WriteJSONReusing(path, v); err != nil {
 			t.Fatal(err)
 		}
-		var got map[string]int
-		if err := ReadJSON(path, &got); err != nil || got["seq"] != i {
+		var got map[string]any
+		if err := ReadJSON(path, &got); err != nil || got["seq"] != float64(i) {
 			t.Fatalf("write %d: read back %v, %v", i, got, err)
 		}
 		fi, err := os.Stat(path)
@@ -34,9 +41,9 @@ func TestWriteJSONReusingSwapsTwoFiles(t *testing.T) {
 		}
 		inodes[fi.Sys().(*syscall.Stat_t).Ino] = true
 		if i > 0 {
-			var prev map[string]int
+			var prev map[string]any
 			data, err := os.ReadFile(filepath.Join(dir, ".session.json"+spareMark))
-			if err != nil || json.Unmarshal(data, &prev) != nil || prev["seq"] != i-1 {
+			if err != nil || json.Unmarshal(data, &prev) != nil || prev["seq"] != float64(i-1) {
 				t.Errorf("write %d: the spare holds %q (%v), want the write before", i, data, err)
 			}
 		}
