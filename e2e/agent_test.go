@@ -414,6 +414,15 @@ func TestAgentResumePolicy(t *testing.T) {
 	})
 }
 
+// waitCheckpointCount waits until session id counts n checkpoints.
+func waitCheckpointCount(t *testing.T, d *daemon, id string, n int) {
+	t.Helper()
+	waitFor(t, 20*time.Second, fmt.Sprintf("%d checkpoints", n), func() (bool, string) {
+		got := d.inspect(id).Checkpoints
+		return got == n, fmt.Sprint(got)
+	})
+}
+
 // waitRestartOf waits for the session that restarts id and returns its id.
 func waitRestartOf(t *testing.T, d *daemon, id string) string {
 	t.Helper()
@@ -635,19 +644,8 @@ func TestAgentTurnCheckpoints(t *testing.T) {
 	a := newAgentSetup(t, "prompt=Add the login form,wait=one,stop,prompt=Add the logout button,wait=two,stop,wait=done,exit")
 	id := d.start(append(a.flags, dir, "--", "claude", "-p", "start")...)
 	d.waitAgent(id, "working")
-	write := func(name, text string) {
-		t.Helper()
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitCheckpoints := func(n int) {
-		t.Helper()
-		waitFor(t, 20*time.Second, fmt.Sprintf("%d checkpoints", n), func() (bool, string) {
-			got := d.inspect(id).Checkpoints
-			return got == n, fmt.Sprint(got)
-		})
-	}
+	write := func(name, text string) { t.Helper(); writeFile(t, filepath.Join(dir, name), text) }
+	waitCheckpoints := func(n int) { t.Helper(); waitCheckpointCount(t, d, id, n) }
 	write("login.html", "<form>\n")
 	a.cue(t, "one")
 	waitCheckpoints(1)
@@ -705,19 +703,8 @@ func TestAgentCheckpointBeforePrompt(t *testing.T) {
 	a := newAgentSetup(t, "prompt=Write the notes,wait=one,stop,wait=between,prompt=Tidy the notes,wait=two,stop,wait=again,prompt=Nothing to do,wait=three,stop,wait=done,exit")
 	id := d.start(append(a.flags, dir, "--", "claude", "-p", "start")...)
 	d.waitAgent(id, "working")
-	write := func(name, text string) {
-		t.Helper()
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitCheckpoints := func(n int) {
-		t.Helper()
-		waitFor(t, 20*time.Second, fmt.Sprintf("%d checkpoints", n), func() (bool, string) {
-			got := d.inspect(id).Checkpoints
-			return got == n, fmt.Sprint(got)
-		})
-	}
+	write := func(name, text string) { t.Helper(); writeFile(t, filepath.Join(dir, name), text) }
+	waitCheckpoints := func(n int) { t.Helper(); waitCheckpointCount(t, d, id, n) }
 	write("notes.md", "by the agent\n")
 	a.cue(t, "one")
 	waitCheckpoints(1)

@@ -159,18 +159,7 @@ func writeAt(dirfd int, name, display string, data []byte, perm os.FileMode) err
 			_ = unix.Unlinkat(dirfd, tmp, 0)
 		}
 	}()
-	err = writeAll(fd, data)
-	if err == nil {
-		err = unix.Fchmod(fd, uint32(perm.Perm()))
-	}
-	if err == nil {
-		if err = syncFile(fd); err != nil {
-			err = fmt.Errorf("fsync: %w", err)
-		}
-	}
-	if cerr := unix.Close(fd); err == nil && cerr != nil {
-		err = cerr
-	}
+	err = finishFile(fd, data, perm, false)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", display, err)
 	}
@@ -182,6 +171,27 @@ func writeAt(dirfd int, name, display string, data []byte, perm os.FileMode) err
 		return fmt.Errorf("write %s: %w", display, err)
 	}
 	return nil
+}
+
+// finishFile writes data into the new file fd (cut to its length when
+// reused, a spare written over), sets its mode, syncs it and closes it.
+func finishFile(fd int, data []byte, perm os.FileMode, reused bool) error {
+	err := writeAll(fd, data)
+	if err == nil && reused {
+		err = unix.Ftruncate(fd, int64(len(data)))
+	}
+	if err == nil {
+		err = unix.Fchmod(fd, uint32(perm.Perm()))
+	}
+	if err == nil {
+		if err = syncFile(fd); err != nil {
+			err = fmt.Errorf("fsync: %w", err)
+		}
+	}
+	if cerr := unix.Close(fd); err == nil && cerr != nil {
+		err = cerr
+	}
+	return err
 }
 
 // tempMark makes the name of an atomic write's temporary file:

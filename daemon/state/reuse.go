@@ -56,22 +56,7 @@ func writeReusing(dirfd int, name, display string, data []byte, perm os.FileMode
 	}
 	// Over the old content, then cut to length: a record that grows or
 	// keeps its size frees no blocks either.
-	err = writeAll(fd, data)
-	if err == nil {
-		err = unix.Ftruncate(fd, int64(len(data)))
-	}
-	if err == nil {
-		err = unix.Fchmod(fd, uint32(perm.Perm()))
-	}
-	if err == nil {
-		if err = syncFile(fd); err != nil {
-			err = fmt.Errorf("fsync: %w", err)
-		}
-	}
-	if cerr := unix.Close(fd); err == nil && cerr != nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := finishFile(fd, data, perm, true); err != nil {
 		// The file itself is untouched; the spare is no longer one.
 		_ = unix.Unlinkat(dirfd, spare, 0)
 		return fmt.Errorf("write %s: %w", display, err)
@@ -99,18 +84,7 @@ func writeKeepingSpare(dirfd int, name, spare, display string, data []byte, perm
 			_ = unix.Unlinkat(dirfd, tmp, 0)
 		}
 	}()
-	err = writeAll(fd, data)
-	if err == nil {
-		err = unix.Fchmod(fd, uint32(perm.Perm()))
-	}
-	if err == nil {
-		if err = syncFile(fd); err != nil {
-			err = fmt.Errorf("fsync: %w", err)
-		}
-	}
-	if cerr := unix.Close(fd); err == nil && cerr != nil {
-		err = cerr
-	}
+	err = finishFile(fd, data, perm, false)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", display, err)
 	}
