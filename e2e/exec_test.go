@@ -245,6 +245,31 @@ while :; do sleep 0.1; done
 			}
 		})
 	}
+	t.Run("during the start", func(t *testing.T) {
+		// A signal that comes while the session starts (its preflight
+		// runs) stops it once it runs, with its handoff: it does not kill
+		// sessiond first.
+		t.Parallel()
+		dir := project(t)
+		writeFile(t, filepath.Join(dir, "sessiond.toml"), "[session]\npreflight = [\"touch preflight-began; sleep 1\"]\n")
+		agent := script(t, dir, "agent.sh", `trap 'echo got TERM; exit 0' TERM
+while :; do sleep 0.1; done
+`)
+		r := startExec(t, nil, "--checkpoint", "", "--stop-grace", "5s", dir, "--", agent)
+		pid := r.sessiondPID(t)
+		waitFor(t, 10*time.Second, "the preflight to begin", func() (bool, string) {
+			return fileExists(filepath.Join(dir, "preflight-began")), ""
+		})
+		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if code := r.wait(t, 20*time.Second); code != 0 {
+			t.Errorf("exit %d after a SIGTERM during the start, want the agent's own 0\nstderr: %s", code, r.stderr.String())
+		}
+		if h := readHandoff(t, dir); h.EndReason != "interrupted" {
+			t.Errorf("handoff end_reason = %v, want interrupted", h.EndReason)
+		}
+	})
 	t.Run("second signal", func(t *testing.T) {
 		t.Parallel()
 		dir := project(t)

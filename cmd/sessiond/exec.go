@@ -114,6 +114,15 @@ func runExec(cmd *cobra.Command, args []string, f *execFlags) error {
 	}
 	defer func() { _ = log.Sync() }()
 
+	// Signals from the container runtime or the scheduler stop the session
+	// gracefully; a second one kills it now. Either way its end is written.
+	// They are caught from here on: one that comes while the session starts
+	// stops it once it runs, rather than killing sessiond before any
+	// handoff (as PID 1, an uncaught SIGTERM would end it with status 2).
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+
 	ready := make(chan struct{})
 	d, err := daemon.New(daemon.Options{Config: cfg, Log: log, Version: version, Ready: func() { close(ready) }})
 	if err != nil {
@@ -144,11 +153,6 @@ func runExec(cmd *cobra.Command, args []string, f *execFlags) error {
 	id := resp.Session.ID
 	log.Info("session started", zap.String("session", id), zap.String("socket", cfg.Socket))
 
-	// Signals from the container runtime or the scheduler stop the session
-	// gracefully; a second one kills it now. Either way its end is written.
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
-	defer signal.Stop(sigs)
 	go func() {
 		grace := ""
 		for range sigs {
