@@ -99,7 +99,7 @@ func TestFullSpeedYesStaysUnderCap(t *testing.T) {
 
 			st := l.Stats()
 			written := streamEnd(t, l)
-			blocks, sizes, _ := onDisk(t, l)
+			blocks, sizes, files := onDisk(t, l)
 			t.Logf("%s: wrote %.1f GB in %v (%.0f MB/s); %d rotations, %.1f GB dropped; on disk %.1f MiB (peak %.1f MiB during the run, cap %d MiB); RSS growth %.1f MiB",
 				st.Mode, float64(written)/1e9, fullSpeedFor(), float64(written)/fullSpeedFor().Seconds()/1e6,
 				st.Rotations, float64(st.Dropped)/1e9, float64(blocks)/(1<<20), float64(peak)/(1<<20), keep*maxSize>>20, float64(growth)/(1<<20))
@@ -115,8 +115,8 @@ func TestFullSpeedYesStaysUnderCap(t *testing.T) {
 			if written < 2*l.Limit() {
 				t.Fatalf("the child wrote only %d bytes: not enough to test the cap", written)
 			}
-			if limit := l.Limit() + tc.slack; blocks > limit || sizes > limit {
-				t.Errorf("on disk: %d bytes allocated, %d bytes in files; cap %d", blocks, sizes, limit)
+			if limit := l.Limit() + tc.slack; blocks > tc.blockLimit(l, files) || sizes > limit {
+				t.Errorf("on disk: %d bytes allocated in %d files, %d bytes in files; cap %d", blocks, files, sizes, limit)
 			}
 			if growth >= 20<<20 {
 				t.Errorf("RSS grew by %d bytes, want under 20 MiB", growth)
@@ -185,6 +185,7 @@ type seqRun struct {
 	written  int64
 	blocks   int64
 	sizes    int64
+	files    int
 }
 
 // runSequence has the sequence writer write budget bytes at full speed
@@ -240,7 +241,7 @@ func runSequence(t *testing.T, l *Log, budget int64) seqRun {
 	res.skipped = fr.Skipped()
 	res.stats = l.Stats()
 	res.written = streamEnd(t, l)
-	res.blocks, res.sizes, _ = onDisk(t, l)
+	res.blocks, res.sizes, res.files = onDisk(t, l)
 	t.Logf("%s: %d MiB in %v (%.0f MB/s): %+v; on disk %d KiB; kept %v; followed %v (skipped %d)",
 		res.stats.Mode, res.written>>20, elapsed.Round(time.Millisecond), float64(res.written)/elapsed.Seconds()/1e6,
 		res.stats, res.blocks>>10, res.check, res.followed, res.skipped)
@@ -283,7 +284,7 @@ func TestFullSpeedNoLineLost(t *testing.T) {
 			if min := budget/maxSize - 2; res.stats.Rotations < min || res.stats.Dropped != 0 {
 				t.Errorf("%d rotations, %d bytes dropped; want at least %d rotations and none dropped", res.stats.Rotations, res.stats.Dropped, min)
 			}
-			if limit := l.Limit() + tc.slack; res.blocks > limit {
+			if limit := tc.blockLimit(l, res.files); res.blocks > limit {
 				t.Errorf("%d bytes on disk, cap %d", res.blocks, limit)
 			}
 		})
@@ -306,8 +307,8 @@ func TestFullSpeedSmallCap(t *testing.T) {
 			if c := res.followed; c.last != lines-1 || c.backward+c.torn > 0 {
 				t.Errorf("followed: %v; want no line twice and the last line %d", c, lines-1)
 			}
-			if limit := l.Limit() + tc.slack; res.blocks > limit || res.sizes > limit {
-				t.Errorf("on disk %d bytes allocated, %d in files; cap %d", res.blocks, res.sizes, limit)
+			if limit := l.Limit() + tc.slack; res.blocks > tc.blockLimit(l, res.files) || res.sizes > limit {
+				t.Errorf("on disk %d bytes allocated in %d files, %d in files; cap %d", res.blocks, res.files, res.sizes, limit)
 			}
 		})
 	}
