@@ -88,12 +88,12 @@ func (d *Daemon) launch(p launchParams) (*session.Session, session.StartInfo, er
 	s := session.New(session.Params{
 		ID: id, Name: p.Name, Worktree: p.Worktree, UID: p.UID, Project: p.Project, Owner: p.Owner, Spec: p.Spec, EnvKeys: p.EnvKeys,
 		RestartOf: p.RestartOf, Restarts: p.Restarts, RestartHistory: p.RestartHistory, Resume: p.Resume,
-	}, d.deps)
+	}, &d.deps)
 	d.reg.add(s)
 	d.startMu.Unlock()
 	s.Start()
 	<-s.Started()
-	info := s.StartInfo()
+	info := s.TakeStartInfo()
 	return s, info, info.Err
 }
 

@@ -248,7 +248,7 @@ func TestLookupPrefix(t *testing.T) {
 	r := newRegistry()
 	deps := session.Deps{Clock: session.RealClock{}, Log: zap.NewNop()}
 	for _, id := range []string{"abc111", "abc222", "xyz333"} {
-		r.add(session.Load(ipc.Session{ID: id, State: ipc.StateEnded, UID: 0}, config.Spec{}, nil, nil, deps))
+		r.add(session.Load(ipc.Session{ID: id, State: ipc.StateEnded, UID: 0}, config.Spec{}, nil, nil, &deps))
 	}
 	c := ipc.Caller{UID: 0}
 	if s, err := r.lookup(c, "xy"); err != nil || s.ID() != "xyz333" {

@@ -64,7 +64,7 @@ func (d *Daemon) recover() {
 		if proj != nil && ipc.Live(rec.State) {
 			d.notes.loadProject(proj)
 		}
-		s := session.Load(rec, spec, proj, owner, d.deps)
+		s := session.Load(rec, spec, proj, owner, &d.deps)
 		d.reg.add(s)
 		if ipc.Live(rec.State) {
 			live = append(live, s)

@@ -32,7 +32,7 @@ func Adopt(pid int, startTime uint64) (*Child, error) {
 		}
 		// A former child of ours that came back through the subreaper is
 		// reaped by the reaper; anything else by its own parent.
-		close(c.done)
+		c.finish()
 	}()
 	return c, nil
 }

@@ -50,7 +50,7 @@ func reap() {
 	}
 	children.mu.Unlock()
 	for _, c := range exited {
-		close(c.done)
+		c.finish()
 	}
 	reapOrphans()
 }

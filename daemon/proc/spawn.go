@@ -41,10 +41,42 @@ type Child struct {
 
 	done chan struct{}
 	exit Exit
+
+	// mu guards exited and onExit: the hook OnExit set, called once the
+	// process has exited.
+	mu     sync.Mutex
+	exited bool
+	onExit func()
 }
 
 // Done is closed once the process has exited and been reaped.
 func (c *Child) Done() <-chan struct{} { return c.done }
+
+// OnExit has f called once the process has exited and Done is closed: at
+// once if it has already. It replaces an earlier f; f must not block.
+func (c *Child) OnExit(f func()) {
+	c.mu.Lock()
+	if c.exited {
+		c.mu.Unlock()
+		f()
+		return
+	}
+	c.onExit = f
+	c.mu.Unlock()
+}
+
+// finish closes Done, with exit already set, and calls the OnExit hook.
+func (c *Child) finish() {
+	close(c.done)
+	c.mu.Lock()
+	c.exited = true
+	f := c.onExit
+	c.onExit = nil
+	c.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
 
 // Exit returns how the process ended; valid once Done is closed.
 func (c *Child) Exit() Exit { return c.exit }
@@ -187,6 +219,6 @@ func exitOf(ws unix.WaitStatus) Exit {
 // Done is closed and the exit status is unknown.
 func Gone(pid int) *Child {
 	c := &Child{PID: pid, done: make(chan struct{}), exit: Exit{Code: -1}}
-	close(c.done)
+	c.finish()
 	return c
 }

@@ -12,7 +12,7 @@ func Watched(pid int, startTime uint64) (c *Child, report func(Exit)) {
 	return c, func(e Exit) {
 		once.Do(func() {
 			c.exit = e
-			close(c.done)
+			c.finish()
 		})
 	}
 }

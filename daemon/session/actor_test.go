@@ -143,10 +143,10 @@ func (r *rig) start(t *testing.T, spec config.Spec) *Session {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(Params{ID: "t" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "")), UID: os.Geteuid(), Project: openProject(t, dir), Spec: spec}, r.deps)
+	s := New(Params{ID: "t" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "")), UID: os.Geteuid(), Project: openProject(t, dir), Spec: spec}, &r.deps)
 	s.Start()
 	<-s.Started()
-	if err := s.StartInfo().Err; err != nil {
+	if err := s.TakeStartInfo().Err; err != nil {
 		t.Fatalf("start: %v", err)
 	}
 	return s
@@ -275,7 +275,7 @@ func TestStopDuringStart(t *testing.T) {
 	spec := testSpec("sleep", "100")
 	spec.Preflight = []string{"sleep 100"}
 	dir, _ := filepath.EvalSymlinks(t.TempDir())
-	s := New(Params{ID: "stopstart", UID: os.Geteuid(), Project: openProject(t, dir), Spec: spec}, r.deps)
+	s := New(Params{ID: "stopstart", UID: os.Geteuid(), Project: openProject(t, dir), Spec: spec}, &r.deps)
 	s.Start()
 	go func() { _ = s.Stop(context.Background(), Interrupted, -1) }()
 	select {
@@ -283,7 +283,7 @@ func TestStopDuringStart(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a stop did not end the preflight")
 	}
-	if err := s.StartInfo().Err; !errors.Is(err, ipc.ErrConflict) || !strings.Contains(err.Error(), "stopped while starting") {
+	if err := s.TakeStartInfo().Err; !errors.Is(err, ipc.ErrConflict) || !strings.Contains(err.Error(), "stopped while starting") {
 		t.Errorf("start error = %v, want stopped while starting", err)
 	}
 	<-s.Done()
@@ -295,7 +295,7 @@ func TestStopDuringStart(t *testing.T) {
 
 func TestSendToAnEndedSession(t *testing.T) {
 	deps := Deps{Clock: RealClock{}, Log: zaptest.NewLogger(t)}
-	s := Load(ipc.Session{ID: "gone1", State: ipc.StateEnded}, config.Spec{}, nil, nil, deps)
+	s := Load(ipc.Session{ID: "gone1", State: ipc.StateEnded}, config.Spec{}, nil, nil, &deps)
 	for range 100 {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		err := s.Stop(ctx, Interrupted, -1)

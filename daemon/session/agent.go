@@ -161,7 +161,7 @@ func (s *Session) readTranscript() (spent bool) {
 		s.agentNotice(n)
 	}
 	if err != nil && !errors.Is(err, agent.ErrNoTranscript) {
-		s.log.Warn("read the agent's transcript", zap.Error(err))
+		s.logger().Warn("read the agent's transcript", zap.Error(err))
 	}
 	for _, ev := range up.Events {
 		s.applyAgentEvent(ev)
@@ -329,7 +329,7 @@ func (s *Session) setAgentState(st, reason string, now time.Time) {
 			// Someone answered: the waiting warning no longer holds.
 			s.rec.State = ipc.StateRunning
 			if err := s.proj.RemoveWarning(); err != nil {
-				s.log.Warn("remove warning file", zap.Error(err))
+				s.logger().Warn("remove warning file", zap.Error(err))
 			}
 		}
 	}
@@ -417,7 +417,7 @@ func (s *Session) removeAgentFiles() {
 	}
 	for _, name := range []string{agent.ClaudeSettingsFile, agent.ClaudeMCPFile} {
 		if err := s.proj.RemoveAgentFile(s.id, name); err != nil {
-			s.log.Warn("remove the agent's file", zap.String("file", name), zap.Error(err))
+			s.logger().Warn("remove the agent's file", zap.String("file", name), zap.Error(err))
 		}
 	}
 }

@@ -60,14 +60,16 @@ func (s *Session) schedule() {
 	if s.spec.Checkpoint == "" {
 		return
 	}
+	s.ticks = make(chan struct{}, 1)
 	cancel, err := s.deps.Schedule.Schedule(s.spec.Checkpoint, func() {
 		select {
 		case s.ticks <- struct{}{}:
 		default:
 		}
+		s.kick()
 	})
 	if err != nil {
-		s.log.Warn("checkpoint schedule", zap.Error(err))
+		s.logger().Warn("checkpoint schedule", zap.Error(err))
 		return
 	}
 	s.unschedule = cancel
@@ -102,6 +104,10 @@ func (s *Session) beginCheckpoint(why, turn string) {
 		ShadowRoot: s.shadowRoot(), Credential: s.gitCredential(),
 	}
 	w, since, base := s.watch, s.ckpt.mark, s.ckpt.base
+	if s.ckptDone == nil {
+		s.ckptDone = make(chan *ckptResult, 1)
+	}
+	done := s.ckptDone
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), checkpoint.DefaultTimeout)
 		defer cancel()
@@ -115,7 +121,8 @@ func (s *Session) beginCheckpoint(why, turn string) {
 			}
 		}
 		r.res, r.err = s.deps.Checkpoints.Take(ctx, req)
-		s.ckptDone <- &r
+		done <- &r
+		s.kick()
 	}()
 }
 

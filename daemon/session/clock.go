@@ -12,6 +12,9 @@ type Clock interface {
 	Now() time.Time
 	// NewTimer returns a timer that fires once, d from now.
 	NewTimer(d time.Duration) Timer
+	// AfterFunc calls f, on a goroutine of its own, d from now; its
+	// Timer's C is nil. f must not block.
+	AfterFunc(d time.Duration, f func()) Timer
 }
 
 // Timer is a one-shot timer of a Clock.
@@ -29,6 +32,9 @@ func (RealClock) Now() time.Time { return time.Now() }
 
 // NewTimer returns a time.Timer.
 func (RealClock) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+
+// AfterFunc returns a time.AfterFunc timer.
+func (RealClock) AfterFunc(d time.Duration, f func()) Timer { return realTimer{time.AfterFunc(d, f)} }
 
 type realTimer struct{ t *time.Timer }
 
@@ -66,16 +72,35 @@ func (c *FakeClock) NewTimer(d time.Duration) Timer {
 	return t
 }
 
+// AfterFunc returns a timer that calls f when the clock has been advanced
+// d (at once, on a goroutine of its own, when d <= 0).
+func (c *FakeClock) AfterFunc(d time.Duration, f func()) Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{at: c.now.Add(d), f: f, clock: c}
+	if d <= 0 {
+		t.fired = true
+		go f()
+		return t
+	}
+	c.timers = append(c.timers, t)
+	return t
+}
+
 // Advance moves the clock by d and fires every timer that is due.
 func (c *FakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
 	live := c.timers[:0]
+	var funcs []func()
 	for _, t := range c.timers {
 		if !t.fired && !t.at.After(c.now) {
 			t.fired = true
-			t.c <- c.now
+			if t.f != nil {
+				funcs = append(funcs, t.f)
+			} else {
+				t.c <- c.now
+			}
 			continue
 		}
 		if !t.fired {
@@ -83,6 +108,10 @@ func (c *FakeClock) Advance(d time.Duration) {
 		}
 	}
 	c.timers = live
+	c.mu.Unlock()
+	for _, f := range funcs {
+		f()
+	}
 }
 
 // Pending returns how many timers wait to fire.
@@ -94,7 +123,8 @@ func (c *FakeClock) Pending() int {
 
 type fakeTimer struct {
 	at    time.Time
-	c     chan time.Time
+	c     chan time.Time // nil for an AfterFunc timer
+	f     func()
 	fired bool
 	clock *FakeClock
 }

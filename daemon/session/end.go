@@ -74,7 +74,7 @@ func (s *Session) finishEnd(reason Reason) {
 		}
 		s.rec.Error = fmt.Sprintf("the end is not on disk yet (%v); retrying in %s", err, delay)
 		_ = s.commit()
-		s.log.Error("write the end of the session; retrying", zap.Error(err), zap.Duration("in", delay))
+		s.logger().Error("write the end of the session; retrying", zap.Error(err), zap.Duration("in", delay))
 		if !s.waitRetry(delay) {
 			return
 		}
@@ -86,13 +86,13 @@ func (s *Session) finishEnd(reason Reason) {
 			_ = p.RemoveLock()
 		}
 		if err := p.RemoveWarning(); err != nil {
-			s.log.Debug("remove warning file", zap.Error(err))
+			s.logger().Debug("remove warning file", zap.Error(err))
 		}
 	}
 	s.rec.State = ipc.StateEnded
 	_ = s.commit()
 	rec := s.Snapshot()
-	s.log.Info("session ended", zap.String("reason", string(reason)), zap.Intp("exit_code", rec.ExitCode), zap.String("signal", rec.Signal))
+	s.logger().Info("session ended", zap.String("reason", string(reason)), zap.Intp("exit_code", rec.ExitCode), zap.String("signal", rec.Signal))
 	close(s.done)
 	s.emit(ipc.EventEnded, "ended: "+describeEnd(rec.EndReason, rec.ExitCode, rec.Signal), rec)
 	if s.deps.OnEnd != nil {
@@ -167,7 +167,7 @@ func (s *Session) writeAccount(reason Reason) error {
 		in.Features, in.FeaturesErr = p.LoadFeatures(s.spec.FeatureList)
 		prev, err := p.LoadSessionState()
 		if err != nil {
-			s.log.Warn("session state", zap.Error(err))
+			s.logger().Warn("session state", zap.Error(err))
 		}
 		in.Previous = prev
 		in.Worktree = s.worktreeHandoff(ctx, in.Git)
@@ -176,12 +176,12 @@ func (s *Session) writeAccount(reason Reason) error {
 	h := buildHandoff(in)
 	var errs []error
 	if p == nil {
-		s.log.Error("project unreachable: only the handoff archive is written", zap.String("dir", s.projectDir))
+		s.logger().Error("project unreachable: only the handoff archive is written", zap.String("dir", s.projectDir))
 	} else if _, err := state.OpenProject(p.Dir(), s.owner); errors.Is(err, state.ErrProjectUnreachable) {
 		// A project that is gone, or out of its user's reach: there is
 		// nothing to wait for.
 		s.warnRecord("the project directory is unreachable: the handoff is only in the state dir")
-		s.log.Error("project unreachable: only the handoff archive is written", zap.Error(err))
+		s.logger().Error("project unreachable: only the handoff archive is written", zap.Error(err))
 	} else {
 		// Each step may run again after a failure without doubling
 		// anything: the files are replaced whole, and the progress entry
@@ -195,7 +195,7 @@ func (s *Session) writeAccount(reason Reason) error {
 		if _, err := p.AppendProgress(s.spec.ProgressFile, buildProgressEntry(in, h)); err != nil && !errors.Is(err, state.ErrOutsideProject) {
 			errs = append(errs, err)
 		} else if err != nil {
-			s.log.Error("progress log refused", zap.Error(err))
+			s.logger().Error("progress log refused", zap.Error(err))
 		}
 		s.rec.HandoffPath = filepath.Join(p.StateDir(), state.HandoffFile)
 	}

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"time"
 
@@ -12,9 +13,9 @@ import (
 	"github.com/sessiond/sessiond/ipc"
 )
 
-// Start runs the session: its goroutine starts the command (see start.go),
-// supervises it, and ends it. Started says when the command runs or the
-// start has failed.
+// Start runs the session: a goroutine starts the command (see start.go),
+// then supervises it until it ends. Started says when the command runs or
+// the start has failed.
 func (s *Session) Start() {
 	go func() {
 		if err := s.start(); err != nil {
@@ -22,14 +23,12 @@ func (s *Session) Start() {
 			close(s.exited)
 			return
 		}
-		go s.live(s.supervise)
+		s.superviseFrom()
 	}()
 }
 
-// live runs what is left of the session's life, f, on a goroutine of its
-// own: a fresh one, whose stack has not grown through the start's work,
-// so that an idle session holds a few KiB of stack, not what its start
-// needed.
+// live runs what is left of the session's life, f, and marks the end of
+// its course.
 func (s *Session) live(f func()) {
 	defer close(s.exited)
 	f()
@@ -50,13 +49,13 @@ func (s *Session) Adopt(child *proc.Child) {
 		s.writeLock()
 		s.schedule()
 		s.restoreAgent()
-		s.log.Info("adopted live session", zap.Int("pid", child.PID))
+		s.logger().Info("adopted live session", zap.Int("pid", child.PID))
 		if s.rec.State == ipc.StateStopping {
 			// The previous daemon began this stop.
 			s.live(func() { s.stop(Reason(s.rec.EndReason), -1) })
 			return
 		}
-		go s.live(s.supervise)
+		s.superviseFrom()
 	}()
 }
 
@@ -69,7 +68,7 @@ func (s *Session) Recover() {
 		defer close(s.exited)
 		s.child = proc.Gone(s.rec.PID)
 		if s.rec.EndedAt != nil && Reason(s.rec.EndReason).Valid() {
-			s.log.Info("finishing the end an earlier daemon recorded", zap.String("reason", s.rec.EndReason))
+			s.logger().Info("finishing the end an earlier daemon recorded", zap.String("reason", s.rec.EndReason))
 			s.finishEnd(Reason(s.rec.EndReason))
 			return
 		}
@@ -78,108 +77,184 @@ func (s *Session) Recover() {
 	}()
 }
 
-// supervise is the session's life while it runs: timers, the child's exit,
-// checkpoints and requests, until it ends.
-func (s *Session) supervise() {
+// The running session is an actor without a goroutine of its own while
+// nothing happens to it: an idle session holds its record, its timer and
+// its channels, and no stack. Whatever happens to it wakes it (kick): the
+// child's exit, its timer (alarm), a checkpoint tick or result, a request
+// (send counts its senders in pending). The goroutine kick starts handles
+// all that is ready and parks the session again. Until the session
+// supervises and once its course has ended, it is never parked, so kicks
+// start nothing: its own goroutine (the start, the stop, the end) takes
+// what comes from the channels.
+
+// superviseFrom begins the session's supervision on the calling goroutine,
+// which returns once the session has nothing left to handle.
+func (s *Session) superviseFrom() {
 	s.resetTimeline()
-	sv := &supervision{}
-	sv.tm, sv.what = s.arm(nil)
-	defer sv.stop()
-	for !s.superviseOnce(sv) {
+	s.arm(&s.sv)
+	s.child.OnExit(s.kick)
+	s.supervise()
+}
+
+// kick wakes the parked session on a new goroutine; it never blocks.
+func (s *Session) kick() {
+	if s.parked.CompareAndSwap(true, false) {
+		go s.supervise()
 	}
 }
 
-// supervision is what supervise keeps between two waits: the timeline's
-// timer and what it is for, and the timer that flushes what an agent's
-// events left unwritten (armed only then, so that an idle session has no
-// timer but its deadline's). It lives on the heap, not in the frame a
-// parked session keeps on its stack.
+// alarm is the session's timers' function: the timeline or the flush may
+// be due.
+func (s *Session) alarm() {
+	s.alarmed.Store(true)
+	s.kick()
+}
+
+// ready reports whether something waits to be handled by the session.
+func (s *Session) ready() bool {
+	if s.pending.Load() > 0 || s.alarmed.Load() || len(s.ticks) > 0 || len(s.ckptDone) > 0 {
+		return true
+	}
+	select {
+	case <-s.child.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// supervise handles what happened to the running session until nothing
+// is left, then parks it; it returns then, or when the session's course
+// has ended.
+func (s *Session) supervise() {
+	for {
+		switch s.superviseOnce(&s.sv) {
+		case stepEnded:
+			s.sv.stop()
+			close(s.exited)
+			return
+		case stepIdle:
+			s.parked.Store(true)
+			// What came before the session was parked is handled now,
+			// unless a kick has already woken it.
+			if !s.ready() || !s.parked.CompareAndSwap(true, false) {
+				return
+			}
+		}
+	}
+}
+
+// supervision is what the running session keeps between two wakes: the
+// timeline's timer, when it fires and what for, and the timer that flushes
+// what an agent's events left unwritten (armed only then, so that an idle
+// session has no timer but its deadline's).
 type supervision struct {
-	tm    Timer
-	what  due
-	flush Timer
+	tm      Timer
+	at      time.Time
+	what    due
+	flush   Timer
+	flushAt time.Time
 }
 
 func (sv *supervision) stop() {
-	sv.tm.Stop()
+	if sv.tm != nil {
+		sv.tm.Stop()
+	}
 	if sv.flush != nil {
 		sv.flush.Stop()
 	}
 }
 
-// superviseOnce waits for the next thing to happen to the running session
-// and handles it; true when the session's course has ended. Its frame is
-// what an idle session holds on its stack while it waits: the select and
-// nothing else.
-//
-//go:noinline
-func (s *Session) superviseOnce(sv *supervision) bool {
+// step is what superviseOnce did.
+type step int
+
+const (
+	stepMore  step = iota // it handled something; there may be more
+	stepIdle              // nothing was ready
+	stepEnded             // the session's course has ended
+)
+
+// superviseOnce handles one thing that happened to the running session,
+// without waiting for any.
+func (s *Session) superviseOnce(sv *supervision) step {
 	if s.recDirty && sv.flush == nil {
-		sv.flush = s.deps.Clock.NewTimer(agentFlush)
+		sv.flushAt = s.deps.Clock.Now().Add(agentFlush)
+		sv.flush = s.deps.Clock.AfterFunc(agentFlush, s.alarm)
 	}
-	var flushC <-chan time.Time
-	if sv.flush != nil {
-		flushC = sv.flush.C()
+	if s.alarmed.Swap(false) {
+		if s.onAlarm(sv) {
+			return stepEnded
+		}
+		return stepMore
 	}
 	select {
-	case <-flushC:
+	case <-s.child.Done():
+		s.onExit()
+		return stepEnded
+	case <-s.ticks:
+		s.scheduledCheckpoint()
+	case r := <-s.ckptDone:
+		s.checkpointDone(*r)
+	case m := <-s.inbox:
+		rearm, ended := s.onMessage(m)
+		if ended {
+			return stepEnded
+		}
+		if rearm {
+			s.arm(sv)
+		}
+	default:
+		if s.pending.Load() > 0 {
+			// A sender is on its way to the inbox.
+			runtime.Gosched()
+			return stepMore
+		}
+		return stepIdle
+	}
+	return stepMore
+}
+
+// onAlarm acts on the timers that are due; true when the session's course
+// has ended (it stopped). A timer stopped as it fired finds nothing due.
+func (s *Session) onAlarm(sv *supervision) bool {
+	now := s.deps.Clock.Now()
+	if sv.flush != nil && !now.Before(sv.flushAt) {
 		sv.flush = nil
 		if s.recDirty {
 			_ = s.commit()
 		}
-	case <-s.child.Done():
-		s.onExit()
-		return true
-	case <-sv.tm.C():
+	}
+	if sv.tm != nil && !now.Before(sv.at) {
 		if s.onDue(sv.what) {
 			return true
 		}
-		sv.tm, sv.what = s.arm(sv.tm)
-	case <-s.ticks:
-		s.scheduledCheckpoint()
-	case r := <-s.ckptDone:
-		s.onCheckpointDone(r)
-	case m := <-s.inbox:
-		rearm, ended := s.onMessage(m)
-		if ended {
-			return true
-		}
-		if rearm {
-			sv.tm, sv.what = s.arm(sv.tm)
-		}
+		s.arm(sv)
 	}
 	return false
 }
 
-//go:noinline
-func (s *Session) onCheckpointDone(r *ckptResult) { s.checkpointDone(*r) }
-
-// arm stops tm, if any, and returns the timer of the timeline's next due
-// moment, and what is due then.
-//
-//go:noinline
-func (s *Session) arm(tm Timer) (Timer, due) {
-	if tm != nil {
-		tm.Stop()
+// arm replaces the timeline's timer with one for its next due moment.
+func (s *Session) arm(sv *supervision) {
+	if sv.tm != nil {
+		sv.tm.Stop()
 	}
 	at, what := s.timeline.next(s.lastActivity())
-	return s.deps.Clock.NewTimer(at.Sub(s.deps.Clock.Now())), what
+	now := s.deps.Clock.Now()
+	d := at.Sub(now)
+	// sv.at carries now's monotonic reading: a wall clock set back does
+	// not hold the timer's due moment off.
+	sv.at, sv.what = now.Add(d), what
+	sv.tm = s.deps.Clock.AfterFunc(d, s.alarm)
 }
 
 // onExit ends the session whose command exited.
-//
-//go:noinline
 func (s *Session) onExit() {
 	exit := s.child.Exit()
 	s.end(s.exitReason(exit), exit)
 }
 
 // onDue acts on the timeline's due moment; true when the session's course
-// has ended (it stopped). It and onMessage are methods of their own so
-// that supervise's frame, which a parked session keeps on its stack, stays
-// small.
-//
-//go:noinline
+// has ended (it stopped).
 func (s *Session) onDue(what due) bool {
 	switch what {
 	case dueWarn:
@@ -205,8 +280,6 @@ func (s *Session) onDue(what due) bool {
 
 // onMessage handles a request to a running session: rearm when the
 // timeline may have moved, ended when the session's course has ended.
-//
-//go:noinline
 func (s *Session) onMessage(m *message) (rearm, ended bool) {
 	switch m.kind {
 	case msgStop:
@@ -236,8 +309,6 @@ func (s *Session) onMessage(m *message) (rearm, ended bool) {
 }
 
 // resetTimeline sets the timeline from the record and the spec.
-//
-//go:noinline
 func (s *Session) resetTimeline() {
 	s.timeline = timeline{
 		deadline: s.rec.Deadline, warnAt: s.rec.WarnAt, warnBefore: s.spec.WarnBefore.Duration,
@@ -286,7 +357,7 @@ func (s *Session) stop(reason Reason, grace time.Duration) {
 	_ = s.commit()
 	s.emit(ipc.EventStopping, fmt.Sprintf("stopping (%s): %s, then SIGKILL after %s", reason, s.spec.StopSignal, grace), nil)
 	if err := s.signalGroup(s.spec.StopSignal.Num); err != nil {
-		s.log.Warn("send stop signal", zap.Error(err))
+		s.logger().Warn("send stop signal", zap.Error(err))
 	}
 	killed := false
 	graceT := s.deps.Clock.NewTimer(grace)
@@ -305,7 +376,7 @@ func (s *Session) stop(reason Reason, grace time.Duration) {
 				graceT = s.deps.Clock.NewTimer(5 * time.Second)
 				continue
 			}
-			s.log.Error("session leader did not exit after SIGKILL", zap.Int("pid", s.child.PID))
+			s.logger().Error("session leader did not exit after SIGKILL", zap.Int("pid", s.child.PID))
 			s.end(reason, proc.Exit{Code: -1, Signal: "unknown"})
 			return
 		case <-s.ticks:
@@ -337,7 +408,7 @@ func (s *Session) killAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if left := proc.KillSession(ctx, s.id, s.child.PID, !s.adopted); len(left) > 0 {
-		s.log.Error("processes of the session survived SIGKILL", zap.Ints("pids", left))
+		s.logger().Error("processes of the session survived SIGKILL", zap.Ints("pids", left))
 	}
 }
 
@@ -371,5 +442,5 @@ func (s *Session) leave() {
 		_ = s.watch.Close()
 	}
 	s.releaseTerminal()
-	s.log.Info("leaving session running for adoption", zap.Int("pid", s.child.PID))
+	s.logger().Info("leaving session running for adoption", zap.Int("pid", s.child.PID))
 }

@@ -20,10 +20,12 @@ import (
 	"github.com/sessiond/sessiond/ipc"
 )
 
-// Session is one supervised run: an actor. Its goroutine (run) owns the
-// record, the child, the watch, the schedule, the sidecars and the timers;
-// other goroutines send it messages and read the snapshot it publishes
-// after each write of the record.
+// Session is one supervised run: an actor. One goroutine at a time runs
+// it (the start's, then each that a wake of the parked session starts, or
+// the stop's and the end's; see run.go) and owns the record, the child,
+// the watch, the schedule, the sidecars and the timers; other goroutines
+// send it messages and read the snapshot it publishes after each write of
+// the record.
 type Session struct {
 	// Set at creation, never changed.
 	id         string
@@ -43,14 +45,21 @@ type Session struct {
 	gitOnce   sync.Once
 	gitCred   *checkpoint.Credential
 	gitShadow string
-	deps      Deps
-	log       *zap.Logger
+	deps      *Deps
 
 	inbox chan *message
-	// ticks are the checkpoint schedule's, coalesced.
+	// ticks are the checkpoint schedule's, coalesced; made with the
+	// schedule (nil: none).
 	ticks chan struct{}
-	// ckptDone delivers the result of the checkpoint being taken.
+	// ckptDone delivers the result of the checkpoint being taken; made
+	// with the first.
 	ckptDone chan *ckptResult
+	// parked: the running session has no goroutine; kick starts one (see
+	// run.go). pending counts the senders on their way to the inbox;
+	// alarmed says that a timer fired.
+	parked  atomic.Bool
+	pending atomic.Int32
+	alarmed atomic.Bool
 
 	// pub is the record as last written, immutable once published.
 	pub atomic.Pointer[ipc.Session]
@@ -63,8 +72,10 @@ type Session struct {
 	lastActivityEvent atomic.Int64
 
 	// started is closed once the start's outcome is known.
-	started   chan struct{}
-	startInfo StartInfo
+	started chan struct{}
+	// startInfo is what the start found until the starter takes it (nil
+	// for a session loaded from disk, and once taken).
+	startInfo *StartInfo
 	// cancelStart cancels preflight and sidecar readiness (a stop during
 	// the start).
 	startCtx    context.Context
@@ -85,6 +96,7 @@ type Session struct {
 	sidecars   []*sidecar
 	ckpt       ckptState
 	timeline   timeline
+	sv         supervision
 	// prevHandoff is the previous session's handoff, given to the child.
 	prevHandoff string
 	// featuresAtStart is the feature list when the session started, to
@@ -143,10 +155,12 @@ type StartInfo struct {
 }
 
 // New creates a session in state starting. It does nothing until Start.
-func New(p Params, deps Deps) *Session {
+func New(p Params, deps *Deps) *Session {
 	now := deps.Clock.Now()
 	dir := p.Project.Dir()
 	s := newSession(p.ID, p.UID, dir, now, p.Spec, deps)
+	s.inbox = make(chan *message)
+	s.startCtx, s.cancelStart = context.WithCancel(context.Background())
 	s.proj, s.owner = p.Project, p.Owner
 	deadline, warnAt := p.Spec.Deadline(now)
 	name := p.Name
@@ -163,6 +177,7 @@ func New(p Params, deps Deps) *Session {
 	}
 	s.restartHistory = p.RestartHistory
 	s.resume = p.Resume
+	s.startInfo = &StartInfo{}
 	s.publish()
 	return s
 }
@@ -171,7 +186,7 @@ func New(p Params, deps Deps) *Session {
 // A live one is then adopted (Adopt) or ended as found dead (Recover); an
 // ended one only answers reads. proj is its project opened with owner's
 // rights, nil if it could not be.
-func Load(rec ipc.Session, spec config.Spec, proj *state.Project, owner *state.Owner, deps Deps) *Session {
+func Load(rec ipc.Session, spec config.Spec, proj *state.Project, owner *state.Owner, deps *Deps) *Session {
 	s := newSession(rec.ID, rec.UID, rec.ProjectDir, rec.StartedAt, spec, deps)
 	s.proj, s.owner = proj, owner
 	rec.Spec = &s.spec
@@ -179,22 +194,32 @@ func Load(rec ipc.Session, spec config.Spec, proj *state.Project, owner *state.O
 	s.rec = rec
 	s.publish()
 	if !ipc.Live(rec.State) {
+		// An ended session only answers reads: a request finds it exited.
 		close(s.started)
 		close(s.done)
 		close(s.exited)
+		return s
 	}
+	s.inbox = make(chan *message)
 	return s
 }
 
-func newSession(id string, uid int, projectDir string, startedAt time.Time, spec config.Spec, deps Deps) *Session {
-	ctx, cancel := context.WithCancel(context.Background())
+// newSession makes what every session has; a session that will run (New,
+// or Load of a live one) gets its inbox and start context from its maker.
+func newSession(id string, uid int, projectDir string, startedAt time.Time, spec config.Spec, deps *Deps) *Session {
 	return &Session{
 		id: id, uid: uid, projectDir: projectDir, projectID: state.ProjectID(projectDir), startedAt: startedAt, spec: spec, deps: deps,
-		dir: filepath.Join(deps.StateDir, "sessions", id), log: lazylog.With(deps.Log, zap.String("session", id)),
-		inbox: make(chan *message), ticks: make(chan struct{}, 1), ckptDone: make(chan *ckptResult, 1),
+		dir:     filepath.Join(deps.StateDir, "sessions", id),
 		started: make(chan struct{}), done: make(chan struct{}), exited: make(chan struct{}),
-		startCtx: ctx, cancelStart: cancel,
+		startCtx: context.Background(), cancelStart: func() {},
 	}
+}
+
+// logger is the daemon's logger with the session's id on every entry,
+// made for each use: a session logs at its start and end, and rarely in
+// between, so that it holds no logger of its own.
+func (s *Session) logger() *zap.Logger {
+	return lazylog.With(s.deps.Log, zap.String("session", s.id))
 }
 
 // ID returns the session's id.
@@ -246,12 +271,20 @@ func (s *Session) RestartHistory() []time.Time {
 	return append([]time.Time(nil), s.restartHistory...)
 }
 
-// Started is closed once the start's outcome is known; StartInfo then says
-// what it was.
+// Started is closed once the start's outcome is known; TakeStartInfo then
+// says what it was.
 func (s *Session) Started() <-chan struct{} { return s.started }
 
-// StartInfo returns what the start found; valid once Started is closed.
-func (s *Session) StartInfo() StartInfo { return s.startInfo }
+// TakeStartInfo returns what the start found, to the one who started the
+// session, once Started is closed; the session lets it go.
+func (s *Session) TakeStartInfo() StartInfo {
+	info := s.startInfo
+	if info == nil {
+		return StartInfo{}
+	}
+	s.startInfo = nil
+	return *info
+}
 
 // Done is closed once the session's end (or failed start) is on disk.
 func (s *Session) Done() <-chan struct{} { return s.done }
@@ -304,7 +337,7 @@ func (s *Session) commit() error {
 	s.recDirty = false
 	err := s.deps.Records.WriteRecord(cloneRecord(s.rec))
 	if err != nil {
-		s.log.Error("write session record", zap.Error(err))
+		s.logger().Error("write session record", zap.Error(err))
 	}
 	s.publish()
 	return err
@@ -381,11 +414,16 @@ var ErrEnded = errors.New("session has ended")
 // still queued answers ErrEnded.
 func (s *Session) send(ctx context.Context, m message) (reply, error) {
 	m.reply = make(chan reply, 1)
+	s.pending.Add(1)
+	s.kick()
 	select {
 	case s.inbox <- &m:
+		s.pending.Add(-1)
 	case <-s.exited:
+		s.pending.Add(-1)
 		return reply{}, ErrEnded
 	case <-ctx.Done():
+		s.pending.Add(-1)
 		return reply{}, ctx.Err()
 	}
 	select {

@@ -73,7 +73,7 @@ func (s *Session) startSidecar(ctx context.Context, svc config.Service) (*sideca
 		s.stopSidecar(sc)
 		return nil, err
 	}
-	s.log.Info("service ready", zap.String("service", svc.Name), zap.Int("pid", child.PID))
+	s.logger().Info("service ready", zap.String("service", svc.Name), zap.Int("pid", child.PID))
 	return sc, nil
 }
 

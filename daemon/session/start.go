@@ -77,6 +77,9 @@ func (s *Session) start() (err error) {
 		return ipc.BadRequest("%w", err)
 	}
 	s.child = child
+	// The start is over: what its context held goes (a stop from now on
+	// is a message).
+	s.cancelStart()
 	s.unwatchLog = s.watchLog()
 	s.rec.State = ipc.StateRunning
 	s.rec.PID = child.PID
@@ -87,9 +90,9 @@ func (s *Session) start() (err error) {
 	_ = s.commit()
 	s.writeLock()
 	s.schedule()
-	s.log.Info("session started", zap.String("command", filepath.Base(s.spec.Command[0])),
+	s.logger().Info("session started", zap.String("command", filepath.Base(s.spec.Command[0])),
 		zap.Int("args", len(s.spec.Command)-1), zap.String("dir", s.projectDir), zap.Int("pid", child.PID))
-	s.log.Debug("session argv", zap.Strings("command", s.command))
+	s.logger().Debug("session argv", zap.Strings("command", s.command))
 	close(s.started)
 	// The message names the executable, not its arguments: events reach
 	// notification sinks (a webhook, a chat), and an agent's arguments
@@ -121,7 +124,7 @@ func (s *Session) fail(err error) {
 	close(s.started)
 	close(s.done)
 	s.emit(ipc.EventFailed, err.Error(), nil)
-	s.log.Info("session failed to start", zap.Error(err))
+	s.logger().Info("session failed to start", zap.Error(err))
 	if s.deps.OnEnd != nil {
 		s.deps.OnEnd(s)
 	}
@@ -138,7 +141,7 @@ func (s *Session) prepareProject() error {
 	p := s.proj
 	notice := func(err error) {
 		s.startInfo.Notices = append(s.startInfo.Notices, err.Error())
-		s.log.Warn("project file", zap.Error(err))
+		s.logger().Warn("project file", zap.Error(err))
 	}
 	if err := p.EnsureStateDir(); errors.Is(err, state.ErrGitExclude) {
 		notice(err)
@@ -218,7 +221,7 @@ func (s *Session) prepareProject() error {
 func (s *Session) watchProject() {
 	w, err := s.deps.Watches.Watch(s.projectDir, watch.Options{Ignore: s.spec.Watch.Ignore, LeaveOut: s.deps.LeaveOut, OnActivity: s.onActivity})
 	if err != nil {
-		s.log.Warn("project not watched: idle detection sees output only, checkpoints run on every schedule tick", zap.Error(err))
+		s.logger().Warn("project not watched: idle detection sees output only, checkpoints run on every schedule tick", zap.Error(err))
 		return
 	}
 	s.watch = w
@@ -247,7 +250,7 @@ func (s *Session) writeLock() {
 	l := &state.Lock{SessionID: s.id, DaemonPID: os.Getpid(), ChildPID: s.rec.PID,
 		ChildStartTime: s.rec.StartTime, BootID: s.rec.BootID, CreatedAt: s.deps.Clock.Now()}
 	if err := s.proj.WriteLock(l); err != nil {
-		s.log.Warn("write session lock", zap.Error(err))
+		s.logger().Warn("write session lock", zap.Error(err))
 	}
 }
 

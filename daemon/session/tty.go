@@ -91,7 +91,7 @@ func (s *Session) attachHolder(h *term.Holder) *proc.Child {
 	s.term = t
 	s.termP.Store(t)
 	go s.waitTerminal(ctx, t, report)
-	s.log.Info("terminal holder", zap.Int("holder_pid", info.HolderPID), zap.Int("pid", info.ChildPID))
+	s.logger().Info("terminal holder", zap.Int("holder_pid", info.HolderPID), zap.Int("pid", info.ChildPID))
 	return child
 }
 
@@ -109,13 +109,13 @@ func (s *Session) waitTerminal(ctx context.Context, t *terminal, report func(pro
 			return
 		case errors.Is(err, term.ErrHolderDied):
 			t.died.Store(true)
-			s.log.Error("terminal holder died", zap.Error(err))
+			s.logger().Error("terminal holder died", zap.Error(err))
 			report(proc.Exit{Code: -1})
 			return
 		}
 		// The holder runs but did not answer (out of connections, say):
 		// ask again.
-		s.log.Warn("wait for the terminal's command", zap.Error(err))
+		s.logger().Warn("wait for the terminal's command", zap.Error(err))
 		select {
 		case <-ctx.Done():
 			return
@@ -256,7 +256,7 @@ func (s *Session) RecoverTerminal(ctx context.Context) bool {
 		return false
 	}
 	s.warnRecord(fmt.Sprintf("the terminal holder was gone after a daemon restart: %v", err))
-	s.log.Warn("terminal holder gone", zap.Error(err))
+	s.logger().Warn("terminal holder gone", zap.Error(err))
 	s.Recover()
 	return false
 }

@@ -75,7 +75,7 @@ func (s *Session) give(wn warning) {
 		s.rec.Warning = &w
 		_ = s.commit()
 	}
-	s.log.Info("session warned", zap.String("reason", wn.reason), zap.Time("deadline", deadline), zap.Ints("signaled", w.Signaled))
+	s.logger().Info("session warned", zap.String("reason", wn.reason), zap.Time("deadline", deadline), zap.Ints("signaled", w.Signaled))
 }
 
 func (s *Session) writeWarningFile(deadline, now time.Time) {
@@ -87,7 +87,7 @@ func (s *Session) writeWarning(deadline, now time.Time, text string) {
 	w := &state.Warning{SessionID: s.id, WarnedAt: now, Deadline: deadline,
 		TimeLeftSeconds: int64(left / time.Second), Message: text}
 	if err := s.proj.WriteWarning(w); err != nil {
-		s.log.Warn("write warning file", zap.Error(err))
+		s.logger().Warn("write warning file", zap.Error(err))
 	}
 }
 
@@ -128,7 +128,7 @@ func (s *Session) extend(by time.Duration, byAgent bool) (ipc.Session, error) {
 		s.writeWarningFile(s.rec.Deadline, now)
 	} else if s.rec.State != ipc.StateWarned {
 		if err := s.proj.RemoveWarning(); err != nil {
-			s.log.Warn("remove warning file", zap.Error(err))
+			s.logger().Warn("remove warning file", zap.Error(err))
 		}
 	}
 	s.emit(ipc.EventExtended, fmt.Sprintf("deadline moved to %s", s.rec.Deadline.Format(time.RFC3339)),

@@ -43,7 +43,7 @@ func (s *Session) worktreeHandoff(ctx context.Context, g *checkpoint.GitFacts) *
 	}
 	n, err := worktree.CommitsAhead(ctx, wt.Repo, s.gitCredential(), wt.Base, wt.Branch)
 	if err != nil {
-		s.log.Warn("count the worktree's commits", zap.Error(err))
+		s.logger().Warn("count the worktree's commits", zap.Error(err))
 	}
 	h.CommitsAhead = n
 	return h

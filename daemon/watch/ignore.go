@@ -45,7 +45,7 @@ func alwaysIgnored(rel string) bool {
 // a nested repository has rules of its own. Each domain has its own
 // check-ignore coprocess, started on first use and stopped when idle.
 type ignorer struct {
-	log      *zap.Logger
+	log      func() *zap.Logger
 	root     string   // project root, absolute
 	patterns []string // extra patterns, relative to root
 	hub      *Hub
@@ -54,14 +54,13 @@ type ignorer struct {
 	warned   bool
 }
 
-func newIgnorer(h *Hub, log *zap.Logger, root string, patterns []string, name string) *ignorer {
+func newIgnorer(h *Hub, log func() *zap.Logger, root string, patterns []string, name string) *ignorer {
 	return &ignorer{
 		log:      log,
 		root:     root,
 		patterns: patterns,
 		hub:      h,
 		name:     name,
-		domains:  make(map[string]*checker),
 	}
 }
 
@@ -71,7 +70,7 @@ func (ig *ignorer) addDomain(rel string) {
 	if _, ok := ig.domains[rel]; ok {
 		return
 	}
-	ig.domains[rel] = &checker{ig: ig, rel: rel}
+	setIn(&ig.domains, rel, &checker{ig: ig, rel: rel})
 }
 
 // dropDomains forgets the domains at or under rel (a directory that is gone).
@@ -134,7 +133,7 @@ func (ig *ignorer) ignored(rels []string) []bool {
 			if !ig.warned {
 				ig.warned, lvl = true, zap.WarnLevel
 			}
-			ig.log.Log(lvl, "git check-ignore failed; treating paths as not ignored",
+			ig.log().Log(lvl, "git check-ignore failed; treating paths as not ignored",
 				zap.String("domain", d), zap.Error(err))
 		}
 		for j, i := range idx {
@@ -259,7 +258,7 @@ func (c *checker) configure() error {
 		}
 	} else {
 		if top != "" {
-			ig.log.Warn("not a usable git repository; using ignore files without it",
+			ig.log().Warn("not a usable git repository; using ignore files without it",
 				zap.String("dir", top))
 		}
 		empty, err := ig.hub.emptyRepo()
@@ -453,7 +452,7 @@ func (c *checker) query(paths []string) ([]bool, error) {
 		c.kill() // after this, git's stderr is no longer written
 		msg := strings.TrimSpace(stderr.String())
 		lastErr = fmt.Errorf("git check-ignore in %s on %q: %w (%s)", c.dir, paths[min(i, len(paths)-1)], err, msg)
-		c.ig.log.Debug("git check-ignore stopped", zap.Error(lastErr))
+		c.ig.log().Debug("git check-ignore stopped", zap.Error(lastErr))
 		i++ // the path git died on stays "not ignored"
 		if fails++; fails >= 3 {
 			return res, lastErr

@@ -69,7 +69,7 @@ func (w *Watch) note(paths ...string) {
 			w.lose(fmt.Sprintf("more than %d paths changed since the mark", w.opt.MaxRecord))
 			r.seq++
 		}
-		r.paths[p] = r.seq
+		setIn(&r.paths, p, r.seq)
 	}
 }
 

@@ -184,21 +184,21 @@ func (w *Watch) enter(d string) ([]fs.DirEntry, error) {
 			polled = false
 		case isLimit(err):
 			if !polled {
-				w.polled[d] = nil // its names are filled in below
+				setIn(&w.polled, d, nil) // its names are filled in below
 				polled = true
 				w.markLost("an inotify limit was reached")
 				if !w.degradedLogged {
 					w.degradedLogged = true
-					w.log.Warn("inotify limit reached; directories past it are rescanned periodically instead of watched",
+					w.logger().Warn("inotify limit reached; directories past it are rescanned periodically instead of watched",
 						zap.Duration("every", w.opt.Rescan), zap.Error(err), zap.String("fix", limitAdvice(err)))
 				}
 			}
 		case errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
 			return nil, fmt.Errorf("watch %s: %w", abs, err) // gone meanwhile
 		default:
-			w.log.Warn("cannot watch directory; skipping it and what is under it",
+			w.logger().Warn("cannot watch directory; skipping it and what is under it",
 				zap.String("dir", d), zap.Error(err))
-			w.skipped[d] = struct{}{}
+			setIn(&w.skipped, d, struct{}{})
 			w.markLost("a directory could not be watched")
 			return nil, fmt.Errorf("watch %s: %w", abs, err)
 		}
@@ -208,9 +208,9 @@ func (w *Watch) enter(d string) ([]fs.DirEntry, error) {
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 			w.unwatch(d)
 		} else {
-			w.log.Warn("cannot list directory; what is under it is not watched",
+			w.logger().Warn("cannot list directory; what is under it is not watched",
 				zap.String("dir", d), zap.Error(err))
-			w.skipped[d] = struct{}{}
+			setIn(&w.skipped, d, struct{}{})
 			w.markLost("a directory could not be listed")
 		}
 		return nil, fmt.Errorf("list %s: %w", abs, err)
@@ -277,14 +277,14 @@ func (w *Watch) poll() {
 		if err := w.hub.watchDir(abs, w); err == nil {
 			w.dirs[d], _ = lstatDir(abs)
 			delete(w.polled, d)
-			w.log.Info("directory watched again after the inotify limit", zap.String("dir", d))
+			w.logger().Info("directory watched again after the inotify limit", zap.String("dir", d))
 		}
 		entries, err := w.hub.readDir(abs)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 				removed[d] = struct{}{}
 			} else {
-				w.log.Warn("cannot list directory", zap.String("dir", d), zap.Error(err))
+				w.logger().Warn("cannot list directory", zap.String("dir", d), zap.Error(err))
 			}
 			continue
 		}

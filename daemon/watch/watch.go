@@ -121,14 +121,15 @@ type Watch struct {
 	root     string // absolute, symlinks resolved
 	opt      Options
 	leaveOut map[string]bool // shared by the watches of one list: read only
-	log      *zap.Logger
 	ign      *ignorer
 	rootDev  uint64
 	rootIno  uint64
 	started  time.Time
 
 	// Owned by the watch's goroutine (by Hub.Watch before it starts, by Close
-	// after it ends). Keys are paths relative to root, "" for root.
+	// after it ends). Keys are paths relative to root, "" for root. The
+	// maps but dirs are made when first written to (setIn): an idle watch
+	// of a small project holds none.
 	dirs           map[string]dirID               // watched through inotify: which directory
 	polled         map[string]map[string]struct{} // rescanned: names seen last time
 	skipped        map[string]struct{}            // could not be watched or listed
@@ -165,6 +166,20 @@ type Watch struct {
 	rootGone     bool
 	closed       bool
 	rec          changeRecord
+}
+
+// logger is the hub's logger with the watch's project on every entry,
+// made for each use: a watch rarely logs, and holds no logger of its own.
+func (w *Watch) logger() *zap.Logger {
+	return lazylog.With(w.hub.log, zap.String("project", w.root))
+}
+
+// setIn sets m[k] = v, making the map first if need be.
+func setIn[K comparable, V any](m *map[K]V, k K, v V) {
+	if *m == nil {
+		*m = make(map[K]V)
+	}
+	(*m)[k] = v
 }
 
 type queued struct {
@@ -206,16 +221,10 @@ func (h *Hub) Watch(root string, opt Options) (*Watch, error) {
 		opt:      opt.withDefaults(),
 		leaveOut: h.leaveOutSet(opt.LeaveOut),
 		dirs:     make(map[string]dirID),
-		polled:   make(map[string]map[string]struct{}),
-		skipped:  make(map[string]struct{}),
-		queue:    make(map[string]queued),
 		wake:     make(chan struct{}, 1),
 		flush:    make(chan chan struct{}, 8),
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
-		changed:  make(map[string]struct{}),
-		more:     make(map[uint64]struct{}),
-		rec:      changeRecord{paths: make(map[string]uint64)},
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		w.rootDev, w.rootIno = uint64(st.Dev), st.Ino
@@ -226,8 +235,7 @@ func (h *Hub) Watch(root string, opt Options) (*Watch, error) {
 	if err := h.register(w); err != nil {
 		return nil, fmt.Errorf("watch %s: %w", root, err)
 	}
-	w.log = lazylog.With(h.log, zap.String("project", real))
-	w.ign = newIgnorer(h, w.log, real, w.opt.Ignore, fmt.Sprintf("w%d", w.id))
+	w.ign = newIgnorer(h, w.logger, real, w.opt.Ignore, fmt.Sprintf("w%d", w.id))
 	w.started = time.Now()
 	w.lastPoll = w.started
 	if err := w.scan("", scanQuiet, time.Time{}, false); err != nil {
@@ -333,7 +341,7 @@ func (w *Watch) enqueue(rel string, op fsnotify.Op, t time.Time) {
 	if q, ok := w.queue[rel]; ok {
 		w.queue[rel] = queued{op: q.op | op, t: t}
 	} else if len(w.queue) < maxQueued {
-		w.queue[rel] = queued{op: op, t: t}
+		setIn(&w.queue, rel, queued{op: op, t: t})
 	} else {
 		w.rescan = true
 	}
@@ -501,19 +509,19 @@ func (w *Watch) isRootGone() bool {
 func (w *Watch) handleQueue() {
 	w.qmu.Lock()
 	batch, rescan := w.queue, w.rescan
-	w.queue, w.rescan = make(map[string]queued), false
+	w.queue, w.rescan = nil, false
 	w.qmu.Unlock()
 
 	if w.ign.excludesChanged() {
 		// git reads info/exclude once per process, and what it ignored was
 		// never watched: start afresh, as after a root .gitignore change.
-		w.log.Info("info/exclude changed; re-reading the tree")
+		w.logger().Info("info/exclude changed; re-reading the tree")
 		w.ign.stop()
 		_ = w.scan("", scanQuiet, time.Time{}, true)
 		w.markLost("ignore rules changed (info/exclude)")
 	}
 	if rescan {
-		w.log.Warn("events were lost (inotify queue overflow); rescanning the project")
+		w.logger().Warn("events were lost (inotify queue overflow); rescanning the project")
 		w.fullRescan()
 		w.markLost("events were lost (inotify queue overflow); the tree was rescanned")
 	}
@@ -577,7 +585,7 @@ func (w *Watch) handleBatch(batch map[string]queued) {
 				continue
 			}
 			if !errors.Is(err, os.ErrNotExist) {
-				w.log.Debug("cannot stat changed path", zap.String("path", rel), zap.Error(err))
+				w.logger().Debug("cannot stat changed path", zap.String("path", rel), zap.Error(err))
 			}
 			if w.inLeaveOut(rel, true) {
 				// Most likely the left-out directory itself went: not an
@@ -667,7 +675,7 @@ func (w *Watch) handleBatch(batch map[string]queued) {
 		_ = w.scan(d, scanCreated, time.Time{}, false)
 	}
 	if len(gitignores) > 0 {
-		w.log.Info("ignore rules changed; re-reading the tree", zap.Strings("gitignore_dirs", gitignores))
+		w.logger().Info("ignore rules changed; re-reading the tree", zap.Strings("gitignore_dirs", gitignores))
 		for _, d := range outermost(gitignores) {
 			if _, ok := w.dirs[d]; ok || d == "" {
 				_ = w.scan(d, scanQuiet, time.Time{}, true)
@@ -716,7 +724,7 @@ func (w *Watch) addChanged(rel string) {
 		return
 	}
 	if len(w.changed) < w.opt.MaxFiles {
-		w.changed[rel] = struct{}{}
+		setIn(&w.changed, rel, struct{}{})
 		return
 	}
 	if len(w.more) >= maxMoreTracked {
@@ -727,7 +735,7 @@ func (w *Watch) addChanged(rel string) {
 	_, _ = h.Write([]byte(rel))
 	sum := h.Sum64()
 	if _, ok := w.more[sum]; !ok {
-		w.more[sum] = struct{}{}
+		setIn(&w.more, sum, struct{}{})
 		w.moreCount++
 	}
 }
@@ -748,7 +756,7 @@ func (w *Watch) rootAlive() bool {
 // markRootGone stops the watch of a project whose directory went away; the
 // stats stay.
 func (w *Watch) markRootGone() {
-	w.log.Warn("project directory removed or moved away; its watch has stopped")
+	w.logger().Warn("project directory removed or moved away; its watch has stopped")
 	w.teardown()
 	w.smu.Lock()
 	w.rootGone = true

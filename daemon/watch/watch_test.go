@@ -666,7 +666,7 @@ func TestCheckerSurvivesGitDying(t *testing.T) {
 	if err := os.Symlink("/tmp", filepath.Join(root, "lnk")); err != nil {
 		t.Fatal(err)
 	}
-	ig := newIgnorer(h, h.log, root, nil, "t")
+	ig := newIgnorer(h, func() *zap.Logger { return h.log }, root, nil, "t")
 	defer ig.close()
 	got := ig.ignored([]string{"a.log", "lnk/x.log", "b.log", "c.txt"})
 	if want := []bool{true, false, true, false}; !slices.Equal(got, want) {
