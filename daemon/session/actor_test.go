@@ -3,10 +3,13 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -304,4 +307,89 @@ func TestSendToAnEndedSession(t *testing.T) {
 			t.Fatalf("stop of an ended session: %v, want ErrEnded", err)
 		}
 	}
+}
+
+// sessionGoroutines counts the goroutines running a session's code.
+func sessionGoroutines() int {
+	buf := make([]byte, 1<<20)
+	n := runtime.Stack(buf, true)
+	count := 0
+	for g := range strings.SplitSeq(string(buf[:n]), "\n\n") {
+		if strings.Contains(g, "daemon/session.(*Session)") {
+			count++
+		}
+	}
+	return count
+}
+
+// TestParkedSessions: a running session that nothing happens to holds no
+// goroutine, and whatever happens to it wakes it: a request, its timer,
+// its child's exit, a stop.
+func TestParkedSessions(t *testing.T) {
+	r := newRig(t)
+	const n = 20
+	r.ended = make(chan *Session, n)
+	var ss []*Session
+	for i := range n {
+		dir, _ := filepath.EvalSymlinks(t.TempDir())
+		s := New(Params{ID: fmt.Sprintf("park%d", i), UID: os.Geteuid(), Project: openProject(t, dir), Spec: testSpec("sleep", "100")}, &r.deps)
+		s.Start()
+		<-s.Started()
+		if err := s.TakeStartInfo().Err; err != nil {
+			t.Fatalf("start: %v", err)
+		}
+		ss = append(ss, s)
+	}
+	parked := func(what string) {
+		t.Helper()
+		var got int
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if got = sessionGoroutines(); got == 0 {
+				return
+			}
+		}
+		t.Fatalf("%s: %d goroutines run sessions' code, want none", what, got)
+	}
+	parked("after the start")
+
+	// A request is answered by a parked session.
+	rec, err := ss[0].Extend(context.Background(), 30*time.Minute, false)
+	if err != nil || !rec.Deadline.Equal(t0.Add(90*time.Minute)) {
+		t.Fatalf("extend a parked session: %v, deadline %v", err, rec.Deadline)
+	}
+	parked("after a request")
+
+	// Their timers wake them: every one is warned (but the one extended).
+	r.clock.Advance(50 * time.Minute)
+	for _, s := range ss[1:] {
+		waitState(t, s, ipc.StateWarned)
+	}
+	if st := ss[0].Snapshot().State; st != ipc.StateRunning {
+		t.Errorf("the session extended is %s at the old warning time, want running", st)
+	}
+	parked("after the warnings")
+
+	// A child's exit wakes its session, which ends.
+	if err := syscall.Kill(ss[1].Snapshot().PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-ss[1].Done()
+	if end := ss[1].Snapshot(); end.State != ipc.StateEnded || end.Signal != "SIGKILL" {
+		t.Errorf("after its child was killed: %s, signal %q; want ended by SIGKILL", end.State, end.Signal)
+	}
+	parked("after an end")
+
+	for _, s := range ss[2:] {
+		if err := s.Stop(context.Background(), Interrupted, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = ss[0].Stop(context.Background(), Interrupted, -1)
+	for _, s := range ss {
+		<-s.Exited()
+		if end := s.Snapshot(); end.State != ipc.StateEnded {
+			t.Errorf("%s is %s, want ended", s.ID(), end.State)
+		}
+	}
+	parked("after the stops")
 }
