@@ -109,22 +109,22 @@ func (d *Daemon) ListSessions(ctx context.Context, c ipc.Caller, opt ipc.ListOpt
 			}
 		}
 	}
-	var out []ipc.Session
+	out := make([]ipc.Session, 0, len(all))
 	for _, s := range all {
 		if !visible(c, s) || (opt.Project != "" && s.ProjectDir() != opt.Project) || restarted[s.ID()] {
 			continue
 		}
-		rec := s.Snapshot()
-		if !opt.All && !ipc.Live(rec.State) {
+		if !opt.All && !ipc.Live(s.State()) {
 			continue
 		}
+		rec := s.Snapshot()
 		rec.Spec = nil
 		out = append(out, rec)
 	}
 	if opt.Stats {
-		byID := map[string]*session.Session{}
+		byID := make(map[string]*session.Session, len(out))
 		for _, s := range all {
-			if ipc.Live(s.Snapshot().State) {
+			if ipc.Live(s.State()) {
 				byID[s.ID()] = s
 			}
 		}

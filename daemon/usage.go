@@ -61,15 +61,17 @@ func (m *usageMeter) fill(sessions map[string]*session.Session, recs []ipc.Sessi
 			}
 		}
 		if fresh {
-			for _, i := range idx {
-				u := m.shown[recs[i].ID]
-				recs[i].Usage = &u
+			us := make([]ipc.Usage, len(idx))
+			for k, i := range idx {
+				us[k] = m.shown[recs[i].ID]
+				recs[i].Usage = &us[k]
 			}
 			return
 		}
 	}
 	m.sampled = now
 	clear(m.shown)
+	us := make([]ipc.Usage, len(idx))
 	for k, u := range proc.UsageOf(qs) {
 		s := sessions[recs[idx[k]].ID]
 		prev, ok := m.last[s.ID()]
@@ -82,9 +84,9 @@ func (m *usageMeter) fill(sessions map[string]*session.Session, recs []ipc.Sessi
 		if since > 0 {
 			pct = float64(used) / float64(since) * 100
 		}
-		shown := ipc.Usage{CPUPercent: pct, RSSBytes: u.RSS, Procs: u.Procs}
-		m.shown[s.ID()] = shown
-		recs[idx[k]].Usage = &shown
+		us[k] = ipc.Usage{CPUPercent: pct, RSSBytes: u.RSS, Procs: u.Procs}
+		m.shown[s.ID()] = us[k]
+		recs[idx[k]].Usage = &us[k]
 	}
 	for id := range m.last {
 		if _, ok := sessions[id]; !ok {

@@ -142,7 +142,20 @@ func (c *Client) Sessions(ctx context.Context, opt ListOptions) ([]Session, erro
 func (c *Client) SessionRows(ctx context.Context, opt ListOptions) ([]SessionRow, error) {
 	q := listQuery(opt)
 	q.Set("view", "row")
-	return do[[]SessionRow](ctx, c, http.MethodGet, "/sessions", q, nil)
+	resp, err := c.send(ctx, http.MethodGet, "/sessions", q, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("read GET /sessions response: %w", err)
+	}
+	rows, err := DecodeRows(data)
+	if err != nil {
+		return nil, fmt.Errorf("decode GET /sessions response: %w", err)
+	}
+	return rows, nil
 }
 
 // Restart stops a session if it runs and starts its spec again.

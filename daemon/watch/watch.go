@@ -153,8 +153,11 @@ type Watch struct {
 	running atomic.Bool
 	ended   bool
 
-	smu          sync.Mutex
-	changed      map[string]struct{}
+	smu     sync.Mutex
+	changed map[string]struct{}
+	// changedList is changed sorted, as Stats last made it: shared by the
+	// Stats that follow until changed grows (never modified in place).
+	changedList  []string
 	more         map[uint64]struct{}
 	moreCount    int
 	lastEdited   string
@@ -284,11 +287,16 @@ func (w *Watch) Close() error {
 func (w *Watch) Stats() Stats {
 	w.smu.Lock()
 	defer w.smu.Unlock()
-	files := make([]string, 0, len(w.changed))
-	for f := range w.changed {
-		files = append(files, f)
+	if w.changedList == nil || len(w.changedList) != len(w.changed) {
+		// The set only grows: a list as long as the set is the set.
+		files := make([]string, 0, len(w.changed))
+		for f := range w.changed {
+			files = append(files, f)
+		}
+		sort.Strings(files)
+		w.changedList = files
 	}
-	sort.Strings(files)
+	files := w.changedList
 	return Stats{
 		FilesChanged:     files,
 		FilesChangedMore: w.moreCount,

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"go.uber.org/zap"
 
@@ -231,15 +233,29 @@ func intParam(v, name string) (int, error) {
 // writeJSON writes v as the compact JSON response with status: sessionctl
 // indents what it shows, and jq does for curl.
 func writeJSON(w http.ResponseWriter, status int, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
+	buf := jsonBufs.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledBuf {
+			buf.Reset()
+			jsonBufs.Put(buf)
+		}
+	}()
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(buf.Bytes())
 	return nil
 }
+
+// jsonBufs are the buffers replies are encoded into: a listing of a
+// thousand sessions is some 300 KB, made once rather than grown each time.
+var jsonBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBuf is the largest buffer kept for the next reply.
+const maxPooledBuf = 4 << 20
 
 func writeError(w http.ResponseWriter, e *ipc.Error) {
 	status := e.Status
