@@ -41,7 +41,8 @@ type watchedLog struct {
 	onWrite func(time.Time)
 	// file rotates the log within its cap as it is written.
 	file *logfile.Log
-	// changed is closed (and replaced) at every write, to wake followers.
+	// changed is closed at the next write, to wake followers; made when
+	// one asks (nil while none waits).
 	mu      sync.Mutex
 	changed chan struct{}
 }
@@ -118,7 +119,7 @@ func (o *outputWatcher) close() {
 // WatchLog implements session.OutputWatcher: the log is rotated within
 // log_max_size × log_keep as it is written.
 func (o *outputWatcher) WatchLog(path string, onWrite func(time.Time)) (unwatch func()) {
-	l := &watchedLog{path: path, onWrite: onWrite, changed: make(chan struct{})}
+	l := &watchedLog{path: path, onWrite: onWrite}
 	opt := o.opt
 	o.mu.Lock()
 	opt.PriorUnknown = o.adopted[path]
@@ -196,13 +197,18 @@ func (o *outputWatcher) changes(path string) <-chan struct{} {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.changed == nil {
+		l.changed = make(chan struct{})
+	}
 	return l.changed
 }
 
 func (l *watchedLog) wake() {
 	l.mu.Lock()
-	close(l.changed)
-	l.changed = make(chan struct{})
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
 	l.mu.Unlock()
 }
 

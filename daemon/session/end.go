@@ -25,6 +25,15 @@ func (s *Session) end(reason Reason, exit proc.Exit) {
 	now := s.deps.Clock.Now()
 	s.killAll()
 	devServer := s.stopSidecars()
+	// Nothing of the session writes its log any more: its end is read
+	// for the handoff while the log is still open (a tty session's end is
+	// its screen, which its holder records).
+	var tail []string
+	if !s.onTerminal() {
+		if tail = s.logTail(handoffTail); tail == nil {
+			tail = []string{}
+		}
+	}
 	if s.unwatchLog != nil {
 		s.unwatchLog()
 	}
@@ -54,21 +63,25 @@ func (s *Session) end(reason Reason, exit proc.Exit) {
 	}
 	s.rec.DevServerWasRunning = devServer
 	_ = s.commit()
-	s.finishEnd(reason)
+	s.finishEnd(reason, tail)
 }
+
+// handoffTail is how many lines of the session's output the handoff has.
+const handoffTail = 20
 
 // finishEnd writes the account of an end already in the record, releases
 // the project, and turns the session ended. It is what a restarted daemon
 // runs for a session whose end the previous one recorded but did not
-// finish: every step may run twice without doubling anything.
-func (s *Session) finishEnd(reason Reason) {
+// finish: every step may run twice without doubling anything. tail is
+// the end of the session's output, nil to read it now.
+func (s *Session) finishEnd(reason Reason, tail []string) {
 	// A handoff that cannot be written (a full disk) is retried until it
 	// lands, and said so in the record meanwhile: the session stays
 	// stopping, its end recorded, and a daemon that stops first leaves the
 	// rest to the next one.
 	delay := time.Second
 	for {
-		err := s.writeAccount(reason)
+		err := s.writeAccount(reason, tail)
 		if err == nil {
 			break
 		}
@@ -127,12 +140,19 @@ func (s *Session) waitRetry(d time.Duration) bool {
 // writeAccount writes what the next session needs to know, with the
 // session's user's rights: the handoff (the project's, and the archive in
 // the state dir), the session state and the progress entry. It returns
-// what could not be written.
-func (s *Session) writeAccount(reason Reason) error {
+// what could not be written. tail is the end of the output, nil to read
+// it now.
+func (s *Session) writeAccount(reason Reason, tail []string) error {
 	p := s.proj
+	if tail == nil {
+		tail = s.logTail(handoffTail)
+	}
+	if len(tail) == 0 {
+		tail = nil // read and empty: as the handoff always said it
+	}
 	in := accountInput{
 		Rec: s.rec, Spec: s.spec, Reason: reason, Now: *s.rec.EndedAt,
-		LogTail: s.logTail(20), FeaturesAtStart: s.featuresAtStart,
+		LogTail: tail, FeaturesAtStart: s.featuresAtStart,
 	}
 	if in.Rec.Report != nil {
 		in.Report = *in.Rec.Report

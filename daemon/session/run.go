@@ -69,7 +69,7 @@ func (s *Session) Recover() {
 		s.child = proc.Gone(s.rec.PID)
 		if s.rec.EndedAt != nil && Reason(s.rec.EndReason).Valid() {
 			s.logger().Info("finishing the end an earlier daemon recorded", zap.String("reason", s.rec.EndReason))
-			s.finishEnd(Reason(s.rec.EndReason))
+			s.finishEnd(Reason(s.rec.EndReason), nil)
 			return
 		}
 		s.ckpt.last = s.startedAt
