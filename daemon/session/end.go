@@ -95,11 +95,16 @@ func (s *Session) finishEnd(reason Reason, tail []string) {
 	}
 	s.rec.Error = ""
 	if p := s.proj; p != nil {
-		if l, err := p.ReadLock(); err == nil && l.SessionID == s.id {
-			_ = p.RemoveLock()
-		}
-		if err := p.RemoveWarning(); err != nil {
-			s.logger().Debug("remove warning file", zap.Error(err))
+		var warnErr error
+		_ = p.Hold(func(q *state.Project) error {
+			if l, err := q.ReadLock(); err == nil && l.SessionID == s.id {
+				_ = q.RemoveLock()
+			}
+			warnErr = q.RemoveWarning()
+			return nil
+		})
+		if warnErr != nil {
+			s.logger().Debug("remove warning file", zap.Error(warnErr))
 		}
 	}
 	s.rec.State = ipc.StateEnded
@@ -184,12 +189,15 @@ func (s *Session) writeAccount(reason Reason, tail []string) error {
 			keep = []string{}
 		}
 		s.rec.FilesChanged, in.Rec.FilesChanged = keep, keep
-		in.Features, in.FeaturesErr = p.LoadFeatures(s.spec.FeatureList)
-		prev, err := p.LoadSessionState()
-		if err != nil {
-			s.logger().Warn("session state", zap.Error(err))
+		var prevErr error
+		_ = p.Hold(func(q *state.Project) error {
+			in.Features, in.FeaturesErr = q.LoadFeatures(s.spec.FeatureList)
+			in.Previous, prevErr = q.LoadSessionState()
+			return nil
+		})
+		if prevErr != nil {
+			s.logger().Warn("session state", zap.Error(prevErr))
 		}
-		in.Previous = prev
 		in.Worktree = s.worktreeHandoff(ctx, in.Git)
 	}
 
@@ -206,16 +214,21 @@ func (s *Session) writeAccount(reason Reason, tail []string) error {
 		// Each step may run again after a failure without doubling
 		// anything: the files are replaced whole, and the progress entry
 		// is appended once per session.
-		if err := p.SaveHandoff(h); err != nil {
-			errs = append(errs, err)
-		}
-		if err := p.SaveSessionState(buildSessionState(in, h)); err != nil {
-			errs = append(errs, err)
-		}
-		if _, err := p.AppendProgress(s.spec.ProgressFile, buildProgressEntry(in, h)); err != nil && !errors.Is(err, state.ErrOutsideProject) {
-			errs = append(errs, err)
-		} else if err != nil {
-			s.logger().Error("progress log refused", zap.Error(err))
+		var progressErr error
+		_ = p.Hold(func(q *state.Project) error {
+			if err := q.SaveHandoff(h); err != nil {
+				errs = append(errs, err)
+			}
+			if err := q.SaveSessionState(buildSessionState(in, h)); err != nil {
+				errs = append(errs, err)
+			}
+			_, progressErr = q.AppendProgress(s.spec.ProgressFile, buildProgressEntry(in, h))
+			return nil
+		})
+		if progressErr != nil && !errors.Is(progressErr, state.ErrOutsideProject) {
+			errs = append(errs, progressErr)
+		} else if progressErr != nil {
+			s.logger().Error("progress log refused", zap.Error(progressErr))
 		}
 		s.rec.HandoffPath = filepath.Join(p.StateDir(), state.HandoffFile)
 	}

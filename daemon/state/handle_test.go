@@ -253,3 +253,75 @@ func TestExisting(t *testing.T) {
 		t.Errorf("existing = %v", got)
 	}
 }
+
+// TestProjectHold: the operations inside a Hold share one opening of the
+// project directory and of its .sessiond (a rename of the project's path
+// during it does not lead them elsewhere), work as they do outside one,
+// and leave no descriptor open after it.
+func TestProjectHold(t *testing.T) {
+	base := t.TempDir()
+	project := filepath.Join(base, "p")
+	if err := os.Mkdir(project, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p, err := OpenProject(project, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.EnsureStateDir(); err != nil {
+		t.Fatal(err)
+	}
+	fds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skip(err)
+		}
+		return len(ents)
+	}
+	before := fds()
+	moved := filepath.Join(base, "moved")
+	err = p.Hold(func(q *Project) error {
+		if err := q.SaveSessionState(&SessionState{ProgressPct: 25}); err != nil {
+			return err
+		}
+		// The path now names another directory; the held one is still
+		// the project.
+		if err := os.Rename(project, moved); err != nil {
+			return err
+		}
+		if err := os.Mkdir(project, 0o755); err != nil {
+			return err
+		}
+		if s, err := q.LoadSessionState(); err != nil || s == nil || s.ProgressPct != 25 {
+			t.Errorf("LoadSessionState in the Hold: %+v, %v; want what the Hold wrote", s, err)
+		}
+		if err := q.SaveHandoff(&Handoff{SessionID: "s1"}); err != nil {
+			return err
+		}
+		if _, err := q.AppendProgress("", ProgressEntry{SessionID: "s1", Time: time.Now()}); err != nil {
+			return err
+		}
+		return q.RemoveWarning()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := fds(); n != before {
+		t.Errorf("%d descriptors open after the Hold, %d before", n, before)
+	}
+	for _, f := range []string{SessionStateFile, HandoffFile, ProgressFile} {
+		if _, err := os.Stat(filepath.Join(moved, DirName, f)); err != nil {
+			t.Errorf("%s not in the directory the Hold opened: %v", f, err)
+		}
+		if _, err := os.Stat(filepath.Join(project, DirName, f)); err == nil {
+			t.Errorf("%s in the directory the path names now", f)
+		}
+	}
+	// Outside a Hold, each operation walks the path again.
+	if err := p.SaveSessionState(&SessionState{ProgressPct: 75}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(project, DirName, SessionStateFile)); err != nil {
+		t.Errorf("after the Hold: %v", err)
+	}
+}

@@ -27,6 +27,35 @@ var ErrProjectUnreachable = errors.New("project directory does not exist or is n
 type Project struct {
 	dir   string
 	owner *Owner // nil: the daemon's own rights
+	// held are the directories a Hold opened once for the operations
+	// inside it (nil outside one).
+	held *heldDirs
+}
+
+// heldDirs are the project directory and its .sessiond (-1 until an
+// operation needs it), open for the length of a Hold.
+type heldDirs struct {
+	root, sd int
+}
+
+// Hold runs fn with a handle of the project whose operations share one
+// opening of the project directory and of its .sessiond, under the
+// owner's identity taken once: the steps of a session's end cost one walk
+// of the path, not one each. The handle is valid only inside fn, and fn
+// must do nothing but the project's operations (it runs as the owner).
+func (p *Project) Hold(fn func(q *Project) error) error {
+	if p.held != nil {
+		return fn(p)
+	}
+	return p.do(func(root int) error {
+		q := &Project{dir: p.dir, owner: p.owner, held: &heldDirs{root: root, sd: -1}}
+		defer func() {
+			if q.held.sd >= 0 {
+				unix.Close(q.held.sd)
+			}
+		}()
+		return fn(q)
+	})
 }
 
 // OpenProject returns the handle for the project directory dir, resolved
@@ -104,6 +133,9 @@ func (e *unreachableError) Is(target error) bool { return target == ErrProjectUn
 
 // do runs fn with the owner's identity and a directory fd of the project.
 func (p *Project) do(fn func(root int) error) error {
+	if p.held != nil {
+		return fn(p.held.root)
+	}
 	return runAs(p.owner, func() error {
 		root, err := openat(unix.AT_FDCWD, p.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
 		if err != nil {
@@ -126,8 +158,23 @@ func (p *Project) display(rel string) string {
 // 0700) if create is set. A .sessiond that is a symlink or not a directory
 // is refused; the mode is set to 0700 through the opened descriptor, so it
 // can only ever change the directory that was checked. Without create, a
-// missing .sessiond gives an error wrapping fs.ErrNotExist.
+// missing .sessiond gives an error wrapping fs.ErrNotExist. Inside a Hold
+// it is a duplicate of the one the Hold opened first.
 func (p *Project) stateDir(root int, create bool) (int, error) {
+	if h := p.held; h != nil && h.root == root {
+		if h.sd < 0 {
+			fd, err := p.openStateDir(root, create)
+			if err != nil {
+				return -1, err
+			}
+			h.sd = fd
+		}
+		return unix.FcntlInt(uintptr(h.sd), unix.F_DUPFD_CLOEXEC, 0)
+	}
+	return p.openStateDir(root, create)
+}
+
+func (p *Project) openStateDir(root int, create bool) (int, error) {
 	sd := p.StateDir()
 	if create {
 		if err := unix.Mkdirat(root, DirName, 0o700); err != nil && err != unix.EEXIST {
