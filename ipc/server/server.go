@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"sync"
 
 	"go.uber.org/zap"
 
@@ -233,29 +231,21 @@ func intParam(v, name string) (int, error) {
 // writeJSON writes v as the compact JSON response with status: sessionctl
 // indents what it shows, and jq does for curl.
 func writeJSON(w http.ResponseWriter, status int, v any) error {
-	buf := jsonBufs.Get().(*bytes.Buffer)
-	defer func() {
-		if buf.Cap() <= maxPooledBuf {
-			buf.Reset()
-			jsonBufs.Put(buf)
-		}
-	}()
-	if err := json.NewEncoder(buf).Encode(v); err != nil {
+	b, err := json.Marshal(v)
+	if err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	// The newline apart: appended, it would copy a listing of a thousand
+	// sessions (some 300 KB) once more.
+	_, _ = w.Write(b)
+	_, _ = w.Write(newline)
 	return nil
 }
 
-// jsonBufs are the buffers replies are encoded into: a listing of a
-// thousand sessions is some 300 KB, made once rather than grown each time.
-var jsonBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-// maxPooledBuf is the largest buffer kept for the next reply.
-const maxPooledBuf = 4 << 20
+var newline = []byte{'\n'}
 
 func writeError(w http.ResponseWriter, e *ipc.Error) {
 	status := e.Status
