@@ -190,7 +190,7 @@ func (s *rowScanner) value(r *SessionRow, key int) {
 	case keyTTY:
 		r.TTY = s.bool()
 	case keyUsage:
-		s.object(&r.Usage)
+		r.Usage = s.usage()
 	case keyAgent:
 		s.object(&r.Agent)
 	case keyTokens:
@@ -300,6 +300,139 @@ func (s *rowScanner) strings() []string {
 	return nil
 }
 
+// usage takes a Usage, in every row of a listing with stats: its three
+// numbers in one pass, anything else through encoding/json.
+func (s *rowScanner) usage() *Usage {
+	if s.null() {
+		return nil
+	}
+	start := s.i
+	u := &Usage{}
+	if s.usageFields(u) {
+		return u
+	}
+	if !s.ok {
+		return nil
+	}
+	s.i = start
+	var v *Usage
+	nested(s, &v)
+	return v
+}
+
+// usageFields reads {"cpu_percent":N,"rss_bytes":N,"procs":N} in any
+// order, false (s.ok kept) for anything else.
+func (s *rowScanner) usageFields(u *Usage) bool {
+	if !s.eat('{') {
+		return false
+	}
+	s.space()
+	if s.eat('}') {
+		return true
+	}
+	seen := 0
+	for {
+		k, ok := s.str()
+		if !ok {
+			return false
+		}
+		bit := 0
+		switch string(k) {
+		case "cpu_percent":
+			bit = 1
+		case "rss_bytes":
+			bit = 2
+		case "procs":
+			bit = 4
+		}
+		if bit == 0 || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		s.space()
+		if !s.eat(':') {
+			return false
+		}
+		s.space()
+		lit, isInt := s.number()
+		if lit == nil {
+			return false
+		}
+		switch bit {
+		case 1:
+			f, err := strconv.ParseFloat(string(lit), 64)
+			if err != nil {
+				return false
+			}
+			u.CPUPercent = f
+		case 2, 4:
+			if !isInt {
+				return false
+			}
+			n, err := strconv.ParseInt(string(lit), 10, 64)
+			if err != nil || (bit == 4 && int64(int(n)) != n) {
+				return false
+			}
+			if bit == 2 {
+				u.RSSBytes = n
+			} else {
+				u.Procs = int(n)
+			}
+		}
+		s.space()
+		if s.eat('}') {
+			return true
+		}
+		if !s.eat(',') {
+			return false
+		}
+		s.space()
+	}
+}
+
+// number takes a number in JSON's grammar and returns its literal (nil if
+// none is next), and whether it is an integer (no fraction or exponent).
+func (s *rowScanner) number() (lit []byte, isInt bool) {
+	start := s.i
+	digits := func() int {
+		n := 0
+		for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+			s.i++
+			n++
+		}
+		return n
+	}
+	if s.i < len(s.b) && s.b[s.i] == '-' {
+		s.i++
+	}
+	first := s.i
+	if n := digits(); n == 0 || (n > 1 && s.b[first] == '0') {
+		s.i = start
+		return nil, false
+	}
+	isInt = true
+	if s.i < len(s.b) && s.b[s.i] == '.' {
+		s.i++
+		if digits() == 0 {
+			s.i = start
+			return nil, false
+		}
+		isInt = false
+	}
+	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		s.i++
+		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
+			s.i++
+		}
+		if digits() == 0 {
+			s.i = start
+			return nil, false
+		}
+		isInt = false
+	}
+	return s.b[start:s.i], isInt
+}
+
 // int takes an integer in JSON's grammar: no sign but minus, no leading
 // zero, no fraction or exponent.
 func (s *rowScanner) int() int {
@@ -385,8 +518,6 @@ func nested[T any](s *rowScanner, v **T) {
 
 func (s *rowScanner) object(v any) {
 	switch v := v.(type) {
-	case **Usage:
-		nested(s, v)
 	case **Agent:
 		nested(s, v)
 	case **Tokens:

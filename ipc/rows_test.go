@@ -69,6 +69,9 @@ func TestDecodeRowsLeavesTheRestToEncodingJSON(t *testing.T) {
 		`[{"usage":{"cpu_percent":"x"}}]`, `[{"usage":{"procs":2},"tty":true}] trailing`, `[{"tty":1}]`,
 		`[{"command":["a",null,"b\"c"]}]`, `[{"command":"a"}]`, `[`, `[{`, `[{"id"`, `[{"id":}]`, `[,]`, `[{}{}]`,
 		`[{"usage":null,"agent":null,"ended_at":null,"command":null,"name":null}]`,
+		`[{"usage":{"rss_bytes":1.5}}]`, `[{"usage":{"procs":1e2}}]`, `[{"usage":{"cpu_percent":1e999}}]`,
+		`[{"usage":{"cpu_percent":-0.5e-3,"procs":2}}]`, `[{"usage":{"procs":2,"procs":3}}]`, `[{"usage":{"x":1}}]`,
+		`[{"usage":{"cpu_percent":01}}]`, `[{"usage":{}}]`, `[{"usage":{"rss_bytes":9223372036854775808}}]`,
 	} {
 		assertSameAsJSON(t, []byte(doc))
 	}
@@ -112,6 +115,7 @@ func BenchmarkDecodeRows(b *testing.B) {
 	for i := range 1000 {
 		r := sampleRows()[0]
 		r.ID, r.Name, r.ProjectDir = fmt.Sprintf("s%07d", i), fmt.Sprint(i), fmt.Sprintf("/tmp/p/%d", i)
+		r.Usage = &Usage{CPUPercent: 0.1, RSSBytes: 1 << 20, Procs: 1} // as ps asks: with stats
 		rows = append(rows, r)
 	}
 	data, _ := json.Marshal(rows)
