@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"text/template"
 	"time"
@@ -135,8 +136,8 @@ func makeRow(s ipc.SessionRow, now time.Time, noTrunc bool) psRow {
 		Project: clip(ipc.TerminalLine(filepath.Base(s.ProjectDir)), 20),
 		Command: clip(ipc.TerminalLine(strings.Join(s.Command, " ")), 40),
 		State:   s.State, Reason: s.EndReason, PID: "-", CPU: "-", Mem: "-",
-		Uptime: shortDuration(end.Sub(s.StartedAt)), Remaining: "-", Restarts: fmt.Sprint(s.Restarts),
-		LastActivity: "-", Checkpoints: fmt.Sprint(s.Checkpoints),
+		Uptime: shortDuration(end.Sub(s.StartedAt)), Remaining: "-", Restarts: strconv.Itoa(s.Restarts),
+		LastActivity: "-", Checkpoints: strconv.Itoa(s.Checkpoints),
 		StartedAt: s.StartedAt, EndedAt: s.EndedAt, Deadline: s.Deadline,
 	}
 	if s.ProjectDir == "" {
@@ -154,10 +155,10 @@ func makeRow(s ipc.SessionRow, now time.Time, noTrunc bool) psRow {
 	if ipc.Live(s.State) {
 		r.Remaining = shortDuration(s.Deadline.Sub(now))
 		if s.PID > 0 {
-			r.PID = fmt.Sprint(s.PID)
+			r.PID = strconv.Itoa(s.PID)
 		}
 		if u := s.Usage; u != nil {
-			r.CPU = fmt.Sprintf("%.1f", u.CPUPercent)
+			r.CPU = strconv.FormatFloat(u.CPUPercent, 'f', 1, 64)
 			r.Mem = humanBytes(u.RSSBytes)
 		}
 	}

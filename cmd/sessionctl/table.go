@@ -46,20 +46,28 @@ func (t *table) write(w io.Writer) {
 		}
 	}
 	var b strings.Builder
+	lineWidth := len(widths)
+	for _, w := range widths {
+		lineWidth += w + 2
+	}
+	b.Grow(lineWidth * (len(t.rows) + 1))
 	line := func(cells []cell) {
 		for i, c := range cells {
-			text := c.text
-			if i < len(cells)-1 {
-				text += strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c.text)+2)
-			}
 			if t.color && c.color != "" {
 				// Colour the text only, not the padding after it.
-				n := len(c.text)
-				text = "\x1b[" + c.color + "m" + text[:n] + "\x1b[0m" + text[n:]
+				b.WriteString("\x1b[" + c.color + "m")
+				b.WriteString(c.text)
+				b.WriteString("\x1b[0m")
+			} else {
+				b.WriteString(c.text)
 			}
-			b.WriteString(text)
+			if i < len(cells)-1 {
+				for n := widths[i] - utf8.RuneCountInString(c.text) + 2; n > 0; n-- {
+					b.WriteByte(' ')
+				}
+			}
 		}
-		b.WriteString("\n")
+		b.WriteByte('\n')
 	}
 	if len(t.head) > 0 {
 		head := make([]cell, len(t.head))
