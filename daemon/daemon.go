@@ -40,6 +40,7 @@ type Options struct {
 // share, crash recovery, restarts, and the API.
 type Daemon struct {
 	settle  settler
+	trim    historyTrimmer
 	cfg     *config.Config
 	log     *zap.Logger
 	version string
@@ -275,11 +276,48 @@ func (d *Daemon) sessionEnded(s *session.Session) {
 	if !d.closing.Load() {
 		d.restarts.consider(s)
 	}
-	d.trimHistory()
+	d.trimSoon()
+}
+
+// historyTrimmer drops the oldest ended sessions beyond history_limit off
+// the path of the ends: the first end past the limit arms one pass,
+// trimDelay later, which drops all that are over by then. A burst of ends
+// (stop --all of a thousand) is one pass rather than a sort of every
+// session and a removal at each end, and nobody's stop waits for it.
+type historyTrimmer struct {
+	mu    sync.Mutex
+	armed bool
+	// pass serializes passes (a recovery's and a timer's).
+	pass sync.Mutex
+}
+
+// trimDelay bounds how far past history_limit a run of ends goes.
+const trimDelay = time.Second
+
+func (d *Daemon) trimSoon() {
+	if limit := d.cfg.HistoryLimit; limit <= 0 || d.reg.ended() <= limit {
+		return
+	}
+	d.trim.mu.Lock()
+	defer d.trim.mu.Unlock()
+	if d.trim.armed {
+		return
+	}
+	d.trim.armed = true
+	time.AfterFunc(trimDelay, func() {
+		d.trim.mu.Lock()
+		d.trim.armed = false
+		d.trim.mu.Unlock()
+		if !d.closing.Load() {
+			d.trimHistory()
+		}
+	})
 }
 
 // trimHistory drops the oldest ended sessions beyond history_limit.
 func (d *Daemon) trimHistory() {
+	d.trim.pass.Lock()
+	defer d.trim.pass.Unlock()
 	limit := d.cfg.HistoryLimit
 	if limit <= 0 {
 		return
@@ -289,7 +327,7 @@ func (d *Daemon) trimHistory() {
 	}
 	var ended []*session.Session
 	for _, s := range d.reg.all() {
-		if !ipc.Live(s.Snapshot().State) {
+		if !ipc.Live(s.State()) {
 			ended = append(ended, s)
 		}
 	}

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -626,5 +628,48 @@ func TestSweepOrphans(t *testing.T) {
 	}
 	if err := other.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("another daemon's session process was killed: %v", err)
+	}
+}
+
+// TestHistoryLimit: past history_limit the oldest ended sessions go, from
+// the registry and from the state dir, a moment after the ends (a burst of
+// them is one pass), and the newest stay.
+func TestHistoryLimit(t *testing.T) {
+	h := start(t, func(c *config.Config) { c.HistoryLimit = 2 })
+	var ids []string
+	for range 5 {
+		s := h.start(project(t), ipc.StartRequest{Command: []string{"true"}})
+		h.waitState(s.ID, ipc.StateEnded)
+		ids = append(ids, s.ID)
+	}
+	gone := func(id string) bool {
+		_, err := os.Stat(filepath.Join(h.cfg.StateDir, "sessions", id))
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	var kept []string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		list, err := h.client.Sessions(context.Background(), ipc.ListOptions{All: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept = kept[:0]
+		for _, s := range list {
+			kept = append(kept, s.ID)
+		}
+		if len(kept) == 2 && gone(ids[0]) && gone(ids[1]) && gone(ids[2]) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	slices.Sort(kept)
+	want := slices.Sorted(slices.Values(ids[3:]))
+	if !slices.Equal(kept, want) {
+		t.Fatalf("kept %v, want the two newest %v", kept, want)
+	}
+	for i, id := range ids {
+		if g := gone(id); g != (i < 3) {
+			t.Errorf("session %d (%s): directory gone = %v, want %v", i, id, g, i < 3)
+		}
 	}
 }
