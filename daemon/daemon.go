@@ -280,38 +280,52 @@ func (d *Daemon) sessionEnded(s *session.Session) {
 }
 
 // historyTrimmer drops the oldest ended sessions beyond history_limit off
-// the path of the ends: the first end past the limit arms one pass,
-// trimDelay later, which drops all that are over by then. A burst of ends
-// (stop --all of a thousand) is one pass rather than a sort of every
-// session and a removal at each end, and nobody's stop waits for it.
+// the path of the ends: an end past the limit arms one pass for trimDelay
+// later, and each end until then puts it off again, up to trimMaxDelay
+// after the first. A burst of ends (stop --all of a thousand) is then one
+// pass after it, rather than a sort of every session and a removal at
+// each end, and nobody's stop waits for it.
 type historyTrimmer struct {
-	mu    sync.Mutex
-	armed bool
+	mu      sync.Mutex
+	t       *time.Timer
+	armedAt time.Time // zero: no pass armed
 	// pass serializes passes (a recovery's and a timer's).
 	pass sync.Mutex
 }
 
-// trimDelay bounds how far past history_limit a run of ends goes.
-const trimDelay = time.Second
+const (
+	trimDelay    = time.Second
+	trimMaxDelay = 10 * time.Second
+)
 
 func (d *Daemon) trimSoon() {
 	if limit := d.cfg.HistoryLimit; limit <= 0 || d.reg.ended() <= limit {
 		return
 	}
-	d.trim.mu.Lock()
-	defer d.trim.mu.Unlock()
-	if d.trim.armed {
-		return
-	}
-	d.trim.armed = true
-	time.AfterFunc(trimDelay, func() {
-		d.trim.mu.Lock()
-		d.trim.armed = false
-		d.trim.mu.Unlock()
-		if !d.closing.Load() {
-			d.trimHistory()
+	tr := &d.trim
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	now := time.Now()
+	switch {
+	case tr.armedAt.IsZero():
+		tr.armedAt = now
+		if tr.t == nil {
+			tr.t = time.AfterFunc(trimDelay, d.trimPass)
+		} else {
+			tr.t.Reset(trimDelay)
 		}
-	})
+	case now.Sub(tr.armedAt) < trimMaxDelay-trimDelay:
+		tr.t.Reset(trimDelay)
+	}
+}
+
+func (d *Daemon) trimPass() {
+	d.trim.mu.Lock()
+	d.trim.armedAt = time.Time{}
+	d.trim.mu.Unlock()
+	if !d.closing.Load() {
+		d.trimHistory()
+	}
 }
 
 // trimHistory drops the oldest ended sessions beyond history_limit.
