@@ -1,11 +1,19 @@
 // Package session is one supervised run of a command, as an actor: one
-// goroutine owns everything of the session — its record, its child, the
-// project's watch, its checkpoint schedule, its sidecars, its timers and
-// its restart history — and every change is a message to it (stop, extend,
-// signal, report, checkpoint, schedule ticks, the child's exit). It alone
-// writes the session's record, in order, each write with a sequence number
-// that only grows, and it publishes an immutable snapshot after each write,
-// so that readers (ps, inspect) never wait on a busy session.
+// goroutine at a time owns everything of the session — its record, its
+// child, the project's watch, its checkpoint schedule, its sidecars, its
+// timers and its restart history — and every change is a message to it
+// (stop, extend, signal, report, checkpoint, schedule ticks, the child's
+// exit). It alone writes the session's record, in order, each write with
+// a sequence number that only grows, and it publishes an immutable
+// snapshot after each write, so that readers (ps, inspect) never wait on a
+// busy session.
+//
+// A running session that nothing happens to holds no goroutine (run.go):
+// what happens to it wakes it — its child's exit (the reaper's callback),
+// its timers, a checkpoint tick or result, a request — on a goroutine that
+// handles everything ready, one thing at a time, and parks it again. A
+// thousand idle sessions cost their records and timers, not a thousand
+// stacks.
 //
 // A session is handed the services it uses (Deps: clock, logger, event
 // publisher, record writer, watch hub, checkpointer, scheduler, output
