@@ -192,11 +192,11 @@ func (s *rowScanner) value(r *SessionRow, key int) {
 	case keyUsage:
 		r.Usage = s.usage()
 	case keyAgent:
-		s.object(&r.Agent)
+		nested(s, &r.Agent)
 	case keyTokens:
-		s.object(&r.Tokens)
+		nested(s, &r.Tokens)
 	case keyWorktree:
-		s.object(&r.Worktree)
+		nested(s, &r.Worktree)
 	}
 }
 
@@ -513,17 +513,6 @@ func nested[T any](s *rowScanner, v **T) {
 	*v = new(T)
 	if err := json.Unmarshal(s.b[start:s.i], *v); err != nil {
 		s.fail()
-	}
-}
-
-func (s *rowScanner) object(v any) {
-	switch v := v.(type) {
-	case **Agent:
-		nested(s, v)
-	case **Tokens:
-		nested(s, v)
-	case **Worktree:
-		nested(s, v)
 	}
 }
 
