@@ -14,8 +14,8 @@ help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build sessiond and sessionctl into bin/
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/sessiond ./cmd/sessionctl
+build: ## Build sessiond, sessionctl and sessionctl's helpers into bin/
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/sessiond ./cmd/sessionctl ./cmd/sessionctl/libexec/...
 
 .PHONY: run
 run: build ## Build, then run the daemon in the foreground on the embedded defaults

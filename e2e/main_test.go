@@ -49,7 +49,7 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	build := exec.Command("go", "build", "-o", binDir+string(filepath.Separator), "./cmd/sessiond", "./cmd/sessionctl")
+	build := exec.Command("go", "build", "-o", binDir+string(filepath.Separator), "./cmd/sessiond", "./cmd/sessionctl", "./cmd/sessionctl/libexec/...")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: go build in %s: %v\n%s", root, err, out)

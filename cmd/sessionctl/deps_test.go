@@ -31,3 +31,27 @@ func TestThinClient(t *testing.T) {
 		}
 	}
 }
+
+// TestHeavyCommandsAreHelpers keeps the MCP server and the dashboard in
+// binaries of their own (helper.go): their libraries would cost every
+// command of sessionctl its start-up.
+func TestHeavyCommandsAreHelpers(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	forbidden := []string{
+		"github.com/sessiond/sessiond/cmd/sessionctl/mcp",
+		"github.com/sessiond/sessiond/cmd/sessionctl/ui",
+		"github.com/modelcontextprotocol/go-sdk",
+		"charm.land/bubbletea/v2",
+		"github.com/charmbracelet/ultraviolet",
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		for _, f := range forbidden {
+			if pkg == f || strings.HasPrefix(pkg, f+"/") {
+				t.Errorf("sessionctl links %s; it belongs to sessionctl-mcp or sessionctl-ui", pkg)
+			}
+		}
+	}
+}

@@ -7,8 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
-
-	"github.com/sessiond/sessiond/cmd/sessionctl/ui"
 )
 
 func (a *app) uiCmd() *cobra.Command {
@@ -30,15 +28,16 @@ daemon's events, and reconnects when the daemon comes back.`,
 			}
 			exe, err := os.Executable()
 			if err != nil {
-				return fmt.Errorf("find the sessionctl binary for attach: %w", err)
+				return fmt.Errorf("find the sessionctl binary, whose commands the dashboard runs: %w", err)
 			}
-			return ui.Run(cmd.Context(), ui.Options{
-				Client:      a.client,
-				Socket:      a.socket,
-				SocketGiven: cmd.Flags().Changed("socket"),
-				Executable:  exe,
-				NoColor:     a.noColor,
-			})
+			args := []string{"--socket", a.socket, "--sessionctl", exe}
+			if cmd.Flags().Changed("socket") {
+				args = append(args, "--socket-given")
+			}
+			if a.noColor {
+				args = append(args, "--no-color")
+			}
+			return execHelper("sessionctl-ui", args)
 		},
 	}
 }

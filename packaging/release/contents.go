@@ -25,6 +25,8 @@ func (g *generated) packageContents(bin string) []entry {
 	e := []entry{
 		{path: "/usr/bin/sessiond", src: filepath.Join(bin, "sessiond"), mode: 0o755},
 		{path: "/usr/bin/sessionctl", src: filepath.Join(bin, "sessionctl"), mode: 0o755},
+		{path: "/usr/libexec/sessiond/sessionctl-mcp", src: filepath.Join(bin, "sessionctl-mcp"), mode: 0o755},
+		{path: "/usr/libexec/sessiond/sessionctl-ui", src: filepath.Join(bin, "sessionctl-ui"), mode: 0o755},
 		{path: "/usr/lib/systemd/system/sessiond.service", src: g.units["package/system"], mode: 0o644},
 		{path: "/usr/lib/systemd/user/sessiond.service", src: g.units["package/user"], mode: 0o644},
 		{path: "/usr/lib/sysusers.d/sessiond.conf", src: g.sysusers, mode: 0o644},
@@ -53,13 +55,15 @@ func (g *generated) packageContents(bin string) []entry {
 }
 
 // tarballContents lists the files of a tarball for os with binaries in
-// bin. Its tree is a prefix: bin/, lib/ and share/ copied into /usr/local
+// bin. Its tree is a prefix: bin/, libexec/, lib/ and share/ copied into /usr/local
 // put everything where the system looks (the units then run
 // /usr/local/bin/sessiond); README.md, LICENSE and docs/ sit beside them.
 func (g *generated) tarballContents(goos, bin string) []entry {
 	e := []entry{
 		{path: "bin/sessiond", src: filepath.Join(bin, "sessiond"), mode: 0o755},
 		{path: "bin/sessionctl", src: filepath.Join(bin, "sessionctl"), mode: 0o755},
+		{path: "libexec/sessiond/sessionctl-mcp", src: filepath.Join(bin, "sessionctl-mcp"), mode: 0o755},
+		{path: "libexec/sessiond/sessionctl-ui", src: filepath.Join(bin, "sessionctl-ui"), mode: 0o755},
 		{path: "etc/sessiond/sessiond.toml", src: g.config, mode: 0o644},
 	}
 	if goos == "linux" {

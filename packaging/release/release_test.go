@@ -215,7 +215,7 @@ func TestTarball(t *testing.T) {
 		}
 	}
 	for rel, mode := range map[string]int64{
-		"bin/sessiond": 0o755, "bin/sessionctl": 0o755, "README.md": 0o644, "LICENSE": 0o644, "docs/operations.md": 0o644,
+		"bin/sessiond": 0o755, "bin/sessionctl": 0o755, "libexec/sessiond/sessionctl-mcp": 0o755, "libexec/sessiond/sessionctl-ui": 0o755, "README.md": 0o644, "LICENSE": 0o644, "docs/operations.md": 0o644,
 		"etc/sessiond/sessiond.toml": 0o644, "lib/systemd/system/sessiond.service": 0o644, "lib/systemd/user/sessiond.service": 0o644,
 		"lib/sysusers.d/sessiond.conf": 0o644, "lib/tmpfiles.d/sessiond.conf": 0o644,
 		"share/man/man1/sessiond.1.gz": 0o644, "share/man/man1/sessionctl-ps.1.gz": 0o644, "share/man/man1/sessiond-install.1.gz": 0o644,
@@ -408,6 +408,7 @@ func TestDebInstall(t *testing.T) {
 	}
 	modes := map[string]fs.FileMode{
 		"/usr/bin/sessiond": 0o755, "/usr/bin/sessionctl": 0o755,
+		"/usr/libexec/sessiond/sessionctl-mcp": 0o755, "/usr/libexec/sessiond/sessionctl-ui": 0o755,
 		"/usr/lib/systemd/system/sessiond.service": 0o644, "/usr/lib/systemd/user/sessiond.service": 0o644,
 		"/usr/lib/sysusers.d/sessiond.conf": 0o644, "/usr/lib/tmpfiles.d/sessiond.conf": 0o644,
 		"/etc/sessiond/sessiond.toml": 0o644, "/usr/share/doc/sessiond/copyright": 0o644,
@@ -447,6 +448,7 @@ func TestDebInstall(t *testing.T) {
 	if out := o.must(t, "/usr/bin/sessionctl", "--help"); !strings.Contains(out, "sessionctl talks to sessiond") {
 		t.Errorf("sessionctl --help:\n%s", out)
 	}
+	checkMCPStarts(t, o)
 	if out := o.must(t, "/usr/bin/sessiond", "config", "check", "--config", "/etc/sessiond/sessiond.toml"); !strings.Contains(out, `allowed_groups = ["sessiond"]`) {
 		t.Errorf("the packaged config, checked:\n%s", out)
 	}
@@ -546,6 +548,7 @@ func TestRPMInstall(t *testing.T) {
 	if !strings.Contains(o.must(t, "getent", "group", "sessiond"), "sessiond:") {
 		t.Error("no sessiond group after the post-install scriptlet")
 	}
+	checkMCPStarts(t, o)
 	if fi, err := os.Stat(o.host("/var/lib/sessiond")); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("/var/lib/sessiond after install: %v, %v", fi, err)
 	}
@@ -555,5 +558,17 @@ func TestRPMInstall(t *testing.T) {
 		if _, err := os.Lstat(o.host(p)); err == nil {
 			t.Errorf("%s is left after rpm -e", p)
 		}
+	}
+}
+
+// checkMCPStarts has the installed sessionctl answer an MCP client's
+// initialize: `sessionctl mcp` finds its helper in /usr/libexec/sessiond.
+func checkMCPStarts(t *testing.T, o *overlay) {
+	t.Helper()
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`
+	// A client keeps stdin open while it waits for the answer.
+	out := o.must(t, "sh", "-c", "(echo '"+initialize+"'; sleep 1) | /usr/bin/sessionctl mcp")
+	if !strings.Contains(out, `"serverInfo":{"name":"sessiond"`) || !strings.Contains(out, testVersion) {
+		t.Errorf("sessionctl mcp, installed, answered initialize with:\n%s", out)
 	}
 }
