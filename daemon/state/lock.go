@@ -32,7 +32,7 @@ func (p *Project) WriteLock(l *Lock) error {
 	}
 	data, err := marshalJSON(l)
 	if err == nil {
-		err = p.writeState(LockFile, data)
+		err = p.writeStateReusing(LockFile, data)
 	}
 	if err != nil {
 		return fmt.Errorf("write lock: %w", err)
@@ -71,9 +71,11 @@ func (p *Project) ReadLock() (*Lock, error) {
 	return &l, nil
 }
 
-// RemoveLock removes the project's lock file; a missing one is not an error.
+// RemoveLock removes the project's lock file; a missing one is not an
+// error. The file stays as .session.lock.spare, which the next WriteLock
+// writes into (retireAt).
 func (p *Project) RemoveLock() error {
-	if err := p.removeState(LockFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := p.retireState(LockFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove lock: %w", err)
 	}
 	return nil
@@ -128,7 +130,7 @@ func (p *Project) WriteWarning(w *Warning) error {
 	w.Message = storeEscape(w.Message)
 	data, err := marshalJSON(w)
 	if err == nil {
-		err = p.writeState(WarningFile, data)
+		err = p.writeStateReusing(WarningFile, data)
 	}
 	if err != nil {
 		return fmt.Errorf("write warning: %w", err)
@@ -148,9 +150,10 @@ func (p *Project) ReadWarning() (*Warning, error) {
 }
 
 // RemoveWarning removes the project's warning.json, for when a session ends
-// or its deadline moves; a missing one is not an error.
+// or its deadline moves; a missing one is not an error. As the lock, it
+// stays as the spare of the next warning.
 func (p *Project) RemoveWarning() error {
-	if err := p.removeState(WarningFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := p.retireState(WarningFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove warning: %w", err)
 	}
 	return nil

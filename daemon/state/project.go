@@ -269,6 +269,23 @@ func (p *Project) writeState(name string, data []byte) error {
 	})
 }
 
+// writeStateReusing writes data to the file name in .sessiond as
+// writeState does, into the file's spare when it has one (writeReusing).
+func (p *Project) writeStateReusing(name string, data []byte) error {
+	return p.stateFile(name, true, func(sfd int, display string) error {
+		return writeReusing(sfd, name, display, data, 0o600)
+	})
+}
+
+// retireState removes the file name from .sessiond for readers, keeping it
+// as the spare of the next writeStateReusing (retireAt); missing is no
+// error.
+func (p *Project) retireState(name string) error {
+	return p.stateFile(name, false, func(sfd int, display string) error {
+		return retireAt(sfd, name, display)
+	})
+}
+
 // removeState removes the file name from .sessiond; missing is no error.
 func (p *Project) removeState(name string) error {
 	return p.stateFile(name, false, func(sfd int, display string) error {

@@ -103,3 +103,21 @@ func writeKeepingSpare(dirfd int, name, spare, display string, data []byte, perm
 	}
 	return nil
 }
+
+// retireAt takes name in dirfd away from readers as removing it would, but
+// keeps the file as name's spare for the next writeReusing to write into:
+// a file that comes and goes with every session (the lock, the warning)
+// then frees no inode at its end and takes none at its next start. Where
+// names cannot be moved without replacing (or a spare is there already)
+// the file is removed. A missing file is no error.
+func retireAt(dirfd int, name, display string) error {
+	if canExchange {
+		switch err := renameNoReplace(dirfd, name, "."+name+spareMark); err {
+		case nil:
+			return syncDirFD(dirfd)
+		case unix.ENOENT:
+			return nil
+		}
+	}
+	return removeAt(dirfd, name, display)
+}

@@ -20,3 +20,8 @@ func exchange(dirfd int, from, to string) error {
 	}
 	return err
 }
+
+// renameNoReplace renames from to to, failing with EEXIST if to exists.
+func renameNoReplace(dirfd int, from, to string) error {
+	return unix.Renameat2(dirfd, from, dirfd, to, unix.RENAME_NOREPLACE)
+}

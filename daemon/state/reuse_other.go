@@ -8,3 +8,5 @@ import "golang.org/x/sys/unix"
 const canExchange = false
 
 func exchange(dirfd int, from, to string) error { return unix.Renameat(dirfd, from, dirfd, to) }
+
+func renameNoReplace(int, string, string) error { return unix.ENOSYS }

@@ -57,6 +57,7 @@ type Hub struct {
 	// meanwhile share the next one (bnext), made once bcur is seen.
 	bmu   sync.Mutex
 	bnum  uint64
+	bfile string                   // the barrier file, named for the last round; "" before the first
 	bwait map[uint64]*barrierRound // barrier file number -> its round
 	bcur  *barrierRound
 	bnext *barrierRound
@@ -253,20 +254,38 @@ type barrierRound struct {
 	name string        // the file
 }
 
-// makeBarrier creates r's file in dir.
+// makeBarrier makes r's file in dir: the one barrier file, renamed from
+// the last round's number to r's (inotify tells of the new name as of a
+// created file), or a new file the first time. Renaming takes and frees no
+// inode, where a file made and removed per round did, at every session's
+// end: on ext4 without a journal each inode freed makes the next ones
+// made nearby slower for a minute or more (bench/README.md, "At scale").
 func (h *Hub) makeBarrier(dir string, r *barrierRound) {
 	h.bmu.Lock()
 	h.bnum++
 	n := h.bnum
+	last := h.bfile
 	r.name = filepath.Join(dir, strconv.FormatUint(n, 10))
 	h.bwait[n] = r
+	// Named before it is: the next round may begin as soon as this one's
+	// event is read, before this call goes on.
+	h.bfile = r.name
 	h.bmu.Unlock()
-	f, err := os.OpenFile(r.name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	err := errors.New("no barrier file yet")
+	if last != "" {
+		err = os.Rename(last, r.name)
+	}
+	if err != nil {
+		var f *os.File
+		if f, err = os.OpenFile(r.name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+			_ = f.Close()
+		}
+	}
 	if err == nil {
-		_ = f.Close()
 		return
 	}
 	h.bmu.Lock()
+	h.bfile = ""
 	delete(h.bwait, n)
 	h.bmu.Unlock()
 	h.barrierDone(r, fmt.Errorf("make the watcher's barrier file: %w", err))
@@ -284,14 +303,9 @@ func (h *Hub) barrierDone(r *barrierRound, err error) {
 	}
 	dir := filepath.Dir(r.name)
 	h.bmu.Unlock()
-	go func() {
-		if err == nil {
-			_ = os.Remove(r.name)
-		}
-		if next != nil {
-			h.makeBarrier(dir, next)
-		}
-	}()
+	if next != nil {
+		go h.makeBarrier(dir, next)
+	}
 }
 
 // barrierDir returns the directory of barrier files, watched on first use.
