@@ -159,7 +159,7 @@ func writeAt(dirfd int, name, display string, data []byte, perm os.FileMode) err
 			_ = unix.Unlinkat(dirfd, tmp, 0)
 		}
 	}()
-	err = finishFile(fd, data, perm, false)
+	err = finishFile(fd, data, perm, tempMode, false)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", display, err)
 	}
@@ -174,13 +174,15 @@ func writeAt(dirfd int, name, display string, data []byte, perm os.FileMode) err
 }
 
 // finishFile writes data into the new file fd (cut to its length when
-// reused, a spare written over), sets its mode, syncs it and closes it.
-func finishFile(fd int, data []byte, perm os.FileMode, reused bool) error {
+// reused, a spare written over), sets its mode to perm unless mode, what
+// it has, is that already (0: not known), syncs it and closes it.
+func finishFile(fd int, data []byte, perm, mode os.FileMode, reused bool) error {
 	err := writeAll(fd, data)
 	if err == nil && reused {
 		err = unix.Ftruncate(fd, int64(len(data)))
 	}
-	if err == nil {
+	if err == nil && (mode == 0 || mode != perm.Perm()) {
+		// A needless chmod still costs a change of the inode.
 		err = unix.Fchmod(fd, uint32(perm.Perm()))
 	}
 	if err == nil {
@@ -198,7 +200,17 @@ func finishFile(fd int, data []byte, perm os.FileMode, reused bool) error {
 // "." + NAME + ".tmp-" + digits, the pattern RemoveStaleTemps looks for.
 const tempMark = ".tmp-"
 
-// createTemp creates a new temporary file for name in dirfd, mode 0600.
+// tempMode is the mode createTemp's files have: 0600 less the umask, read
+// once (the daemon never changes it); 0 where it cannot be read.
+var tempMode = func() os.FileMode {
+	if m, ok := readUmask(); ok {
+		return 0o600 &^ m
+	}
+	return 0
+}()
+
+// createTemp creates a new temporary file for name in dirfd, mode 0600
+// less the umask (tempMode).
 func createTemp(dirfd int, name string) (string, int, error) {
 	for range 100 {
 		tmp := "." + name + tempMark + strconv.FormatUint(rand.Uint64()%1e12, 10)
@@ -370,4 +382,20 @@ func removeStaleTempsAt(fd int, dir string, depth int, before time.Time) ([]stri
 		}
 	}
 	return removed, errors.Join(errs...)
+}
+
+// readUmask reads the process's umask from /proc/self/status (Linux 4.7
+// and later); elsewhere ok is false.
+func readUmask() (os.FileMode, bool) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, found := strings.CutPrefix(line, "Umask:"); found {
+			m, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32)
+			return os.FileMode(m), err == nil
+		}
+	}
+	return 0, false
 }

@@ -56,7 +56,7 @@ func writeReusing(dirfd int, name, display string, data []byte, perm os.FileMode
 	}
 	// Over the old content, then cut to length: a record that grows or
 	// keeps its size frees no blocks either.
-	if err := finishFile(fd, data, perm, true); err != nil {
+	if err := finishFile(fd, data, perm, os.FileMode(st.Mode&0o7777), true); err != nil {
 		// The file itself is untouched; the spare is no longer one.
 		_ = unix.Unlinkat(dirfd, spare, 0)
 		return fmt.Errorf("write %s: %w", display, err)
@@ -84,7 +84,7 @@ func writeKeepingSpare(dirfd int, name, spare, display string, data []byte, perm
 			_ = unix.Unlinkat(dirfd, tmp, 0)
 		}
 	}()
-	err = finishFile(fd, data, perm, false)
+	err = finishFile(fd, data, perm, tempMode, false)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", display, err)
 	}
