@@ -280,11 +280,12 @@ func (d *Daemon) sessionEnded(s *session.Session) {
 }
 
 // historyTrimmer drops the oldest ended sessions beyond history_limit off
-// the path of the ends: an end past the limit arms one pass for trimDelay
-// later, and each end until then puts it off again, up to trimMaxDelay
-// after the first. A burst of ends (stop --all of a thousand) is then one
-// pass after it, rather than a sort of every session and a removal at
-// each end, and nobody's stop waits for it.
+// the path of the ends: an end arms one pass for trimDelay later, and each
+// end until then puts it off again, up to trimMaxDelay after the first. A
+// burst of ends (stop --all of a thousand) is then one pass after it,
+// rather than a count of the ended sessions, a sort of them and a removal
+// at each end, and nobody's stop waits for it. The pass counts first, and
+// does nothing more under the limit.
 type historyTrimmer struct {
 	mu      sync.Mutex
 	t       *time.Timer
@@ -299,7 +300,7 @@ const (
 )
 
 func (d *Daemon) trimSoon() {
-	if limit := d.cfg.HistoryLimit; limit <= 0 || d.reg.ended() <= limit {
+	if d.cfg.HistoryLimit <= 0 {
 		return
 	}
 	tr := &d.trim
