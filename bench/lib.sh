@@ -148,8 +148,8 @@ mkprojects() {
 SD_DIR= SD_SOCK=
 sctl() { "$BIN/sessionctl" --socket "$SD_SOCK" "$@"; }
 
-sd_start() {
-	SD_DIR=$BENCH_TMP/sessiond
+sd_start() { # sd_start [DIR]: a daemon whose config, state and socket are in DIR
+	SD_DIR=${1:-$BENCH_TMP/sessiond}
 	SD_SOCK=$SD_DIR/sessiond.sock
 	mkdir -p "$SD_DIR"
 	# An explicit config, so that /etc/sessiond/sessiond.toml is not read.

@@ -3,8 +3,11 @@
 # alone. Each round, in a fresh daemon: N idle children (default 1000) in
 # one `sessionctl start DIR... -- CMD`, the RSS once the run of starts has
 # settled, then `sessionctl stop --all` (every handoff durable). ROUNDS
-# (default 3) rounds, PAUSE seconds apart (default 30: ext4 is slow to make
-# files while the inodes that the last round freed are recent).
+# (default 3) rounds, PAUSE seconds apart (default 30). Each round's daemon
+# has a state dir of its own, and nothing is removed until the end: on ext4
+# without a journal, files are slow to make for a minute or more after
+# many were removed nearby, and removing the last round's state would time
+# ext4 rather than sessiond.
 #
 # PROFILE=DIR also takes a CPU profile of the daemon during each start and
 # each stop (the daemon runs with SESSIOND_PPROF=1), as DIR/start1.pprof,
@@ -33,8 +36,7 @@ profile() { # profile NAME SECONDS: a CPU profile of the daemon, in the backgrou
 declare -a UP STOP RSS
 for ((r = 1; r <= ROUNDS; r++)); do
 	[ "$r" -gt 1 ] && sleep "$PAUSE"
-	rm -rf "$BENCH_TMP/sessiond" # a fresh daemon, its state dir empty
-	sd_start
+	sd_start "$BENCH_TMP/sessiond-r$r" # a fresh daemon, its state dir empty
 	mkprojects "$BENCH_TMP/r$r" "$N"
 	[ -n "$PROFILE" ] && profile "start$r" 5
 	t0=$(now_ns)
