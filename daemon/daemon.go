@@ -356,6 +356,15 @@ func (d *Daemon) trimHistory() {
 // recordWriter writes session records into the state dir.
 type recordWriter struct{ stateDir string }
 
+// WriteRecord writes a session's record durably, except while the session
+// starts: until its command runs, the record need only be there for a
+// daemon that crashed, not a machine (whose crash would end the command
+// too); the record of the running session, written before the start is
+// answered, syncs it.
 func (w recordWriter) WriteRecord(rec ipc.Session) error {
-	return state.WriteJSONReusing(filepath.Join(w.stateDir, "sessions", rec.ID, "session.json"), rec)
+	path := filepath.Join(w.stateDir, "sessions", rec.ID, "session.json")
+	if rec.State == ipc.StateStarting {
+		return state.WriteJSONReusingUnsynced(path, rec)
+	}
+	return state.WriteJSONReusing(path, rec)
 }

@@ -201,9 +201,10 @@ func TestContinuityCrashRecovery(t *testing.T) {
 		id := d.start(repo.dir, "--stop-grace", "1s", "--", "sleep", "1000")
 		pid := d.inspect(id).PID
 		killOnCleanup(t, pid)
-		if !fileExists(filepath.Join(repo.dir, ".sessiond", "session.lock")) {
-			t.Errorf("no session.lock while the session runs")
-		}
+		// The lock follows the reply to the start.
+		waitFor(t, 5*time.Second, "session.lock while the session runs", func() (bool, string) {
+			return fileExists(filepath.Join(repo.dir, ".sessiond", "session.lock")), ""
+		})
 		d.kill9()
 		if !alive(pid) {
 			t.Fatalf("kill -9 of the daemon killed the session %d", pid)

@@ -24,8 +24,9 @@ import (
 
 // start brings the session from starting to running, in the order of
 // DESIGN §4: the session's record, the project's files (context.md), the
-// preflight checks, the sidecars, the watch, the command, then the lock and
-// the checkpoint schedule. Any failure undoes what was started.
+// preflight checks, the sidecars, the watch, the command, the checkpoint
+// schedule, then, the start answered, the lock. Any failure undoes what was
+// started.
 func (s *Session) start() (err error) {
 	if err := state.EnsureDir(s.dir); err != nil {
 		return fmt.Errorf("create session directory: %w", err)
@@ -88,12 +89,16 @@ func (s *Session) start() (err error) {
 	// itself running, not starting, even while the record is written.
 	s.publish()
 	_ = s.commit()
-	s.writeLock()
 	s.schedule()
 	s.logger().Info("session started", zap.String("command", filepath.Base(s.spec.Command[0])),
 		zap.Int("args", len(s.spec.Command)-1), zap.String("dir", s.projectDir), zap.Int("pid", child.PID))
 	s.logger().Debug("session argv", zap.Strings("command", s.command))
 	close(s.started)
+	// The lock says what the record says (it is for people and for the
+	// next start here, not for recovery): its two syncs are not the
+	// reply's to wait for. The actor writes it before anything else can
+	// happen to the session.
+	s.writeLock()
 	// The message names the executable, not its arguments: events reach
 	// notification sinks (a webhook, a chat), and an agent's arguments
 	// are its prompt. The record the event carries has the command whole,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -45,11 +46,19 @@ func (e *CorruptError) Unwrap() error { return e.Err }
 func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
 
 // EnsureDir creates path and its parents with mode 0700 and sets path itself
-// to 0700, whatever the umask or its earlier mode. It is for the daemon's
-// own directories; a project's .sessiond is made by Project.EnsureStateDir.
+// to 0700, whatever the umask or its earlier mode. A directory it makes is
+// durable when it returns (its parent is synced), as a file's name is after
+// WriteFile: a session's directory holds the record that a reply says is
+// on disk. It is for the daemon's own directories; a project's .sessiond
+// is made by Project.EnsureStateDir.
 func EnsureDir(path string) error {
-	if err := os.MkdirAll(path, 0o700); err != nil {
-		return fmt.Errorf("create directory %s: %w", path, err)
+	made := true
+	if err := os.Mkdir(path, 0o700); errors.Is(err, fs.ErrExist) {
+		made = false
+	} else if err != nil {
+		if err := os.MkdirAll(path, 0o700); err != nil {
+			return fmt.Errorf("create directory %s: %w", path, err)
+		}
 	}
 	// Chmod only when needed: a needless one still dirties the inode, and
 	// the next directory fsync then has to write it.
@@ -61,6 +70,17 @@ func EnsureDir(path string) error {
 		if err := os.Chmod(path, 0o700); err != nil {
 			return fmt.Errorf("set mode of directory %s: %w", path, err)
 		}
+	}
+	if !made {
+		return nil
+	}
+	dfd, err := openDir(filepath.Dir(path))
+	if err != nil {
+		return fmt.Errorf("create directory %s: %w", path, err)
+	}
+	defer unix.Close(dfd)
+	if err := syncDirFD(dfd); err != nil {
+		return fmt.Errorf("create directory %s: %w", path, err)
 	}
 	return nil
 }

@@ -96,8 +96,11 @@ func BuildContext(in ContextInput) []byte {
 
 // WriteContext builds the context for in and writes it to the project's
 // .sessiond/context.md atomically, mode 0600, creating .sessiond if needed.
+// It is not synced: the session it is for reads it from memory, and a crash
+// of the machine ends that session; the next start writes it again before
+// anyone reads it.
 func (p *Project) WriteContext(in ContextInput) error {
-	if err := p.writeState(ContextFile, BuildContext(in)); err != nil {
+	if err := p.writeStateWith(ContextFile, BuildContext(in), visible); err != nil {
 		return fmt.Errorf("write context: %w", err)
 	}
 	return nil

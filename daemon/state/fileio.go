@@ -140,6 +140,27 @@ func openError(dirfd int, name, display string, err error) error {
 // fsyncFD is unix.Fsync; tests replace it to simulate a failing disk.
 var fsyncFD = unix.Fsync
 
+// durability is what an atomic write waits for. Readers see the old file
+// or the new one whatever it is: the temporary file takes the name whole.
+type durability int
+
+const (
+	// durable: the content is synced before it takes the name, the name
+	// after. The write survives a crash of the machine once it returns.
+	durable durability = iota
+	// contentOnly: the content is synced before it takes the name, the
+	// name is not. A crash of the machine leaves the old file or the new
+	// one, the old perhaps until the directory's next sync (which any
+	// later durable write in it makes). For a write whose loss with the
+	// machine loses nothing: a session's record while it starts, whose
+	// process would die with the machine.
+	contentOnly
+	// visible: nothing is synced; a crash of the machine may leave the
+	// file empty. For a file made again before anyone reads it after a
+	// restart: context.md, written at every start for that session.
+	visible
+)
+
 // writeAt replaces name in the directory dirfd with data atomically: a
 // temporary file ".NAME.tmp-N" is created beside it (O_EXCL, O_NOFOLLOW),
 // written, set to perm (independent of the umask), fsynced and renamed over
@@ -149,6 +170,11 @@ var fsyncFD = unix.Fsync
 // symlink at name is replaced, never followed. display names the file in
 // errors.
 func writeAt(dirfd int, name, display string, data []byte, perm os.FileMode) error {
+	return writeAtWith(dirfd, name, display, data, perm, durable)
+}
+
+// writeAtWith is writeAt with the durability d.
+func writeAtWith(dirfd int, name, display string, data []byte, perm os.FileMode, d durability) error {
 	tmp, fd, err := createTemp(dirfd, name)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", display, err)
@@ -159,7 +185,7 @@ func writeAt(dirfd int, name, display string, data []byte, perm os.FileMode) err
 			_ = unix.Unlinkat(dirfd, tmp, 0)
 		}
 	}()
-	err = finishFile(fd, data, perm, tempMode, false)
+	err = finishFile(fd, data, perm, tempMode, false, d != visible)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", display, err)
 	}
@@ -167,6 +193,9 @@ func writeAt(dirfd int, name, display string, data []byte, perm os.FileMode) err
 		return fmt.Errorf("write %s: rename into place: %w", display, err)
 	}
 	renamed = true
+	if d != durable {
+		return nil
+	}
 	if err := syncDirFD(dirfd); err != nil {
 		return fmt.Errorf("write %s: %w", display, err)
 	}
@@ -175,8 +204,8 @@ func writeAt(dirfd int, name, display string, data []byte, perm os.FileMode) err
 
 // finishFile writes data into the new file fd (cut to its length when
 // reused, a spare written over), sets its mode to perm unless mode, what
-// it has, is that already (0: not known), syncs it and closes it.
-func finishFile(fd int, data []byte, perm, mode os.FileMode, reused bool) error {
+// it has, is that already (0: not known), syncs it if sync and closes it.
+func finishFile(fd int, data []byte, perm, mode os.FileMode, reused, sync bool) error {
 	err := writeAll(fd, data)
 	if err == nil && reused {
 		err = unix.Ftruncate(fd, int64(len(data)))
@@ -185,7 +214,7 @@ func finishFile(fd int, data []byte, perm, mode os.FileMode, reused bool) error 
 		// A needless chmod still costs a change of the inode.
 		err = unix.Fchmod(fd, uint32(perm.Perm()))
 	}
-	if err == nil {
+	if err == nil && sync {
 		if err = syncFile(fd); err != nil {
 			err = fmt.Errorf("fsync: %w", err)
 		}

@@ -264,8 +264,13 @@ func (p *Project) stateFile(name string, create bool, fn func(sfd int, display s
 
 // writeState writes data to the file name in .sessiond atomically, mode 0600.
 func (p *Project) writeState(name string, data []byte) error {
+	return p.writeStateWith(name, data, durable)
+}
+
+// writeStateWith is writeState with the durability d.
+func (p *Project) writeStateWith(name string, data []byte, d durability) error {
 	return p.stateFile(name, true, func(sfd int, display string) error {
-		return writeAt(sfd, name, display, data, 0o600)
+		return writeAtWith(sfd, name, display, data, 0o600, d)
 	})
 }
 
@@ -273,7 +278,7 @@ func (p *Project) writeState(name string, data []byte) error {
 // writeState does, into the file's spare when it has one (writeReusing).
 func (p *Project) writeStateReusing(name string, data []byte) error {
 	return p.stateFile(name, true, func(sfd int, display string) error {
-		return writeReusing(sfd, name, display, data, 0o600)
+		return writeReusing(sfd, name, display, data, 0o600, durable)
 	})
 }
 

@@ -20,6 +20,21 @@ import (
 // sessions ending at once spent 12-15 % of the daemon's CPU in ext4 looking
 // past recently freed inodes for a new one (bench/README.md, "At scale").
 func WriteJSONReusing(path string, v any) error {
+	return writeJSONReusing(path, v, durable)
+}
+
+// WriteJSONReusingUnsynced is WriteJSONReusing whose name is not synced:
+// the content is, before it takes the name, so that a crash of the machine
+// leaves the old file or the new one, the old perhaps until the next
+// WriteJSONReusing in that directory. It is for a write whose loss with the
+// machine loses nothing: the record of a session that is starting, whose
+// process would die with the machine; the record of the running session,
+// written next, syncs the name.
+func WriteJSONReusingUnsynced(path string, v any) error {
+	return writeJSONReusing(path, v, contentOnly)
+}
+
+func writeJSONReusing(path string, v any, d durability) error {
 	data, err := marshalJSON(v)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", path, err)
@@ -29,7 +44,7 @@ func WriteJSONReusing(path string, v any) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	defer unix.Close(dfd)
-	return writeReusing(dfd, filepath.Base(path), path, data, 0o600)
+	return writeReusing(dfd, filepath.Base(path), path, data, 0o600, d)
 }
 
 // spareMark names the spare of NAME: "." + NAME + spareMark.
@@ -38,25 +53,25 @@ const spareMark = ".spare"
 // writeReusing writes data into name's spare and exchanges the two names;
 // without a spare (the first rewrite) a new temporary file is exchanged
 // with name, and what it then holds, the old content, becomes the spare.
-func writeReusing(dirfd int, name, display string, data []byte, perm os.FileMode) error {
+func writeReusing(dirfd int, name, display string, data []byte, perm os.FileMode, d durability) error {
 	if !canExchange {
-		return writeAt(dirfd, name, display, data, perm)
+		return writeAtWith(dirfd, name, display, data, perm, d)
 	}
 	spare := "." + name + spareMark
 	fd, err := openat(dirfd, spare, unix.O_WRONLY|unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return writeKeepingSpare(dirfd, name, spare, display, data, perm)
+		return writeKeepingSpare(dirfd, name, spare, display, data, perm, d)
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
 		// Not a spare of ours (a directory, a link): out of the way.
 		unix.Close(fd)
 		_ = unix.Unlinkat(dirfd, spare, 0)
-		return writeKeepingSpare(dirfd, name, spare, display, data, perm)
+		return writeKeepingSpare(dirfd, name, spare, display, data, perm, d)
 	}
 	// Over the old content, then cut to length: a record that grows or
 	// keeps its size frees no blocks either.
-	if err := finishFile(fd, data, perm, os.FileMode(st.Mode&0o7777), true); err != nil {
+	if err := finishFile(fd, data, perm, os.FileMode(st.Mode&0o7777), true, d != visible); err != nil {
 		// The file itself is untouched; the spare is no longer one.
 		_ = unix.Unlinkat(dirfd, spare, 0)
 		return fmt.Errorf("write %s: %w", display, err)
@@ -64,6 +79,9 @@ func writeReusing(dirfd int, name, display string, data []byte, perm os.FileMode
 	if err := exchange(dirfd, spare, name); err != nil {
 		_ = unix.Unlinkat(dirfd, spare, 0)
 		return fmt.Errorf("write %s: swap into place: %w", display, err)
+	}
+	if d != durable {
+		return nil
 	}
 	if err := syncDirFD(dirfd); err != nil {
 		return fmt.Errorf("write %s: %w", display, err)
@@ -73,7 +91,7 @@ func writeReusing(dirfd int, name, display string, data []byte, perm os.FileMode
 
 // writeKeepingSpare is the first rewrite: a new temporary file, exchanged
 // with name, then kept as the spare.
-func writeKeepingSpare(dirfd int, name, spare, display string, data []byte, perm os.FileMode) error {
+func writeKeepingSpare(dirfd int, name, spare, display string, data []byte, perm os.FileMode, d durability) error {
 	tmp, fd, err := createTemp(dirfd, name)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", display, err)
@@ -84,7 +102,7 @@ func writeKeepingSpare(dirfd int, name, spare, display string, data []byte, perm
 			_ = unix.Unlinkat(dirfd, tmp, 0)
 		}
 	}()
-	err = finishFile(fd, data, perm, tempMode, false)
+	err = finishFile(fd, data, perm, tempMode, false, d != visible)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", display, err)
 	}
@@ -97,6 +115,9 @@ func writeKeepingSpare(dirfd int, name, spare, display string, data []byte, perm
 	// start removes (RemoveStaleTemps).
 	if err := unix.Renameat(dirfd, tmp, dirfd, spare); err != nil {
 		_ = unix.Unlinkat(dirfd, tmp, 0)
+	}
+	if d != durable {
+		return nil
 	}
 	if err := syncDirFD(dirfd); err != nil {
 		return fmt.Errorf("write %s: %w", display, err)
