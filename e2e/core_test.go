@@ -65,6 +65,11 @@ sleep 1000
 			t.Errorf("ps --json: field %q missing", f)
 		}
 	}
+	// Without filters the daemon's list is printed as it came, indented;
+	// with them it is decoded first: the same text either way.
+	if filtered := d.mustCtl("ps", "--json", "--filter", "state=running"); filtered != out {
+		t.Errorf("ps --json printed\n%s\nps --json --filter state=running printed\n%s", out, filtered)
+	}
 	recs := d.list(false)
 	rec := recs[0]
 	sum := sha256.Sum256([]byte(dir))

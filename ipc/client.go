@@ -137,11 +137,14 @@ func (c *Client) Sessions(ctx context.Context, opt ListOptions) ([]Session, erro
 	return do[[]Session](ctx, c, http.MethodGet, "/sessions", listQuery(opt), nil)
 }
 
-// SessionRows lists sessions as table rows, for a listing that shows only
-// those fields.
-func (c *Client) SessionRows(ctx context.Context, opt ListOptions) ([]SessionRow, error) {
-	q := listQuery(opt)
-	q.Set("view", "row")
+// SessionsJSON is Sessions as the daemon sends it, a JSON array, for a
+// caller that passes the list on whole (ps --json) rather than reading it:
+// decoding a thousand records to encode them again took most of the time.
+func (c *Client) SessionsJSON(ctx context.Context, opt ListOptions) ([]byte, error) {
+	return c.getSessions(ctx, listQuery(opt))
+}
+
+func (c *Client) getSessions(ctx context.Context, q url.Values) ([]byte, error) {
 	resp, err := c.send(ctx, http.MethodGet, "/sessions", q, nil)
 	if err != nil {
 		return nil, err
@@ -150,6 +153,18 @@ func (c *Client) SessionRows(ctx context.Context, opt ListOptions) ([]SessionRow
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return nil, fmt.Errorf("read GET /sessions response: %w", err)
+	}
+	return data, nil
+}
+
+// SessionRows lists sessions as table rows, for a listing that shows only
+// those fields.
+func (c *Client) SessionRows(ctx context.Context, opt ListOptions) ([]SessionRow, error) {
+	q := listQuery(opt)
+	q.Set("view", "row")
+	data, err := c.getSessions(ctx, q)
+	if err != nil {
+		return nil, err
 	}
 	rows, err := DecodeRows(data)
 	if err != nil {

@@ -51,6 +51,9 @@ its base name), reason=END_REASON.
 				}
 			}
 			opt.Stats = !quiet && (tmpl == nil || usesUsage(format))
+			if a.json && len(filters) == 0 {
+				return a.passJSON(a.client.SessionsJSON(cmd.Context(), opt))
+			}
 			if a.json {
 				list, err := a.client.Sessions(cmd.Context(), opt)
 				if err != nil {

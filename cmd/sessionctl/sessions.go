@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,6 +23,25 @@ func (a *app) printJSON(v any) error {
 		return err
 	}
 	_, err = fmt.Fprintf(a.out, "%s\n", b)
+	return err
+}
+
+// passJSON prints a list the daemon sent as printJSON would print it
+// decoded (the daemon encodes the same types), without decoding it.
+func (a *app) passJSON(data []byte, err error) error {
+	if err != nil {
+		return err
+	}
+	if data = bytes.TrimSpace(data); string(data) == "null" {
+		data = []byte("[]")
+	}
+	var b bytes.Buffer
+	b.Grow(len(data) * 3 / 2)
+	if err := json.Indent(&b, data, "", "  "); err != nil {
+		return fmt.Errorf("the daemon's answer is not JSON: %w", err)
+	}
+	b.WriteByte('\n')
+	_, err = a.out.Write(b.Bytes())
 	return err
 }
 
