@@ -154,6 +154,20 @@ func (s *Session) prepareProject() error {
 		return ipc.BadRequest("prepare %s: %w", s.projectDir, err)
 	}
 	now := s.deps.Clock.Now()
+	// The git log first: a process of its own, not one of the file steps
+	// below, which run in one Hold (one opening of the project and its
+	// .sessiond, and for another user's project one thread with that
+	// user's rights, rather than one per step).
+	ctx, cancel := context.WithTimeout(s.startCtx, gitTimeout)
+	defer cancel()
+	gitLog := checkpoint.RecentLog(ctx, checkpoint.LogRequest{Dir: s.projectDir, N: 10, Credential: s.gitCredential()})
+	return p.Hold(func(p *state.Project) error {
+		return s.prepareFiles(p, now, gitLog, notice)
+	})
+}
+
+// prepareFiles is prepareProject's file steps, in the Hold of p.
+func (s *Session) prepareFiles(p *state.Project, now time.Time, gitLog []string, notice func(error)) error {
 	st, err := p.LoadSessionState()
 	if err != nil {
 		notice(err)
@@ -212,9 +226,7 @@ func (s *Session) prepareProject() error {
 			in.State = v
 		}
 	}
-	ctx, cancel := context.WithTimeout(s.startCtx, gitTimeout)
-	defer cancel()
-	in.GitLog = checkpoint.RecentLog(ctx, checkpoint.LogRequest{Dir: s.projectDir, N: 10, Credential: s.gitCredential()})
+	in.GitLog = gitLog
 	if err := p.WriteContext(in); err != nil {
 		return fmt.Errorf("write context: %w", err)
 	}
