@@ -80,25 +80,18 @@ func (d *Daemon) StopSessions(ctx context.Context, c ipc.Caller, req ipc.StopBat
 // spawns, record and file writes): the Go runtime would otherwise keep it
 // as room for a heap that an idle daemon does not need, and a daemon of
 // 1000 idle sessions would hold half as much again as they use.
-//
-// While such a run lasts the collector runs less often (burstGCPercent):
-// at the daemon's steady GOGC of 50 it was 7-8 % of the CPU of a thousand
-// ends, collecting a heap that the settling collects anyway.
 type settler struct {
 	mu sync.Mutex
 	n  int // starts and ends since the last settling
 	t  *time.Timer
-	// gcPercent is the GOGC to go back to, set while a run has raised it.
-	gcPercent *int
 }
 
 // settleAfter is how many starts and ends make a settling worthwhile;
 // settleDelay lets the last answer be written first, and a run of them
 // settles once, when it is over.
 const (
-	settleAfter    = 64
-	settleDelay    = 2 * time.Second
-	burstGCPercent = 200
+	settleAfter = 64
+	settleDelay = 2 * time.Second
 )
 
 // after counts n starts or ends.
@@ -108,14 +101,6 @@ func (s *settler) after(n int) {
 	s.n += n
 	if s.n < settleAfter {
 		return
-	}
-	if s.gcPercent == nil {
-		// Only ever raised: a GOGC above it, or off (negative), stays.
-		if prev := debug.SetGCPercent(burstGCPercent); prev < 0 || prev >= burstGCPercent {
-			debug.SetGCPercent(prev)
-		} else {
-			s.gcPercent = &prev
-		}
 	}
 	if s.t == nil {
 		s.t = time.AfterFunc(settleDelay, s.settle)
@@ -127,10 +112,6 @@ func (s *settler) after(n int) {
 func (s *settler) settle() {
 	s.mu.Lock()
 	s.n = 0
-	if s.gcPercent != nil {
-		debug.SetGCPercent(*s.gcPercent)
-		s.gcPercent = nil
-	}
 	s.mu.Unlock()
 	// Twice: what the first collection finds in sync.Pools (the buffer
 	// encoding/json kept from the burst's largest reply, a megabyte for a

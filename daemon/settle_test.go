@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"runtime/debug"
 	"testing"
 	"time"
 )
@@ -36,36 +35,5 @@ func TestSettlerCountsARun(t *testing.T) {
 			t.Fatal("never settled")
 		}
 		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// gcPercent reads GOGC (by setting it to what it is).
-func gcPercent() int {
-	p := debug.SetGCPercent(100)
-	debug.SetGCPercent(p)
-	return p
-}
-
-// TestSettlerRaisesGOGCForARun: a run raises GOGC to burstGCPercent until
-// it settles, then puts back the daemon's own; a GOGC already higher, or
-// off, is left as it is.
-func TestSettlerRaisesGOGCForARun(t *testing.T) {
-	defer debug.SetGCPercent(debug.SetGCPercent(50))
-	for _, own := range []int{50, 500, -1} {
-		debug.SetGCPercent(own)
-		var s settler
-		s.after(settleAfter)
-		want := burstGCPercent
-		if own < 0 || own >= burstGCPercent {
-			want = own
-		}
-		if got := gcPercent(); got != want {
-			t.Errorf("GOGC %d: during the run %d, want %d", own, got, want)
-		}
-		s.t.Stop()
-		s.settle()
-		if got := gcPercent(); got != own {
-			t.Errorf("GOGC %d: after the run %d, want it back", own, got)
-		}
 	}
 }
