@@ -10,11 +10,7 @@ import (
 // through ipc and links neither the supervisor's code, nor the API server,
 // nor the daemon's heavy dependencies.
 func TestThinClient(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", ".").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	forbidden := []string{
+	forbidLinks(t, "it may import only ipc and config",
 		"github.com/sessiond/sessiond/daemon",
 		"github.com/sessiond/sessiond/ipc/server",
 		"github.com/sessiond/sessiond/config/configfile",
@@ -22,35 +18,34 @@ func TestThinClient(t *testing.T) {
 		"github.com/BurntSushi/toml",
 		"github.com/robfig/cron",
 		"github.com/fsnotify/fsnotify",
-	}
-	for _, pkg := range strings.Fields(string(out)) {
-		for _, f := range forbidden {
-			if pkg == f || strings.HasPrefix(pkg, f+"/") {
-				t.Errorf("sessionctl depends on %s; it may import only ipc and config", pkg)
-			}
-		}
-	}
+	)
 }
 
 // TestHeavyCommandsAreHelpers keeps the MCP server and the dashboard in
 // binaries of their own (helper.go): their libraries would cost every
 // command of sessionctl its start-up.
 func TestHeavyCommandsAreHelpers(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", ".").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	forbidden := []string{
+	forbidLinks(t, "it belongs to sessionctl-mcp or sessionctl-ui",
 		"github.com/sessiond/sessiond/cmd/sessionctl/mcp",
 		"github.com/sessiond/sessiond/cmd/sessionctl/ui",
 		"github.com/modelcontextprotocol/go-sdk",
 		"charm.land/bubbletea/v2",
 		"github.com/charmbracelet/ultraviolet",
+	)
+}
+
+// forbidLinks fails for each package of sessionctl that is one of
+// forbidden or below one of them.
+func forbidLinks(t *testing.T, why string, forbidden ...string) {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
 	}
 	for _, pkg := range strings.Fields(string(out)) {
 		for _, f := range forbidden {
 			if pkg == f || strings.HasPrefix(pkg, f+"/") {
-				t.Errorf("sessionctl links %s; it belongs to sessionctl-mcp or sessionctl-ui", pkg)
+				t.Errorf("sessionctl depends on %s; %s", pkg, why)
 			}
 		}
 	}
