@@ -124,10 +124,15 @@ func TestTerminalAttachThroughTmux(t *testing.T) {
 	if rec := d.inspect(id); rec.State != "running" {
 		t.Fatalf("after detach the session is %s", rec.State)
 	}
+	// A clear pane, so that what follows is the next attach's.
+	x.typeLine(w, "clear")
+	waitFor(t, 20*time.Second, "the writer's pane to clear", func() (bool, string) {
+		pane := x.pane(w)
+		return !strings.Contains(pane, "now=120") && !strings.Contains(pane, "[detached from"), pane
+	})
 	x.typeLine(w, sessionctlBin+" --socket "+d.sock+" attach --detach-key ctrl-b "+id)
 	x.waitPane(w, "now=120")
-	x.run("send-keys", "-t", w, "C-b")
-	x.waitPane(w, "[detached from "+id)
+	x.pressUntil(w, "C-b", "[detached from "+id)
 
 	// The command's end ends the viewer's attach and says how.
 	d.mustCtl("send", id, "exit 4", "--enter")
