@@ -100,7 +100,7 @@ func BuildContext(in ContextInput) []byte {
 // of the machine ends that session; the next start writes it again before
 // anyone reads it.
 func (p *Project) WriteContext(in ContextInput) error {
-	if err := p.writeStateWith(ContextFile, BuildContext(in), visible); err != nil {
+	if err := p.writeStateReusingWith(ContextFile, BuildContext(in), visible); err != nil {
 		return fmt.Errorf("write context: %w", err)
 	}
 	return nil

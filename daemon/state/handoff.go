@@ -151,7 +151,7 @@ func (p *Project) SaveHandoff(h *Handoff) error {
 	if err != nil {
 		return fmt.Errorf("save handoff: %w", err)
 	}
-	if err := p.writeState(HandoffFile, data); err != nil {
+	if err := p.writeStateReusing(HandoffFile, data); err != nil {
 		return fmt.Errorf("save handoff: %w", err)
 	}
 	return nil

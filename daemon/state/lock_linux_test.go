@@ -72,3 +72,61 @@ func TestLockAndWarningKeepTheirInodes(t *testing.T) {
 		t.Errorf(".sessiond holds %q, want only the spares %q", names, want)
 	}
 }
+
+// TestProjectFilesTradeTwoInodes: the handoff, the session state and
+// context.md, rewritten at every end and start, each trade two inodes with
+// their spares, and every rewrite reads back whole; clearing the state
+// takes its spare (the state before) too.
+func TestProjectFilesTradeTwoInodes(t *testing.T) {
+	project := t.TempDir()
+	p, err := OpenProject(project, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inodes := map[string]map[uint64]bool{}
+	note := func(name string) {
+		t.Helper()
+		fi, err := os.Stat(filepath.Join(project, DirName, name))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if inodes[name] == nil {
+			inodes[name] = map[uint64]bool{}
+		}
+		inodes[name][fi.Sys().(*syscall.Stat_t).Ino] = true
+	}
+	for i := range 6 {
+		id := fmt.Sprintf("s%d", i)
+		if err := p.WriteContext(ContextInput{SessionID: id, Now: testNow}); err != nil {
+			t.Fatal(err)
+		}
+		note(ContextFile)
+		if err := p.SaveHandoff(&Handoff{SessionID: id}); err != nil {
+			t.Fatal(err)
+		}
+		note(HandoffFile)
+		if err := p.SaveSessionState(&SessionState{CurrentPlan: id}); err != nil {
+			t.Fatal(err)
+		}
+		note(SessionStateFile)
+		if h, err := p.LoadHandoff(); err != nil || h.SessionID != id {
+			t.Fatalf("session %d: handoff %+v, %v", i, h, err)
+		}
+		if st, err := p.LoadSessionState(); err != nil || st.CurrentPlan != id {
+			t.Fatalf("session %d: state %+v, %v", i, st, err)
+		}
+	}
+	for name, seen := range inodes {
+		if len(seen) > 2 {
+			t.Errorf("6 writes of %s used %d inodes, want the file and its spare trading two", name, len(seen))
+		}
+	}
+	if err := p.ClearSessionState(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{SessionStateFile, "." + SessionStateFile + spareMark} {
+		if _, err := os.Lstat(filepath.Join(project, DirName, name)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("after ClearSessionState %s: %v, want it gone", name, err)
+		}
+	}
+}

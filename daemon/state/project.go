@@ -275,10 +275,17 @@ func (p *Project) writeStateWith(name string, data []byte, d durability) error {
 }
 
 // writeStateReusing writes data to the file name in .sessiond as
-// writeState does, into the file's spare when it has one (writeReusing).
+// writeState does, into the file's spare when it has one (writeReusing):
+// the files rewritten at every start or end (the handoff, the session
+// state, context.md, the lock) take and free no inode after the first.
 func (p *Project) writeStateReusing(name string, data []byte) error {
+	return p.writeStateReusingWith(name, data, durable)
+}
+
+// writeStateReusingWith is writeStateReusing with the durability d.
+func (p *Project) writeStateReusingWith(name string, data []byte, d durability) error {
 	return p.stateFile(name, true, func(sfd int, display string) error {
-		return writeReusing(sfd, name, display, data, 0o600, durable)
+		return writeReusing(sfd, name, display, data, 0o600, d)
 	})
 }
 
@@ -291,9 +298,13 @@ func (p *Project) retireState(name string) error {
 	})
 }
 
-// removeState removes the file name from .sessiond; missing is no error.
+// removeState removes the file name from .sessiond, and its spare;
+// missing is no error.
 func (p *Project) removeState(name string) error {
 	return p.stateFile(name, false, func(sfd int, display string) error {
+		if err := removeAt(sfd, "."+name+spareMark, display+spareMark); err != nil {
+			return err
+		}
 		return removeAt(sfd, name, display)
 	})
 }

@@ -271,14 +271,14 @@ func (p *Project) SaveSessionState(s *SessionState) error {
 	if err != nil {
 		return fmt.Errorf("save session state: %w", err)
 	}
-	if err := p.writeState(SessionStateFile, data); err != nil {
+	if err := p.writeStateReusing(SessionStateFile, data); err != nil {
 		return fmt.Errorf("save session state: %w", err)
 	}
 	return nil
 }
 
-// ClearSessionState removes the project's session state. A project without
-// one is not an error.
+// ClearSessionState removes the project's session state, and the earlier
+// one its spare holds. A project without one is not an error.
 func (p *Project) ClearSessionState() error {
 	if err := p.removeState(SessionStateFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("clear session state: %w", err)
