@@ -272,10 +272,12 @@ func TestProjectHold(t *testing.T) {
 	if err := p.EnsureStateDir(); err != nil {
 		t.Fatal(err)
 	}
+	// The descriptors open, from /proc/self/fd: -1 where there is none
+	// (macOS), and then only the descriptor check is left out.
 	fds := func() int {
 		ents, err := os.ReadDir("/proc/self/fd")
 		if err != nil && runtime.GOOS != "linux" {
-			t.Skip("no /proc/self/fd to count descriptors in")
+			return -1
 		} else if err != nil {
 			t.Fatal(err)
 		}
@@ -309,7 +311,7 @@ func TestProjectHold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := fds(); n != before {
+	if n := fds(); n != before && before >= 0 {
 		t.Errorf("%d descriptors open after the Hold, %d before", n, before)
 	}
 	for _, f := range []string{SessionStateFile, HandoffFile, ProgressFile} {
