@@ -6,16 +6,23 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 )
 
 // commands are the command lines the units are rendered with in these
-// tests: the packages' own, and one that needs every kind of quoting.
+// tests: the packages' own, one that needs every kind of quoting, and one
+// whose words look like the definitions' placeholders, which must come out
+// as they went in.
 var commands = map[string][]string{
-	"package": {"/usr/bin/sessiond", "run"},
-	"quoted":  {"/opt/session d/sessiond", "run", "--config", `/etc/odd "dir" 100%/$HOME\sessiond.toml`},
+	"package":      {"/usr/bin/sessiond", "run"},
+	"quoted":       {"/opt/session d/sessiond", "run", "--config", `/etc/odd "dir" 100%/$HOME\sessiond.toml`},
+	"placeholders": {"/opt/@EXECUTABLE@/sessiond", "run", "--config", "/etc/@EXEC_START@@LOG@.toml", "@ARGUMENTS@", "@LABEL@"},
 }
+
+// placeholder matches a placeholder of the definitions left unfilled.
+var placeholder = regexp.MustCompile(`@[A-Z_]+@`)
 
 func renderAll(t *testing.T) map[string]string {
 	t.Helper()
@@ -56,6 +63,11 @@ func TestUnitsHaveWhatDesignAsks(t *testing.T) {
 			for _, bad := range []string{"ProtectHome", "ProtectSystem=strict", "RestartSec=120", "{{", "}}"} {
 				if strings.Contains(strings.Join(settings, "\n"), bad) {
 					t.Errorf("unit has %q", bad)
+				}
+			}
+			if name == "system/package" || name == "user/package" {
+				if p := placeholder.FindString(unit); p != "" {
+					t.Errorf("unit still has the placeholder %s", p)
 				}
 			}
 			wanted := "WantedBy=multi-user.target"
@@ -178,7 +190,22 @@ func TestUnitsVerify(t *testing.T) {
 }
 
 func TestLaunchdPlist(t *testing.T) {
-	argv := commands["quoted"]
+	for _, name := range []string{"quoted", "placeholders"} {
+		t.Run(name, func(t *testing.T) { testLaunchdPlist(t, commands[name]) })
+	}
+	plain, err := LaunchdPlist("sessiond", "/usr/local/bin/sessiond", []string{"run"}, "/var/log/sessiond.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := placeholder.FindString(plain); p != "" {
+		t.Errorf("plist still has the placeholder %s:\n%s", p, plain)
+	}
+	if !strings.Contains(plain, "<array>\n\t\t<string>/usr/local/bin/sessiond</string>\n\t\t<string>run</string>\n\t</array>") {
+		t.Errorf("ProgramArguments are not one <string> a line:\n%s", plain)
+	}
+}
+
+func testLaunchdPlist(t *testing.T, argv []string) {
 	plist, err := LaunchdPlist("sessiond", argv[0], argv[1:], "/Users/me/Library/Logs/sessiond.log")
 	if err != nil {
 		t.Fatal(err)

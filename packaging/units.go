@@ -9,23 +9,23 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
-	"text/template"
 )
+
+// The definitions are plain files with @NAME@ placeholders, filled in by
+// one strings.Replacer pass each: a replacement is never scanned again, so
+// no argument can inject a placeholder. (text/template would do the same
+// job, but executing a template makes the linker keep every exported method
+// of every type in the binary, which made sessiond's executable, and so its
+// resident memory, a third larger.)
 
 //go:embed systemd/sessiond.service
-var systemUnitTemplate string
+var systemUnit string
 
 //go:embed systemd/sessiond-user.service
-var userUnitTemplate string
+var userUnit string
 
 //go:embed launchd/sessiond.plist
-var launchdTemplate string
-
-var (
-	systemUnit = template.Must(template.New("sessiond.service").Parse(systemUnitTemplate))
-	userUnit   = template.Must(template.New("sessiond-user.service").Parse(userUnitTemplate))
-	launchdJob = template.Must(template.New("sessiond.plist").Funcs(template.FuncMap{"xml": xmlText}).Parse(launchdTemplate))
-)
+var launchdJob string
 
 // SystemdUnit returns the systemd unit that runs exe with args: the system
 // unit, or the user unit (WantedBy=default.target, no system directories)
@@ -38,21 +38,16 @@ func SystemdUnit(user bool, exe string, args []string) (string, error) {
 	for _, w := range append([]string{exe}, args...) {
 		words = append(words, quoteExecWord(w))
 	}
-	data := struct{ Executable, ExecStart string }{
-		// ConditionFileIsExecutable= takes the rest of the line as the path,
-		// unquoted; only specifiers are expanded in it.
-		Executable: strings.ReplaceAll(exe, "%", "%%"),
-		ExecStart:  strings.Join(words, " "),
-	}
 	t := systemUnit
 	if user {
 		t = userUnit
 	}
-	var b bytes.Buffer
-	if err := t.Execute(&b, data); err != nil {
-		return "", fmt.Errorf("render %s: %w", t.Name(), err)
-	}
-	return b.String(), nil
+	return strings.NewReplacer(
+		// ConditionFileIsExecutable= takes the rest of the line as the path,
+		// unquoted; only specifiers are expanded in it.
+		"@EXECUTABLE@", strings.ReplaceAll(exe, "%", "%%"),
+		"@EXEC_START@", strings.Join(words, " "),
+	).Replace(t), nil
 }
 
 // LaunchdPlist returns the launchd job labelled label that runs exe with
@@ -65,15 +60,18 @@ func LaunchdPlist(label, exe string, args []string, logPath string) (string, err
 	if !filepath.IsAbs(logPath) {
 		return "", fmt.Errorf("log path %q is not absolute", logPath)
 	}
-	data := struct {
-		Label, Log string
-		Arguments  []string
-	}{label, logPath, append([]string{exe}, args...)}
-	var b bytes.Buffer
-	if err := launchdJob.Execute(&b, data); err != nil {
-		return "", fmt.Errorf("render %s: %w", launchdJob.Name(), err)
+	var argv strings.Builder
+	for i, w := range append([]string{exe}, args...) {
+		if i > 0 {
+			argv.WriteByte('\n')
+		}
+		argv.WriteString("\t\t<string>" + xmlText(w) + "</string>")
 	}
-	return b.String(), nil
+	return strings.NewReplacer(
+		"@LABEL@", xmlText(label),
+		"@ARGUMENTS@", argv.String(),
+		"@LOG@", xmlText(logPath),
+	).Replace(launchdJob), nil
 }
 
 // checkCommand refuses what no service definition can carry: a relative
@@ -250,12 +248,10 @@ func LaunchdArguments(plist []byte) ([]string, error) {
 	}
 }
 
-func xmlText(s string) (string, error) {
+func xmlText(s string) string {
 	var b strings.Builder
-	if err := xml.EscapeText(&b, []byte(s)); err != nil {
-		return "", err
-	}
-	return b.String(), nil
+	_ = xml.EscapeText(&b, []byte(s)) // a strings.Builder does not fail
+	return b.String()
 }
 
 // Sysusers is the sysusers.d(5) snippet of the packages: the sessiond group
