@@ -4,6 +4,9 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 GO      ?= go
 BIN     := bin
+# Build tags: TAGS=pprof serves Go's profiles on the socket when the daemon
+# runs with SESSIOND_PPROF=1 (docs/api.md).
+TAGS    ?=
 # The packages' Maintainer (deb) and Packager (rpm).
 MAINTAINER ?= sessiond maintainers <maintainers@sessiond.invalid>
 
@@ -15,7 +18,7 @@ help: ## List the targets
 
 .PHONY: build
 build: ## Build sessiond, sessionctl and sessionctl's helpers into bin/
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/sessiond ./cmd/sessionctl ./cmd/sessionctl/libexec/...
+	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/sessiond ./cmd/sessionctl ./cmd/sessionctl/libexec/...
 
 .PHONY: run
 run: build ## Build, then run the daemon in the foreground on the embedded defaults

@@ -10,8 +10,9 @@
 # ext4 rather than sessiond.
 #
 # PROFILE=DIR also takes a CPU profile of the daemon during each start and
-# each stop (the daemon runs with SESSIOND_PPROF=1), as DIR/start1.pprof,
-# DIR/stop1.pprof...: read them with `go tool pprof -top -cum FILE`.
+# each stop (the daemon runs with SESSIOND_PPROF=1; it needs a build with
+# profiles, `make build TAGS=pprof`), as DIR/start1.pprof, DIR/stop1.pprof...:
+# read them with `go tool pprof -top -cum FILE`.
 source "$(dirname "$0")/lib.sh"
 
 N=${1:-1000}
@@ -28,6 +29,9 @@ if [ -n "$PROFILE" ]; then
 fi
 
 profile() { # profile NAME SECONDS: a CPU profile of the daemon, in the background
+	local code
+	code=$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$SD_SOCK" http://sessiond/debug/pprof/)
+	[ "$code" = 200 ] || die "PROFILE: the daemon serves no profiles (HTTP $code); build it with \`make build TAGS=pprof\`"
 	curl -s --unix-socket "$SD_SOCK" "http://sessiond/debug/pprof/profile?seconds=$2" -o "$PROFILE/$1.pprof" &
 	PROF_PID=$!
 	sleep 0.2

@@ -87,6 +87,13 @@ func startDaemonAt(t testing.TB, stateDir, sock string) *daemon {
 // configTOML.
 func startDaemonWith(t testing.TB, stateDir, sock, configTOML string) *daemon {
 	t.Helper()
+	return startBuild(t, sessiondBin, nil, stateDir, sock, configTOML)
+}
+
+// startBuild is startDaemonWith for the sessiond executable bin, with env
+// added to the daemon's environment.
+func startBuild(t testing.TB, bin string, env []string, stateDir, sock, configTOML string) *daemon {
+	t.Helper()
 	tmp := t.TempDir()
 	d := &daemon{t: t, sock: sock, stateDir: stateDir, logPath: filepath.Join(tmp, "sessiond.log"), exited: make(chan struct{})}
 	logf, err := os.OpenFile(d.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
@@ -100,9 +107,9 @@ func startDaemonWith(t testing.TB, stateDir, sock, configTOML string) *daemon {
 			t.Fatal(err)
 		}
 	}
-	d.cmd = exec.Command(sessiondBin, "run", "--config", cfg,
+	d.cmd = exec.Command(bin, "run", "--config", cfg,
 		"--state-dir", stateDir, "--socket", sock, "--log-level", "debug")
-	d.cmd.Env = cleanEnv()
+	d.cmd.Env = append(cleanEnv(), env...)
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	if err := d.cmd.Start(); err != nil {
 		t.Fatalf("start sessiond: %v", err)
