@@ -16,7 +16,7 @@ import (
 // no argument can inject a placeholder. (text/template would do the same
 // job, but executing a template makes the linker keep every exported method
 // of every type in the binary, which made sessiond's executable, and so its
-// resident memory, a third larger.)
+// resident memory, a fifth larger.)
 
 //go:embed systemd/sessiond.service
 var systemUnit string
