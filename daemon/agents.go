@@ -144,10 +144,7 @@ func (d *Daemon) SessionBriefing(ctx context.Context, c ipc.Caller, id string) (
 	rec := s.Snapshot()
 	b := &ipc.Briefing{NextActions: []string{}, Blockers: append([]ipc.Blocker{}, rec.Blockers...)}
 	if h, err := p.LoadHandoff(); err == nil && h.SessionID != s.ID() {
-		var prev ipc.Handoff
-		if err := convert(h, &prev); err == nil {
-			b.Previous = &prev
-		}
+		b.Previous = h
 	}
 	feats, ferr := p.LoadFeatures(s.Spec().FeatureList)
 	st, _ := p.LoadSessionState()

@@ -386,8 +386,7 @@ func (d *Daemon) CheckpointSession(ctx context.Context, c ipc.Caller, id string)
 	if err != nil {
 		return nil, ended(s, err, what)
 	}
-	out := wireResult(res)
-	return &out, nil
+	return &res, nil
 }
 
 // SessionHandoff implements ipc.Sessions.
@@ -406,11 +405,7 @@ func (d *Daemon) SessionHandoff(ctx context.Context, c ipc.Caller, id string) (*
 	if err != nil {
 		return nil, ipc.Conflict("%w", err)
 	}
-	var out ipc.Handoff
-	if err := convert(h, &out); err != nil {
-		return nil, fmt.Errorf("handoff of %s: %w", s.ID(), err)
-	}
-	return &out, nil
+	return h, nil
 }
 
 // Version implements ipc.System.

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -95,11 +94,7 @@ func (d *Daemon) ProjectSession(ctx context.Context, c ipc.Caller, p ipc.Project
 	spec, _ := projectSpec(proj, d.cfg.Defaults.Clone())
 	feats, ferr := proj.LoadFeatures(spec.FeatureList)
 	view, notes := session.ProjectView(st, feats, ferr)
-	out := &ipc.ProjectSession{Summary: state.RestoreSummary(view, time.Now(), notes...), Notices: notes}
-	if err := convert(view, &out.State); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return &ipc.ProjectSession{State: *view, Summary: state.RestoreSummary(view, time.Now(), notes...), Notices: notes}, nil
 }
 
 // ClearProjectSession implements ipc.Projects.
@@ -134,7 +129,7 @@ func (d *Daemon) ProjectCheckpoints(ctx context.Context, c ipc.Caller, p ipc.Pro
 		if err != nil {
 			return nil, ipc.NotFound("checkpoint %s of %s: %w", opt.Find, dir, err)
 		}
-		cp := wireCheckpoint(f.Checkpoint)
+		cp := f.Checkpoint.Checkpoint
 		cp.Match, cp.MatchedID = string(f.Match), f.ID
 		return []ipc.Checkpoint{cp}, nil
 	}
@@ -144,7 +139,7 @@ func (d *Daemon) ProjectCheckpoints(ctx context.Context, c ipc.Caller, p ipc.Pro
 	}
 	out := make([]ipc.Checkpoint, len(list))
 	for i, cp := range list {
-		out[i] = wireCheckpoint(cp)
+		out[i] = cp.Checkpoint
 	}
 	return out, nil
 }
@@ -181,7 +176,7 @@ func (d *Daemon) RestoreProject(ctx context.Context, c ipc.Caller, p ipc.Project
 			d.log.Warn("record the restore in the session state", zap.Error(err))
 		}
 	}
-	return &ipc.RestoreResponse{Saved: wireResult(saved), Restored: wireCheckpoint(restored)}, nil
+	return &ipc.RestoreResponse{Saved: saved, Restored: restored.Checkpoint}, nil
 }
 
 // CheckpointStats implements ipc.Projects.
@@ -216,28 +211,4 @@ func (d *Daemon) gitAccess(c ipc.Caller) (*checkpoint.Credential, string) {
 		return nil, ""
 	}
 	return session.GitAccess(owner)
-}
-
-func wireResult(r checkpoint.Result) ipc.CheckpointResult {
-	return ipc.CheckpointResult{
-		ID: r.ID, Ref: r.Ref, Tree: r.Tree, Time: r.Time, FilesChanged: r.FilesChanged, Files: r.Files,
-		Skipped: r.Skipped, LeftOut: r.LeftOut, Summary: r.Summary, Incremental: r.Incremental, FullReason: r.FullReason,
-	}
-}
-
-func wireCheckpoint(c checkpoint.Checkpoint) ipc.Checkpoint {
-	return ipc.Checkpoint{
-		ID: c.ID, SessionID: c.SessionID, Time: c.Time, FilesChanged: c.FilesChanged, Message: c.Message, Ref: c.Ref,
-		Summary: c.Summary, Turn: c.Turn, Files: c.Files, FormerIDs: c.FormerIDs, Folded: c.Folded,
-	}
-}
-
-// convert copies a file format into its wire type through their common
-// JSON encoding, which is what both promise to keep.
-func convert(from, to any) error {
-	b, err := json.Marshal(from)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, to)
 }

@@ -45,26 +45,6 @@ type Agent struct {
 	Notices []string `json:"notices,omitempty"`
 }
 
-// Tokens is an agent's use of its model: tokens read from its transcript,
-// and the cost where the agent reports it.
-type Tokens struct {
-	Input      int64 `json:"input"`
-	Output     int64 `json:"output"`
-	CacheRead  int64 `json:"cache_read"`
-	CacheWrite int64 `json:"cache_write"`
-	// CostUSD is the agent's own figure; CostKnown says whether it gave one.
-	CostUSD   float64 `json:"cost_usd,omitempty"`
-	CostKnown bool    `json:"cost_known,omitempty"`
-}
-
-// Total is every token counted: input, output and cache reads and writes.
-func (t *Tokens) Total() int64 {
-	if t == nil {
-		return 0
-	}
-	return t.Input + t.Output + t.CacheRead + t.CacheWrite
-}
-
 // Worktree is the git worktree a session runs in.
 type Worktree struct {
 	// Name is the worktree's name; Branch is sessiond/<Name>.

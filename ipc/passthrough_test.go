@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/sessiond/sessiond/ipc/format"
 )
 
 // fillAll sets every field reachable from v to a value that is not zero,
@@ -46,7 +48,7 @@ func fill(v reflect.Value, depth int) {
 		fillAll(v.Elem(), depth+1)
 	case reflect.Struct:
 		if v.Type() == reflect.TypeOf(TaskID{}) {
-			v.Set(reflect.ValueOf(TaskID{Text: "7", Number: true}))
+			v.Set(reflect.ValueOf(format.IntTaskID(7)))
 			return
 		}
 		if v.Type() == reflect.TypeOf(time.Time{}) {

@@ -46,23 +46,6 @@ type WorktreeSession struct {
 	StartedAt time.Time `json:"started_at"`
 }
 
-// WorktreeHandoff is what a handoff says of the session's worktree: where
-// it is, its branch, its work since the base and how to review it.
-type WorktreeHandoff struct {
-	Name   string `json:"name"`
-	Branch string `json:"branch"`
-	Path   string `json:"path"`
-	Repo   string `json:"repo"`
-	Base   string `json:"base"`
-	Port   int    `json:"port,omitempty"`
-	// CommitsAhead counts the branch's commits since Base; Uncommitted the
-	// files of the worktree left uncommitted (the handoff's
-	// uncommitted_files lists them).
-	CommitsAhead int    `json:"commits_ahead"`
-	Uncommitted  int    `json:"uncommitted"`
-	Review       string `json:"review"`
-}
-
 // WorktreeRemoveRequest asks to remove a worktree: Repo says which
 // repository's when the name is not enough; Force removes uncommitted
 // work too, after a checkpoint of it.

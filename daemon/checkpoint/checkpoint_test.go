@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/sessiond/sessiond/ipc/format"
 )
 
 func TestTakeLeavesUserStateAlone(t *testing.T) {
@@ -292,7 +294,7 @@ func TestRestoreRoundTrip(t *testing.T) {
 }
 
 func TestFind(t *testing.T) {
-	cps := []Checkpoint{{ID: "abcd1234"}, {ID: "abcd5678"}, {ID: "ffff0000", FormerIDs: []string{"0123aaaa"}}}
+	cps := []Checkpoint{{Checkpoint: format.Checkpoint{ID: "abcd1234"}}, {Checkpoint: format.Checkpoint{ID: "abcd5678"}}, {Checkpoint: format.Checkpoint{ID: "ffff0000", FormerIDs: []string{"0123aaaa"}}}}
 	tests := []struct {
 		prefix string
 		want   string

@@ -7,37 +7,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sessiond/sessiond/ipc/format"
 )
 
-// Checkpoint is one checkpoint of a project, as listed.
+// Checkpoint is one checkpoint of a project, as listed: the listing
+// (format.Checkpoint), with its tree and the ids folded into it.
 type Checkpoint struct {
-	// ID is the checkpoint's commit.
-	ID string `json:"id"`
-	// SessionID is the session that made it.
-	SessionID string `json:"session_id"`
-	// Time is when it was made.
-	Time time.Time `json:"time"`
-	// FilesChanged is the number of paths that differ from its parent.
-	FilesChanged int `json:"files_changed"`
-	// Message is the caller's message, or the generated subject.
-	Message string `json:"message"`
-	// Ref is the ref it is on.
-	Ref string `json:"ref"`
-	// Summary is the generated subject: the agent's turn, if one was named,
-	// and the files changed (the first few and a count), so that a list of
-	// checkpoints reads like the history of the session.
-	Summary string `json:"summary,omitempty"`
-	// Turn is the label of the agent's turn it ends, if any.
-	Turn string `json:"turn,omitempty"`
-	// Files are the first few files it changed (FilesChanged counts them
-	// all).
-	Files []string `json:"files,omitempty"`
-	// FormerIDs are the ids this checkpoint had before prunes rewrote it,
-	// oldest first: every id ever handed out for it still finds it.
-	FormerIDs []string `json:"former_ids,omitempty"`
-	// Folded counts the older checkpoints folded into this one by
-	// retention; their changes are this checkpoint's now.
-	Folded int `json:"folded,omitempty"`
+	format.Checkpoint
 
 	tree   string
 	folded []string // ids of the checkpoints folded into it (and their former ids)
@@ -102,17 +79,19 @@ func (e entry) checkpoint() (Checkpoint, bool) {
 		msg = e.msg.subject
 	}
 	return Checkpoint{
-		ID: e.id, SessionID: sid, Time: e.time,
-		FilesChanged: e.msg.getInt(trailerFiles),
-		Message:      msg,
-		Ref:          RefPrefix + sid,
-		Summary:      e.msg.subject,
-		Turn:         e.msg.get(trailerTurn),
-		Files:        e.msg.all(trailerFile),
-		FormerIDs:    e.msg.all(trailerWas),
-		Folded:       e.msg.getInt(trailerFolded),
-		tree:         e.tree,
-		folded:       e.msg.all(trailerFoldedID),
+		Checkpoint: format.Checkpoint{
+			ID: e.id, SessionID: sid, Time: e.time,
+			FilesChanged: e.msg.getInt(trailerFiles),
+			Message:      msg,
+			Ref:          RefPrefix + sid,
+			Summary:      e.msg.subject,
+			Turn:         e.msg.get(trailerTurn),
+			Files:        e.msg.all(trailerFile),
+			FormerIDs:    e.msg.all(trailerWas),
+			Folded:       e.msg.getInt(trailerFolded),
+		},
+		tree:   e.tree,
+		folded: e.msg.all(trailerFoldedID),
 	}, true
 }
 

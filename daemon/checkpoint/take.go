@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sessiond/sessiond/ipc/format"
 	"go.uber.org/zap"
 )
 
@@ -83,34 +84,8 @@ func (c *Checkpointer) policy(maxFile int64, ignore []string) policy {
 	return policy{maxFile: maxFile, leaveOut: c.opt.LeaveOut, ignore: ignore}
 }
 
-// Result describes a checkpoint that Take made (or skipped).
-type Result struct {
-	// ID is the checkpoint's commit; when Skipped, the previous checkpoint.
-	ID string `json:"id"`
-	// Ref is the ref the checkpoint is on (the branch in mode commit).
-	Ref string `json:"ref"`
-	// Tree is the tree of the work tree as checkpointed: the Base of the
-	// next request's Changes.
-	Tree string `json:"tree"`
-	// Time is when the checkpoint was made (second precision, as in git).
-	Time time.Time `json:"time"`
-	// FilesChanged is the number of paths that differ from the parent.
-	FilesChanged int `json:"files_changed"`
-	// Files are those paths, relative to the top of the work tree.
-	Files []string `json:"files,omitempty"`
-	// Summary is the checkpoint's subject: the turn and the files changed.
-	Summary string `json:"summary,omitempty"`
-	// Skipped is set when the tree equals the previous checkpoint's: no
-	// commit was made.
-	Skipped bool `json:"skipped"`
-	// LeftOut names untracked content that was left out: directories (with
-	// a trailing slash) such as node_modules, and files over MaxFileSize.
-	LeftOut []string `json:"left_out,omitempty"`
-	// Incremental is set when only the changed paths were read; otherwise
-	// the whole work tree was scanned, and FullReason says why.
-	Incremental bool   `json:"incremental"`
-	FullReason  string `json:"full_reason,omitempty"`
-}
+// Result describes a checkpoint taken, or skipped (format.CheckpointResult).
+type Result = format.CheckpointResult
 
 // checkpointIdentity is the author and committer of ref-mode checkpoints:
 // they are sessiond's commits, and a user without a configured identity must

@@ -403,8 +403,8 @@ func agentFacts(rec ipc.Session) *state.AgentFacts {
 	f := &state.AgentFacts{Name: a.Name, ConversationID: a.ConversationID, TranscriptPath: a.TranscriptPath,
 		ResumedFrom: a.ResumedFrom, State: a.State, WaitingReason: a.WaitingReason, Turns: a.Turns}
 	if t := rec.Tokens; t != nil {
-		f.Tokens = &state.Tokens{Input: t.Input, Output: t.Output, CacheRead: t.CacheRead, CacheWrite: t.CacheWrite,
-			CostUSD: t.CostUSD, CostKnown: t.CostKnown}
+		tokens := *t
+		f.Tokens = &tokens
 	}
 	return f
 }

@@ -126,7 +126,7 @@ func makeAccount(in accountInput) account {
 
 	// Blockers: those open at the end of the session, with their ids; one
 	// raised in this session blocks the task unless the agent says more.
-	a.open, a.resolved = wireToBlockers(rec.Blockers), wireToBlockers(rec.ResolvedBlockers)
+	a.open, a.resolved = append([]state.Blocker{}, rec.Blockers...), append([]state.Blocker{}, rec.ResolvedBlockers...)
 	a.seq = rec.BlockerSeq
 	seqAtStart := 0
 	if in.Previous != nil {
@@ -182,13 +182,11 @@ func makeAccount(in accountInput) account {
 func passingFeatures(ids []ipc.TaskID) []state.Feature {
 	out := []state.Feature{}
 	for _, id := range ids {
-		f := state.Feature{Passes: true}
-		if id.Number {
-			if n, err := strconv.ParseInt(id.Text, 10, 64); err == nil {
-				f.ID = state.IntTaskID(n)
-			}
-		} else {
-			f.ID = state.StringTaskID(id.Text)
+		f := state.Feature{Passes: true, ID: id}
+		if n, ok := id.Int(); ok {
+			f.ID = state.IntTaskID(n)
+		} else if id.IsNumber() {
+			f.ID = state.TaskID{}
 		}
 		out = append(out, f)
 	}
@@ -199,14 +197,6 @@ func passingFeatures(ids []ipc.TaskID) []state.Feature {
 func reported(r ipc.Report) bool {
 	return r.Summary != "" || len(r.Next) > 0 || r.Plan != "" || r.Progress != nil || r.Task != "" ||
 		r.Step != "" || r.Status != "" || r.LastAction != ""
-}
-
-func wireToBlockers(bs []ipc.Blocker) []state.Blocker {
-	out := make([]state.Blocker, 0, len(bs))
-	for _, b := range bs {
-		out = append(out, state.Blocker{ID: b.ID, Question: b.Question, Priority: b.Priority})
-	}
-	return out
 }
 
 func blockerLine(b state.Blocker) string { return fmt.Sprintf("%s (#%d)", b.Question, b.ID) }

@@ -173,9 +173,7 @@ func (s *Session) prepareFiles(p *state.Project, now time.Time, gitLog []string,
 		notice(err)
 	}
 	if st != nil {
-		for _, b := range st.ActiveBlockers {
-			s.rec.Blockers = append(s.rec.Blockers, ipc.Blocker{ID: b.ID, Question: b.Question, Priority: b.Priority})
-		}
+		s.rec.Blockers = append(s.rec.Blockers, st.ActiveBlockers...)
 		s.rec.BlockerSeq = st.BlockerSeq
 	}
 	feats, ferr := p.LoadFeatures(s.spec.FeatureList)
@@ -184,8 +182,7 @@ func (s *Session) prepareFiles(p *state.Project, now time.Time, gitLog []string,
 		s.rec.PassingAtStart = []ipc.TaskID{}
 		for _, f := range feats {
 			if f.Passes {
-				k := f.Key()
-				s.rec.PassingAtStart = append(s.rec.PassingAtStart, ipc.TaskID{Text: k.String(), Number: k.IsNumber()})
+				s.rec.PassingAtStart = append(s.rec.PassingAtStart, f.Key())
 			}
 		}
 	} else if !errors.Is(ferr, fs.ErrNotExist) {

@@ -148,9 +148,9 @@ func TestRestoreSummaryEscapes(t *testing.T) {
 func TestBoundEscapes(t *testing.T) {
 	s := &SessionState{LastSession: &LastSession{Summary: hostile + "\x00"}, NextActions: []string{hostile}, CurrentPlan: hostile,
 		ActiveBlockers: []Blocker{{Question: hostile}}}
-	s.Bound()
+	BoundSessionState(s)
 	first, _ := marshalJSON(s)
-	s.Bound()
+	BoundSessionState(s)
 	second, _ := marshalJSON(s)
 	if !bytes.Equal(first, second) {
 		t.Errorf("Bound is not stable:\n%s\n%s", first, second)
@@ -159,7 +159,7 @@ func TestBoundEscapes(t *testing.T) {
 		assertNoControls(t, "bounded state", []byte(strings.ReplaceAll(text, "\n", "")))
 	}
 	h := &Handoff{TaskAttempted: hostile, LogTail: []string{hostile}, FilesChanged: []string{"a\x1bb"}, Command: []string{"sh", "-c", hostile}}
-	h.Bound()
+	BoundHandoff(h)
 	data, _ := marshalJSON(h)
 	var back Handoff
 	if err := decodeJSON(data, &back); err != nil {

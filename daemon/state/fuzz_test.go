@@ -27,7 +27,7 @@ func FuzzReadSessionState(f *testing.F) {
 		if err := decodeJSON(data, s); err != nil {
 			return
 		}
-		s.Bound()
+		BoundSessionState(s)
 		// A loaded state re-marshals, and decodes back to the same bytes
 		// (in memory: SaveSessionState's fsyncs would starve the fuzzer).
 		first, err := marshalJSON(s)
@@ -38,7 +38,7 @@ func FuzzReadSessionState(f *testing.F) {
 		if err := decodeJSON(first, &again); err != nil {
 			t.Fatalf("decode %s: %v", first, err)
 		}
-		again.Bound()
+		BoundSessionState(&again)
 		if second, _ := marshalJSON(&again); !bytes.Equal(second, first) {
 			t.Fatalf("not stable:\n%s\nthen\n%s", first, second)
 		}
@@ -97,7 +97,7 @@ func FuzzLoadHandoff(f *testing.F) {
 		if err := decodeJSON(data, h); err != nil {
 			return
 		}
-		h.Bound()
+		BoundHandoff(h)
 		first, err := marshalJSON(h)
 		if err != nil {
 			t.Fatalf("marshal a loaded handoff: %v", err)
@@ -106,7 +106,7 @@ func FuzzLoadHandoff(f *testing.F) {
 		if err := decodeJSON(first, &again); err != nil {
 			t.Fatalf("decode %s: %v", first, err)
 		}
-		again.Bound()
+		BoundHandoff(&again)
 		if second, _ := marshalJSON(&again); !bytes.Equal(second, first) {
 			t.Fatalf("not stable:\n%s\nthen\n%s", first, second)
 		}

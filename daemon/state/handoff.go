@@ -3,18 +3,19 @@ package state
 import (
 	"errors"
 	"fmt"
-	"time"
+
+	"github.com/sessiond/sessiond/ipc/format"
 )
 
 // Task statuses of a handoff.
 const (
-	TaskCompleted  = "completed"
-	TaskInProgress = "in_progress"
-	TaskBlocked    = "blocked"
-	TaskFailed     = "failed"
+	TaskCompleted  = format.TaskCompleted
+	TaskInProgress = format.TaskInProgress
+	TaskBlocked    = format.TaskBlocked
+	TaskFailed     = format.TaskFailed
 )
 
-// Limits that Handoff.Bound enforces on lists that grow with the session.
+// Limits that BoundHandoff enforces on lists that grow with the session.
 const (
 	MaxHandoffFiles    = 1000
 	MaxHandoffSteps    = 20
@@ -26,50 +27,16 @@ const (
 	maxFileNameLen = 4096
 )
 
-// Handoff is handoff.json: how a session ended and what the next one should
-// know. Every field is always written, so that readers need not guess
-// between "absent" and "empty"; ExitCode is null when the exit status is
-// unknown (an adopted or crashed session).
-type Handoff struct {
-	SessionID            string    `json:"session_id"`
-	ProjectDir           string    `json:"project_dir"`
-	Command              []string  `json:"command"`
-	StartedAt            time.Time `json:"started_at"`
-	EndedAt              time.Time `json:"ended_at"`
-	EndReason            string    `json:"end_reason"`
-	ExitCode             *int      `json:"exit_code"`
-	Signal               string    `json:"signal"`
-	TaskAttempted        string    `json:"task_attempted"`
-	TaskStatus           string    `json:"task_status"`
-	CurrentStep          int       `json:"current_step"`
-	TotalSteps           int       `json:"total_steps"`
-	LastActionTaken      string    `json:"last_action_taken"`
-	BlockedReason        string    `json:"blocked_reason"`
-	BlockedNeedsHuman    bool      `json:"blocked_needs_human"`
-	RecommendedNextSteps []string  `json:"recommended_next_steps"`
-	Warnings             []string  `json:"warnings"`
-	GitCommitHash        string    `json:"git_commit_hash"`
-	GitBranch            string    `json:"git_branch"`
-	UncommittedFiles     []string  `json:"uncommitted_files"`
-	Checkpoint           string    `json:"checkpoint"`
-	FilesChanged         []string  `json:"files_changed"`
-	LastFileEdited       string    `json:"last_file_edited"`
-	DevServerWasRunning  bool      `json:"dev_server_was_running"`
-	Restarts             int       `json:"restarts"`
-	LogTail              []string  `json:"log_tail"`
-	// Agent is the session's coding agent, when sessiond knew it.
-	Agent *AgentFacts `json:"agent,omitempty"`
-	// Worktree is the session's worktree, if it ran in one.
-	Worktree *WorktreeHandoff `json:"worktree,omitempty"`
-}
+// Handoff is handoff.json (format.Handoff).
+type Handoff = format.Handoff
 
-// Bound keeps a handoff readable: at most MaxHandoffSteps next steps,
+// BoundHandoff keeps a handoff readable: at most MaxHandoffSteps next steps,
 // MaxHandoffWarnings warnings, MaxLogTailLines log lines (the last ones) of
 // MaxLogLineLen characters, and MaxHandoffFiles file names per list, a
 // warning saying how many were left out. Every text is escaped as
 // StoreText does, so that no control character is stored. Nil lists become
 // empty ones.
-func (h *Handoff) Bound() {
+func BoundHandoff(h *Handoff) {
 	for _, f := range []*string{&h.SessionID, &h.ProjectDir, &h.EndReason, &h.Signal, &h.TaskStatus,
 		&h.GitCommitHash, &h.GitBranch, &h.Checkpoint, &h.LastFileEdited} {
 		*f = bound(*f, maxHandoffText)
@@ -78,12 +45,12 @@ func (h *Handoff) Bound() {
 	h.LastActionTaken = bound(h.LastActionTaken, maxHandoffText)
 	h.BlockedReason = bound(h.BlockedReason, maxHandoffText)
 	if h.Agent != nil {
-		h.Agent.bound()
+		boundAgent(h.Agent)
 	}
 	h.RecommendedNextSteps = boundList(h.RecommendedNextSteps, MaxHandoffSteps, maxHandoffText)
 	h.Warnings = boundList(h.Warnings, MaxHandoffWarnings, maxHandoffText)
-	h.UncommittedFiles = h.boundFiles("uncommitted_files", h.UncommittedFiles)
-	h.FilesChanged = h.boundFiles("files_changed", h.FilesChanged)
+	h.UncommittedFiles = boundFiles(h, "uncommitted_files", h.UncommittedFiles)
+	h.FilesChanged = boundFiles(h, "files_changed", h.FilesChanged)
 	if len(h.LogTail) > MaxLogTailLines {
 		h.LogTail = h.LogTail[len(h.LogTail)-MaxLogTailLines:]
 	}
@@ -99,7 +66,7 @@ func (h *Handoff) Bound() {
 	h.Command = cmd
 }
 
-func (h *Handoff) boundFiles(name string, files []string) []string {
+func boundFiles(h *Handoff, name string, files []string) []string {
 	if len(files) > MaxHandoffFiles {
 		if len(h.Warnings) < MaxHandoffWarnings {
 			h.Warnings = append(h.Warnings, fmt.Sprintf("%s: %d more not listed", name, len(files)-MaxHandoffFiles))
@@ -118,7 +85,7 @@ func (h *Handoff) boundFiles(name string, files []string) []string {
 // result fits MaxHandoffSize, with a warning that it was trimmed: a handoff
 // sessiond writes is always one it can read back.
 func encodeHandoff(h *Handoff) ([]byte, error) {
-	h.Bound()
+	BoundHandoff(h)
 	data, err := marshalJSON(h)
 	for trimmed := false; err == nil && len(data) > handoffCap; {
 		if !trimmed {

@@ -101,7 +101,7 @@ func TestHandoffBound(t *testing.T) {
 	for i := range MaxLogTailLines + 10 {
 		h.LogTail = append(h.LogTail, fmt.Sprintf("line %d %s", i, strings.Repeat("x", MaxLogLineLen)))
 	}
-	h.Bound()
+	BoundHandoff(h)
 	if got := len(h.FilesChanged); got != MaxHandoffFiles {
 		t.Errorf("files: got %d, want %d", got, MaxHandoffFiles)
 	}
