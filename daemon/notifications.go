@@ -317,7 +317,7 @@ func (x *notifications) ownerOf(uid int, o *state.Owner) *notify.Owner {
 		}
 	}
 	out := &notify.Owner{UID: o.UID, GID: o.GID, Groups: slices.Clone(o.Groups)}
-	out.Home, out.Username = x.account(o.UID)
+	out.Home, out.Name = x.account(o.UID)
 	return out
 }
 
@@ -327,11 +327,11 @@ func (x *notifications) account(uid int) (home, name string) {
 	a, ok := x.owners[uid]
 	x.mu.Unlock()
 	if ok {
-		return a.Home, a.Username
+		return a.Home, a.Name
 	}
 	a = &notify.Owner{UID: uid}
 	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
-		a.Home, a.Username = u.HomeDir, u.Username
+		a.Home, a.Name = u.HomeDir, u.Username
 	}
 	x.mu.Lock()
 	if len(x.owners) >= 1024 {
@@ -339,7 +339,7 @@ func (x *notifications) account(uid int) (home, name string) {
 	}
 	x.owners[uid] = a
 	x.mu.Unlock()
-	return a.Home, a.Username
+	return a.Home, a.Name
 }
 
 // sessionEnv is the environment a notification command of s starts from:

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/user"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -143,10 +141,7 @@ func (d *Daemon) startWorktree(ctx context.Context, c ipc.Caller, p *state.Proje
 func setupEnv(spec config.Spec, cred *checkpoint.Credential) []string {
 	env := session.EnvBase(spec)
 	if cred != nil && cred.Home != "" {
-		env = append(env, "HOME="+cred.Home)
-		if u, err := user.LookupId(strconv.Itoa(int(cred.UID))); err == nil {
-			env = append(env, "USER="+u.Username, "LOGNAME="+u.Username)
-		}
+		env = append(env, cred.Env()...)
 	}
 	return env
 }

@@ -2,7 +2,6 @@ package ipc
 
 import (
 	"testing"
-	"unicode/utf8"
 )
 
 func TestTerminalText(t *testing.T) {
@@ -31,26 +30,4 @@ func TestTerminalText(t *testing.T) {
 			}
 		})
 	}
-}
-
-func FuzzTerminalText(f *testing.F) {
-	for _, s := range []string{"", "plain", "\x1b[2J", "a\nb\tc\r", "\u009b\u202e", "\xff\xfe", "日本\x00"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		for _, keep := range []bool{true, false} {
-			out := escapeTerminal(s, keep)
-			if !utf8.ValidString(out) {
-				t.Fatalf("%q: output %q is not UTF-8", s, out)
-			}
-			for _, r := range out {
-				if r < 0x20 && !(keep && (r == '\n' || r == '\t')) || r == 0x7f || escapedTerminalRune(r) {
-					t.Fatalf("%q: output %q still holds %U", s, out, r)
-				}
-			}
-			if again := escapeTerminal(out, keep); again != out {
-				t.Fatalf("%q: not stable: %q then %q", s, out, again)
-			}
-		}
-	})
 }

@@ -223,5 +223,5 @@ func BenchmarkCheckpoint(b *testing.B) {
 
 // copyFile copies src to dst with src's mtime (as the full scan does).
 func copyFile(src, dst string) error {
-	return (*Credential)(nil).copyUserFile(src, dst)
+	return copyUserFile((*Credential)(nil), src, dst)
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"syscall"
 	"time"
+
+	"github.com/sessiond/sessiond/daemon/identity"
 )
 
 // Credential is the user that every git process of one call runs as, and
@@ -16,30 +18,23 @@ import (
 // a root daemon checkpoints a user's project with that user's rights, so
 // git's own ownership check passes without safe.directory and the kernel
 // refuses what the user could not do. HOME is the user's, so git reads the
-// user's global config (never the daemon's).
-type Credential struct {
-	UID    uint32
-	GID    uint32
-	Groups []uint32
-	// Home is the user's home directory; "" runs git without HOME.
-	Home string
-}
+// user's global config (never the daemon's); a user without a home runs
+// git without HOME.
+type Credential = identity.User
 
 // sysProcAttr is the process attribute that runs a command as c, or nil
 // when c is nil or is the daemon's own user (a non-root process may not
 // set its groups, and has no need to).
-func (c *Credential) sysProcAttr() *syscall.SysProcAttr {
+func sysProcAttr(c *Credential) *syscall.SysProcAttr {
 	if c == nil || (os.Geteuid() != 0 && int(c.UID) == os.Geteuid() && int(c.GID) == os.Getegid()) {
 		return nil
 	}
-	return &syscall.SysProcAttr{Credential: &syscall.Credential{
-		Uid: c.UID, Gid: c.GID, Groups: slices.Clone(c.Groups),
-	}}
+	return &syscall.SysProcAttr{Credential: c.Credential()}
 }
 
 // own gives path to the credential's user (nothing for nil), without
 // following a symlink.
-func (c *Credential) own(path string) error {
+func own(c *Credential, path string) error {
 	if c == nil || int(c.UID) == os.Geteuid() {
 		return nil
 	}
@@ -51,12 +46,12 @@ func (c *Credential) own(path string) error {
 
 // mkdirTemp makes a private temporary directory owned by the credential's
 // user.
-func (c *Credential) mkdirTemp(parent, pattern string) (string, error) {
+func mkdirTemp(c *Credential, parent, pattern string) (string, error) {
 	dir, err := os.MkdirTemp(parent, pattern)
 	if err != nil {
 		return "", err
 	}
-	if err := c.own(dir); err != nil {
+	if err := own(c, dir); err != nil {
 		os.RemoveAll(dir)
 		return "", err
 	}
@@ -65,7 +60,7 @@ func (c *Credential) mkdirTemp(parent, pattern string) (string, error) {
 
 // mkdirAll makes dir and its missing parents (mode 0700), giving each one
 // it makes to the credential's user.
-func (c *Credential) mkdirAll(dir string) error {
+func mkdirAll(c *Credential, dir string) error {
 	var missing []string
 	for d := dir; ; d = filepath.Dir(d) {
 		if _, err := os.Lstat(d); err == nil {
@@ -82,7 +77,7 @@ func (c *Credential) mkdirAll(dir string) error {
 		if err := os.Mkdir(missing[i], 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 			return err
 		}
-		if err := c.own(missing[i]); err != nil {
+		if err := own(c, missing[i]); err != nil {
 			return err
 		}
 	}
@@ -91,15 +86,15 @@ func (c *Credential) mkdirAll(dir string) error {
 
 // mayRead reports whether the credential's user may read a file with the
 // given owner and mode (the permission bits as the kernel checks them).
-func (c *Credential) mayRead(st *syscall.Stat_t) bool {
+func mayRead(c *Credential, st *syscall.Stat_t) bool {
 	if c == nil {
 		return true
 	}
 	mode := uint32(st.Mode)
 	switch {
-	case st.Uid == c.UID:
+	case int(st.Uid) == c.UID:
 		return mode&0o400 != 0
-	case st.Gid == c.GID || slices.Contains(c.Groups, st.Gid):
+	case int(st.Gid) == c.GID || slices.Contains(c.Groups, int(st.Gid)):
 		return mode&0o040 != 0
 	default:
 		return mode&0o004 != 0
@@ -108,11 +103,11 @@ func (c *Credential) mayRead(st *syscall.Stat_t) bool {
 
 // mayWriteDir reports whether the credential's user may create and remove
 // entries in a directory with the given owner and mode.
-func (c *Credential) mayWriteDir(uid, gid, mode uint32) bool {
+func mayWriteDir(c *Credential, uid, gid, mode uint32) bool {
 	switch {
-	case uid == c.UID:
+	case int(uid) == c.UID:
 		return mode&0o300 == 0o300
-	case gid == c.GID || slices.Contains(c.Groups, gid):
+	case int(gid) == c.GID || slices.Contains(c.Groups, int(gid)):
 		return mode&0o030 == 0o030
 	default:
 		return mode&0o003 == 0o003
@@ -123,7 +118,7 @@ func (c *Credential) mayWriteDir(uid, gid, mode uint32) bool {
 // reading on the daemon's side: never through a symlink, only a regular
 // file, and only one the credential's user may read, so that a root daemon
 // reads nothing for the user that the user could not read.
-func (c *Credential) openUserFile(path string) (*os.File, os.FileInfo, error) {
+func openUserFile(c *Credential, path string) (*os.File, os.FileInfo, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, err
@@ -137,7 +132,7 @@ func (c *Credential) openUserFile(path string) (*os.File, os.FileInfo, error) {
 		f.Close()
 		return nil, nil, fmt.Errorf("%s: not a regular file", path)
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && !c.mayRead(st) {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && !mayRead(c, st) {
 		f.Close()
 		return nil, nil, fmt.Errorf("%s: %w (not readable by uid %d)", path, os.ErrPermission, c.UID)
 	}
@@ -147,8 +142,8 @@ func (c *Credential) openUserFile(path string) (*os.File, os.FileInfo, error) {
 // copyUserFile copies the user's file src to dst (created, owned by the
 // credential's user) with src's mtime, so that git's racy-entry check sees
 // the copy as it would the original. A missing src leaves dst absent.
-func (c *Credential) copyUserFile(src, dst string) error {
-	in, fi, err := c.openUserFile(src)
+func copyUserFile(c *Credential, src, dst string) error {
+	in, fi, err := openUserFile(c, src)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -167,7 +162,7 @@ func (c *Credential) copyUserFile(src, dst string) error {
 	if err := out.Close(); err != nil {
 		return err
 	}
-	if err := c.own(dst); err != nil {
+	if err := own(c, dst); err != nil {
 		return err
 	}
 	return os.Chtimes(dst, fi.ModTime(), fi.ModTime())
@@ -175,7 +170,7 @@ func (c *Credential) copyUserFile(src, dst string) error {
 
 // writePrivateFile writes a new file for git to read, owned by the
 // credential's user, with the given mtime (zero: now).
-func (c *Credential) writePrivateFile(path string, data []byte, mtime time.Time) error {
+func writePrivateFile(c *Credential, path string, data []byte, mtime time.Time) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
@@ -187,7 +182,7 @@ func (c *Credential) writePrivateFile(path string, data []byte, mtime time.Time)
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := c.own(path); err != nil {
+	if err := own(c, path); err != nil {
 		return err
 	}
 	if !mtime.IsZero() {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sessiond/sessiond/daemon/gitignore"
 )
 
 // pinExcludes makes the extra ignore patterns the only excludes file of the
@@ -15,7 +17,7 @@ func (r *repo) pinExcludes(tmp string, patterns []string) error {
 	file := os.DevNull
 	if pats := anchorPatterns(patterns, r.project, r.top); len(pats) > 0 {
 		file = filepath.Join(tmp, "exclude")
-		if err := r.cred.writePrivateFile(file, []byte(strings.Join(pats, "\n")+"\n"), time.Time{}); err != nil {
+		if err := writePrivateFile(r.cred, file, []byte(strings.Join(pats, "\n")+"\n"), time.Time{}); err != nil {
 			return fmt.Errorf("write ignore patterns: %w", err)
 		}
 	}
@@ -27,21 +29,8 @@ func (r *repo) pinExcludes(tmp string, patterns []string) error {
 // to the top of the work tree when the project is a subdirectory of it.
 func anchorPatterns(patterns []string, project, top string) []string {
 	up, _ := filepath.Rel(top, project)
-	up = filepath.ToSlash(up)
-	var out []string
-	for _, p := range patterns {
-		p = strings.TrimRight(p, "\r")
-		if strings.TrimSpace(p) == "" || strings.HasPrefix(p, "#") {
-			continue
-		}
-		neg := ""
-		if strings.HasPrefix(p, "!") {
-			neg, p = "!", p[1:]
-		}
-		if up != "." && up != "" && strings.Contains(strings.TrimSuffix(p, "/"), "/") {
-			p = "/" + up + "/" + strings.TrimPrefix(p, "/")
-		}
-		out = append(out, neg+p)
+	if up = filepath.ToSlash(up); up == "." {
+		up = ""
 	}
-	return out
+	return gitignore.Rebase(patterns, up, "")
 }

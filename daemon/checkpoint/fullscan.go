@@ -18,7 +18,7 @@ import (
 // returns the state an incremental checkpoint can build on next.
 func (c *Checkpointer) fullScan(ctx context.Context, r *repo, pol policy, tmp string) (tree string, leftOut []string, st *incState, err error) {
 	index := filepath.Join(tmp, "index")
-	if err := r.cred.copyUserFile(r.index, index); err != nil {
+	if err := copyUserFile(r.cred, r.index, index); err != nil {
 		return "", nil, nil, fmt.Errorf("copy index %s: %w", r.index, err)
 	}
 	st = &incState{fullAt: c.now()}

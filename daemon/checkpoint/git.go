@@ -102,7 +102,7 @@ func git(ctx context.Context, r gitRun, args ...string) (gitResult, error) {
 	cmd := exec.CommandContext(ctx, path, full...)
 	cmd.Dir = r.dir
 	cmd.Env = gitEnv(r.cred, r.config, r.env)
-	cmd.SysProcAttr = r.cred.sysProcAttr()
+	cmd.SysProcAttr = sysProcAttr(r.cred)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr

@@ -276,7 +276,7 @@ func (r *repo) smallIndex(file string, st *incState, paths []string, has, isFile
 	if special != "" {
 		return nil, errFallback{fmt.Sprintf("%s is assume-unchanged or skip-worktree in the index", special)}
 	}
-	if err := r.cred.writePrivateFile(file, iw.bytes(), ix.mtime); err != nil {
+	if err := writePrivateFile(r.cred, file, iw.bytes(), ix.mtime); err != nil {
 		return nil, fmt.Errorf("write temporary index: %w", err)
 	}
 	return copied, nil

@@ -75,7 +75,7 @@ type indexFile struct {
 // credential's user may: see Credential.openUserFile). A missing index
 // (an unborn repository) is an empty one.
 func openIndex(path string, hashLen int, cred *Credential) (*indexFile, error) {
-	f, fi, err := cred.openUserFile(path)
+	f, fi, err := openUserFile(cred, path)
 	if errors.Is(err, os.ErrNotExist) {
 		return &indexFile{version: 2, hashLen: hashLen, unmap: func() {}}, nil
 	}

@@ -160,10 +160,10 @@ func hashLenOf(format string) int {
 // into place, so a failed init leaves nothing behind.
 func (r *repo) initShadow(ctx context.Context, stateDir, shadowRoot string) error {
 	parent := filepath.Dir(r.gitDir)
-	if err := r.cred.mkdirAll(parent); err != nil {
+	if err := mkdirAll(r.cred, parent); err != nil {
 		return fmt.Errorf("create shadow repository for %s: %w", r.project, err)
 	}
-	tmp, err := r.cred.mkdirTemp(parent, ".init-*")
+	tmp, err := mkdirTemp(r.cred, parent, ".init-*")
 	if err != nil {
 		return fmt.Errorf("create shadow repository for %s: %w", r.project, err)
 	}
@@ -195,10 +195,10 @@ func (r *repo) initShadow(ctx context.Context, stateDir, shadowRoot string) erro
 	if err := os.Mkdir(info, 0o700); err != nil && !os.IsExist(err) {
 		return fmt.Errorf("create shadow repository for %s: %w", r.project, err)
 	}
-	if err := r.cred.own(info); err != nil {
+	if err := own(r.cred, info); err != nil {
 		return fmt.Errorf("create shadow repository for %s: %w", r.project, err)
 	}
-	if err := r.cred.writePrivateFile(filepath.Join(info, "exclude"), []byte(exclude), time.Time{}); err != nil {
+	if err := writePrivateFile(r.cred, filepath.Join(info, "exclude"), []byte(exclude), time.Time{}); err != nil {
 		return fmt.Errorf("create shadow repository for %s: %w", r.project, err)
 	}
 	if err := os.Rename(tmp, r.gitDir); err != nil {

@@ -157,7 +157,7 @@ func (r *repo) restoreTree(ctx context.Context, cur, target string) error {
 	if len(write) == 0 {
 		return nil
 	}
-	tmp, err := r.cred.mkdirTemp(tempBase(r), "sessiond-restore-*")
+	tmp, err := mkdirTemp(r.cred, tempBase(r), "sessiond-restore-*")
 	if err != nil {
 		return fmt.Errorf("make temporary index: %w", err)
 	}

@@ -39,7 +39,7 @@ func removeBeneath(top, rel string, dir bool, cred *Credential) error {
 		if err := unix.Fstat(fd, &st); err != nil {
 			return fmt.Errorf("remove %s: %w", filepath.Join(top, rel), err)
 		}
-		if !cred.mayWriteDir(st.Uid, st.Gid, uint32(st.Mode)) {
+		if !mayWriteDir(cred, st.Uid, st.Gid, uint32(st.Mode)) {
 			return fmt.Errorf("remove %s: %w (not writable by uid %d)", filepath.Join(top, rel), unix.EACCES, cred.UID)
 		}
 	}

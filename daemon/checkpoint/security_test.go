@@ -167,7 +167,7 @@ type testUser struct {
 }
 
 func (u testUser) cred() *Credential {
-	return &Credential{UID: u.uid, GID: u.gid, Home: u.home}
+	return &Credential{UID: int(u.uid), GID: int(u.gid), Home: u.home}
 }
 
 // newUser makes a user for the test and removes it afterwards, or skips
@@ -300,7 +300,7 @@ func TestCredentialRunsGitAsTheUser(t *testing.T) {
 		t.Errorf("Facts as the user: %v", err)
 	}
 	// A file the user cannot read is refused on the daemon's side too.
-	if _, _, err := u.cred().openUserFile("/etc/shadow"); !errors.Is(err, os.ErrPermission) {
+	if _, _, err := openUserFile(u.cred(), "/etc/shadow"); !errors.Is(err, os.ErrPermission) {
 		t.Errorf("openUserFile(/etc/shadow) as the user = %v, want a permission error", err)
 	}
 }

@@ -106,7 +106,7 @@ func (r *repo) startBatch(ctx context.Context, args ...string) (*batchGit, error
 	cmd := exec.CommandContext(ctx, "git", full...)
 	cmd.Dir = r.top
 	cmd.Env = gitEnv(r.cred, r.config, nil)
-	cmd.SysProcAttr = r.cred.sysProcAttr()
+	cmd.SysProcAttr = sysProcAttr(r.cred)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = killDelay
 	b := &batchGit{cmd: cmd, err: &bytes.Buffer{}}

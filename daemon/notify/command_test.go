@@ -137,8 +137,8 @@ func TestCommandAsUser(t *testing.T) {
 		}
 	}
 	env := envMap(rec["env"])
-	if env["HOME"] != owner.Home || env["USER"] != owner.Username {
-		t.Errorf("HOME=%q USER=%q, want %q %q", env["HOME"], env["USER"], owner.Home, owner.Username)
+	if env["HOME"] != owner.Home || env["USER"] != owner.Name {
+		t.Errorf("HOME=%q USER=%q, want %q %q", env["HOME"], env["USER"], owner.Home, owner.Name)
 	}
 	if rec["pwd"] != project {
 		t.Errorf("ran in %s, want %s", rec["pwd"], project)

@@ -4,12 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os/user"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sessiond/sessiond/config"
+	"github.com/sessiond/sessiond/daemon/identity"
 )
 
 // Event is something that happened to a session that a person may want to
@@ -54,36 +54,11 @@ type Event struct {
 }
 
 // Owner is the user a session runs as: what a root daemon needs to run a
-// command with that user's rights.
-type Owner struct {
-	UID      int
-	GID      int
-	Groups   []int
-	Home     string
-	Username string
-}
+// command with that user's rights (identity.User).
+type Owner = identity.User
 
 // LookupOwner returns the Owner for uid from the user database.
-func LookupOwner(uid int) (*Owner, error) {
-	u, err := user.LookupId(strconv.Itoa(uid))
-	if err != nil {
-		return nil, fmt.Errorf("look up user %d: %w", uid, err)
-	}
-	o := &Owner{UID: uid, GID: uid, Home: u.HomeDir, Username: u.Username}
-	if gid, err := strconv.Atoi(u.Gid); err == nil {
-		o.GID = gid
-	}
-	gids, err := u.GroupIds()
-	if err != nil {
-		return nil, fmt.Errorf("groups of user %s: %w", u.Username, err)
-	}
-	for _, g := range gids {
-		if n, err := strconv.Atoi(g); err == nil {
-			o.Groups = append(o.Groups, n)
-		}
-	}
-	return o, nil
-}
+func LookupOwner(uid int) (*Owner, error) { return identity.Lookup(uid) }
 
 // SampleEvent returns the event "sessionctl notify test" sends: a session
 // that ended with an error, marked as a test. Callers set Owner and

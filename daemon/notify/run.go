@@ -146,11 +146,7 @@ func credential(o *Owner) *syscall.Credential {
 	if o == nil || os.Geteuid() != 0 || o.UID == os.Geteuid() {
 		return nil
 	}
-	c := &syscall.Credential{Uid: uint32(o.UID), Gid: uint32(o.GID)}
-	for _, g := range o.Groups {
-		c.Groups = append(c.Groups, uint32(g))
-	}
-	return c
+	return o.Credential()
 }
 
 // workDir is where a process for ev runs: the project, else the owner's
@@ -192,9 +188,9 @@ func baseEnv(ev *Event, cred *syscall.Credential) []string {
 	}
 	if cred != nil && ev.Owner != nil {
 		env = setEnv(env, "HOME", ev.Owner.Home)
-		if ev.Owner.Username != "" {
-			env = setEnv(env, "USER", ev.Owner.Username)
-			env = setEnv(env, "LOGNAME", ev.Owner.Username)
+		if ev.Owner.Name != "" {
+			env = setEnv(env, "USER", ev.Owner.Name)
+			env = setEnv(env, "LOGNAME", ev.Owner.Name)
 		}
 	}
 	return env

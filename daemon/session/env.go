@@ -2,10 +2,8 @@ package session
 
 import (
 	"os"
-	"os/user"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -28,11 +26,7 @@ func EnvBase(spec config.Spec) []string {
 // env is the child's full environment (DESIGN §5.4).
 func (s *Session) env() []string {
 	env := EnvBase(s.spec)
-	if cred := s.credential(); cred != nil {
-		if u, err := user.LookupId(strconv.Itoa(int(cred.Uid))); err == nil {
-			env = append(env, "HOME="+u.HomeDir, "USER="+u.Username, "LOGNAME="+u.Username)
-		}
-	}
+	env = append(env, s.owner.Env()...)
 	pdir := filepath.Join(s.projectDir, state.DirName)
 	if s.proj != nil {
 		pdir = s.proj.StateDir()
@@ -74,15 +68,10 @@ func GitAccess(owner *state.Owner) (cred *checkpoint.Credential, shadowRoot stri
 	if owner == nil {
 		return nil, ""
 	}
-	cred = &checkpoint.Credential{UID: uint32(owner.UID), GID: uint32(owner.GID)}
-	for _, g := range owner.Groups {
-		cred.Groups = append(cred.Groups, uint32(g))
+	if owner.Home != "" {
+		shadowRoot = filepath.Join(owner.Home, ".local", "state", "sessiond", "shadow")
 	}
-	if u, err := user.LookupId(strconv.Itoa(owner.UID)); err == nil && u.HomeDir != "" {
-		cred.Home = u.HomeDir
-		shadowRoot = filepath.Join(u.HomeDir, ".local", "state", "sessiond", "shadow")
-	}
-	return cred, shadowRoot
+	return owner, shadowRoot
 }
 
 // gitCredential and shadowRoot are the session's GitAccess, looked up once.

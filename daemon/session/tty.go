@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -72,7 +71,7 @@ func (s *Session) spawnOnTerminal(argv []string) (*proc.Child, error) {
 		Argv: argv, Dir: s.projectDir, Env: s.env(), SessionDir: s.dir, LogPath: s.logPath(),
 		LogMaxSize: s.deps.Terminal.LogMaxSize, LogKeep: rotatedKeep(s.deps.Terminal.LogKeep),
 	}
-	spec.Credential = termCredential(s.credential())
+	spec.Credential = s.termCredential()
 	h, err := term.Start(ctx, spec, term.StartOptions{Executable: s.deps.Terminal.Executable})
 	if err != nil {
 		return nil, fmt.Errorf("start the terminal of %s: %w", argv[0], err)
@@ -281,12 +280,13 @@ func (s *Session) endObserved(ex ipc.TermExit) {
 	}()
 }
 
-// termCredential is a process credential as a terminal spec carries it.
-func termCredential(c *syscall.Credential) *term.Credential {
-	if c == nil {
+// termCredential is who the holder runs the command as: the session's
+// user's ids and groups, nil for the daemon's own.
+func (s *Session) termCredential() *term.Credential {
+	if s.owner == nil {
 		return nil
 	}
-	return &term.Credential{UID: c.Uid, GID: c.Gid, Groups: c.Groups}
+	return &term.Credential{UID: s.owner.UID, GID: s.owner.GID, Groups: s.owner.Groups}
 }
 
 // rotatedKeep is how many rotated logs the holder keeps for log_keep,

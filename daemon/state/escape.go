@@ -3,7 +3,8 @@ package state
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/sessiond/sessiond/ipc/escape"
 )
 
 // StoreText returns s made safe to store, or an error naming field if s
@@ -24,108 +25,14 @@ func StoreText(field, s string) (string, error) {
 func EscapeText(s string) string { return storeEscape(s) }
 
 // storeEscape is StoreText without the NUL check: a NUL is escaped too. The
-// Bound methods use it, so that what sessiond writes is always escaped.
-// It is idempotent: its output has no control character left to escape.
-func storeEscape(s string) string {
-	if !needsEscape(s, true) {
-		return s
-	}
-	s = strings.ReplaceAll(s, "\r\n", "\n")
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	return escapeControls(s, true, false)
-}
+// bounding functions use it, so that what sessiond writes is always escaped.
+func storeEscape(s string) string { return escape.Store(s) }
 
-// TerminalText returns s safe to print on a terminal: control characters
-// other than newline and tab (C0, DEL, C1, and so ESC and every escape
-// sequence), the bidirectional overrides and isolates that reorder what is
-// shown (U+202A–U+202E, U+2066–U+2069), and bytes that are not UTF-8 are
-// written out as \xNN or \uNNNN. Plain text comes back unchanged.
-func TerminalText(s string) string {
-	if !needsEscape(s, true) {
-		return s
-	}
-	return escapeControls(s, true, true)
-}
+// TerminalText returns s safe to print on a terminal (escape.Terminal).
+func TerminalText(s string) string { return escape.Terminal(s) }
 
-// TerminalLine is TerminalText for text shown on one line, such as a table
-// cell: newline and tab are escaped too, as \n and \t.
-func TerminalLine(s string) string {
-	if !needsEscape(s, false) {
-		return s
-	}
-	return escapeControls(s, false, true)
-}
-
-// needsEscape reports quickly whether s has anything escapeControls changes.
-func needsEscape(s string, keepLines bool) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '\n' || c == '\t':
-			if !keepLines {
-				return true
-			}
-		case c < 0x20 || c == 0x7f || c >= 0x80:
-			if c < 0x80 || !plainUTF8(s[i:]) {
-				return true
-			}
-			_, n := utf8.DecodeRuneInString(s[i:])
-			i += n - 1
-		}
-	}
-	return false
-}
-
-// plainUTF8 reports whether s starts with a valid rune that is printed as is.
-func plainUTF8(s string) bool {
-	r, n := utf8.DecodeRuneInString(s)
-	return !(r == utf8.RuneError && n == 1) && !escapedRune(r)
-}
-
-// escapedRune reports whether r (not ASCII) is written out: C1 controls and
-// the bidirectional controls.
-func escapedRune(r rune) bool {
-	return r >= 0x80 && r <= 0x9f || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069
-}
-
-func escapeControls(s string, keepLines, bidi bool) string {
-	var b strings.Builder
-	b.Grow(len(s) + 16)
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < 0x80 {
-			switch {
-			case c == '\n' && keepLines, c == '\t' && keepLines:
-				b.WriteByte(c)
-			case c == '\n':
-				b.WriteString(`\n`)
-			case c == '\t':
-				b.WriteString(`\t`)
-			case c == '\r':
-				b.WriteString(`\r`)
-			case c < 0x20 || c == 0x7f:
-				writeHex(&b, `\x`, uint32(c), 2)
-			default:
-				b.WriteByte(c)
-			}
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			writeHex(&b, `\x`, uint32(c), 2)
-		case r >= 0x80 && r <= 0x9f, bidi && escapedRune(r):
-			writeHex(&b, `\u`, uint32(r), 4)
-		default:
-			b.WriteString(s[i : i+n])
-		}
-		i += n
-	}
-	return b.String()
-}
+// TerminalLine is TerminalText for text shown on one line (escape.Line).
+func TerminalLine(s string) string { return escape.Line(s) }
 
 // termLine folds s onto one line (line breaks and tabs become spaces) and
 // escapes what is left for a terminal: for one-line fields shown to people.
@@ -163,13 +70,4 @@ func codeSpan(s string) string {
 		s = " " + s + " "
 	}
 	return fence + s + fence
-}
-
-// writeHex writes prefix, then v as that many lower-case hex digits.
-func writeHex(b *strings.Builder, prefix string, v uint32, digits int) {
-	const hex = "0123456789abcdef"
-	b.WriteString(prefix)
-	for i := digits - 1; i >= 0; i-- {
-		b.WriteByte(hex[v>>(4*i)&0xf])
-	}
 }

@@ -66,10 +66,10 @@ func (p *Project) Hold(fn func(q *Project) error) error {
 // not accessible to uid N" and matches ErrProjectUnreachable. Nothing is
 // created: EnsureStateDir does that.
 func OpenProject(dir string, owner *Owner) (*Project, error) {
-	if err := owner.validate(); err != nil {
+	if err := owner.Validate(); err != nil {
 		return nil, err
 	}
-	if !owner.switches() {
+	if !owner.Switches() {
 		owner = nil
 	}
 	if !filepath.IsAbs(dir) {
@@ -113,7 +113,7 @@ func (p *Project) StateDir() string { return filepath.Join(p.dir, DirName) }
 func (p *Project) unreachable(dir string, err error) error {
 	for _, e := range []error{unix.ENOENT, unix.ENOTDIR, unix.EACCES, unix.EPERM, unix.ELOOP, unix.ENAMETOOLONG} {
 		if errors.Is(err, e) {
-			return &unreachableError{dir: dir, uid: p.owner.uid()}
+			return &unreachableError{dir: dir, uid: p.owner.ID()}
 		}
 	}
 	return fmt.Errorf("open project directory %s: %w", dir, err)
@@ -179,7 +179,7 @@ func (p *Project) openStateDir(root int, create bool) (int, error) {
 	if create {
 		if err := unix.Mkdirat(root, DirName, 0o700); err != nil && err != unix.EEXIST {
 			if err == unix.EACCES || err == unix.EPERM || err == unix.EROFS {
-				return -1, fmt.Errorf("create %s: %w (uid %d cannot write the project directory)", sd, err, p.owner.uid())
+				return -1, fmt.Errorf("create %s: %w (uid %d cannot write the project directory)", sd, err, p.owner.ID())
 			}
 			return -1, &fs.PathError{Op: "create", Path: sd, Err: err}
 		}

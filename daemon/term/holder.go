@@ -213,7 +213,7 @@ func (h *holder) setUp() error {
 	}
 	attr := &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	if c := s.Credential; c != nil {
-		attr.Credential = &syscall.Credential{Uid: c.UID, Gid: c.GID, Groups: c.Groups}
+		attr.Credential = c.Credential()
 		// The user must own the terminal to open it by name (ssh, sudo
 		// and the like do); its fds alone would not need that.
 		if err := os.Chown(slave.Name(), int(c.UID), -1); err != nil {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sessiond/sessiond/daemon/identity"
 	"github.com/sessiond/sessiond/ipc"
 )
 
@@ -47,12 +48,9 @@ type Spec struct {
 	Scrollback int `json:"scrollback,omitempty"`
 }
 
-// Credential is a user to run the command as.
-type Credential struct {
-	UID    uint32   `json:"uid"`
-	GID    uint32   `json:"gid"`
-	Groups []uint32 `json:"groups,omitempty"`
-}
+// Credential is a user to run the command as (identity.User; the holder
+// is told its ids and groups).
+type Credential = identity.User
 
 // Defaults and limits of a Spec.
 const (
@@ -114,6 +112,9 @@ func (s Spec) Check() error {
 	}
 	if s.Home != "" && !filepath.IsAbs(s.Home) {
 		return bad("home %q is not an absolute path", s.Home)
+	}
+	if err := s.Credential.Validate(); err != nil {
+		return bad("credential: %v", err)
 	}
 	for i, kv := range s.Env {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {

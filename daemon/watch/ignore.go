@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/sessiond/sessiond/daemon/gitignore"
 	"github.com/sessiond/sessiond/daemon/proc"
 )
 
@@ -267,7 +268,7 @@ func (c *checker) configure() error {
 		}
 		c.gitDir, c.workTree = empty, c.dir
 	}
-	pats := rebasePatterns(ig.patterns, prefix, c.rel)
+	pats := gitignore.Rebase(ig.patterns, prefix, c.rel)
 	c.excludes = os.DevNull
 	if len(pats) > 0 {
 		tmp, err := ig.hub.tempDir()
@@ -541,44 +542,6 @@ func (c *checker) trackedIgnored(args []string) (map[string]bool, error) {
 		}
 	}
 	return m, nil
-}
-
-// rebasePatterns rewrites gitignore patterns written relative to the project
-// root for a domain: up is the project root relative to the repository top
-// (the project is a subdirectory of a repository), down the domain relative
-// to the project root (a nested repository). Unanchored patterns match at any
-// depth and stay as they are; anchored ones are moved, or dropped when they
-// cannot match inside the nested repository.
-func rebasePatterns(patterns []string, up, down string) []string {
-	out := make([]string, 0, len(patterns))
-	for _, p := range patterns {
-		p = strings.TrimRight(p, "\r")
-		if strings.TrimSpace(p) == "" || strings.HasPrefix(p, "#") {
-			continue
-		}
-		neg := ""
-		if strings.HasPrefix(p, "!") {
-			neg, p = "!", p[1:]
-		}
-		if !strings.Contains(strings.TrimSuffix(p, "/"), "/") {
-			out = append(out, neg+p)
-			continue
-		}
-		q := strings.TrimPrefix(p, "/")
-		switch {
-		case down != "":
-			if strings.HasPrefix(q, "**/") {
-				out = append(out, neg+q)
-			} else if rest, ok := strings.CutPrefix(q, down+"/"); ok && rest != "" {
-				out = append(out, neg+"/"+rest)
-			}
-		case up != "":
-			out = append(out, neg+"/"+up+"/"+q)
-		default:
-			out = append(out, neg+p)
-		}
-	}
-	return out
 }
 
 // limitedBuffer keeps the first max bytes written to it (git's stderr).

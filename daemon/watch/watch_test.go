@@ -630,22 +630,6 @@ func TestHubCloseStopsWatches(t *testing.T) {
 	}
 }
 
-func TestRebasePatterns(t *testing.T) {
-	pats := []string{"*.log", "/build/", "a/b", "!/keep", "**/tmp", "vendor/lib/out/", "dir/", "# c", ""}
-	for _, tc := range []struct {
-		up, down string
-		want     []string
-	}{
-		{"", "", []string{"*.log", "/build/", "a/b", "!/keep", "**/tmp", "vendor/lib/out/", "dir/"}},
-		{"proj", "", []string{"*.log", "/proj/build/", "/proj/a/b", "!/proj/keep", "/proj/**/tmp", "/proj/vendor/lib/out/", "dir/"}},
-		{"", "vendor/lib", []string{"*.log", "**/tmp", "/out/", "dir/"}},
-	} {
-		if got := rebasePatterns(pats, tc.up, tc.down); !slices.Equal(got, tc.want) {
-			t.Errorf("rebasePatterns(up %q, down %q) = %q, want %q", tc.up, tc.down, got, tc.want)
-		}
-	}
-}
-
 func TestAlwaysIgnored(t *testing.T) {
 	for p, want := range map[string]bool{
 		".git": true, ".git/HEAD": true, "sub/.git/x": true, ".sessiond/a": true,

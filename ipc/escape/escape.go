@@ -1,0 +1,129 @@
+// Package escape is the one escaper of text from users (report fields,
+// names, file names, log lines, an agent's words): Store for what is
+// written to a file, Terminal and Line for what is printed on a terminal.
+// The daemon stores text escaped and sessionctl prints it escaped again,
+// both through this package, so that no control sequence of a user's
+// reaches another user's terminal raw. It imports only the standard
+// library.
+package escape
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// Store returns s made safe to store: CR LF becomes LF, invalid UTF-8
+// becomes U+FFFD, and every control character but newline and tab (C0,
+// DEL and C1, which includes ESC and so every terminal escape sequence, and
+// NUL) is written out visibly as \xNN or \u00NN: what is stored can be
+// printed, and reads back unchanged. It is idempotent: its output has no
+// control character left to escape.
+func Store(s string) string {
+	if !needsEscape(s, true) {
+		return s
+	}
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return escapeControls(s, true, false)
+}
+
+// Terminal returns s safe to print on a terminal: control characters
+// other than newline and tab (C0, DEL, C1, and so ESC and every escape
+// sequence), the bidirectional overrides and isolates that reorder what is
+// shown (U+202A–U+202E, U+2066–U+2069), and bytes that are not UTF-8 are
+// written out as \xNN or \uNNNN. Plain text comes back unchanged.
+func Terminal(s string) string {
+	if !needsEscape(s, true) {
+		return s
+	}
+	return escapeControls(s, true, true)
+}
+
+// Line is Terminal for text shown on one line, such as a table
+// cell: newline and tab are escaped too, as \n and \t.
+func Line(s string) string {
+	if !needsEscape(s, false) {
+		return s
+	}
+	return escapeControls(s, false, true)
+}
+
+// needsEscape reports quickly whether s has anything escapeControls changes.
+func needsEscape(s string, keepLines bool) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\n' || c == '\t':
+			if !keepLines {
+				return true
+			}
+		case c < 0x20 || c == 0x7f || c >= 0x80:
+			if c < 0x80 || !plainUTF8(s[i:]) {
+				return true
+			}
+			_, n := utf8.DecodeRuneInString(s[i:])
+			i += n - 1
+		}
+	}
+	return false
+}
+
+// plainUTF8 reports whether s starts with a valid rune that is printed as is.
+func plainUTF8(s string) bool {
+	r, n := utf8.DecodeRuneInString(s)
+	return !(r == utf8.RuneError && n == 1) && !escapedRune(r)
+}
+
+// escapedRune reports whether r (not ASCII) is written out: C1 controls and
+// the bidirectional controls.
+func escapedRune(r rune) bool {
+	return r >= 0x80 && r <= 0x9f || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069
+}
+
+func escapeControls(s string, keepLines, bidi bool) string {
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < 0x80 {
+			switch {
+			case c == '\n' && keepLines, c == '\t' && keepLines:
+				b.WriteByte(c)
+			case c == '\n':
+				b.WriteString(`\n`)
+			case c == '\t':
+				b.WriteString(`\t`)
+			case c == '\r':
+				b.WriteString(`\r`)
+			case c < 0x20 || c == 0x7f:
+				writeHex(&b, `\x`, uint32(c), 2)
+			default:
+				b.WriteByte(c)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			writeHex(&b, `\x`, uint32(c), 2)
+		case r >= 0x80 && r <= 0x9f, bidi && escapedRune(r):
+			writeHex(&b, `\u`, uint32(r), 4)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// writeHex writes prefix, then v as that many lower-case hex digits.
+func writeHex(b *strings.Builder, prefix string, v uint32, digits int) {
+	const hex = "0123456789abcdef"
+	b.WriteString(prefix)
+	for i := digits - 1; i >= 0; i-- {
+		b.WriteByte(hex[v>>(4*i)&0xf])
+	}
+}
