@@ -1,10 +1,25 @@
-// Package daemon is the supervisor: the registry of sessions, each
-// session's state machine and timers, the event bus, crash recovery, and
-// the implementation of the API that package ipc serves.
+// Package daemon is sessiond's composition root: it builds the services,
+// hands each the few others it uses, wires them to the API server, recovers
+// the sessions of an earlier daemon at start, and runs the ordered
+// shutdown. Nothing else lives here. What is where:
 //
-// Every live session is owned by one goroutine (session.run), which makes
-// all of its transitions; requests reach it over a channel and readers take
-// a snapshot of its record under a short lock. The registry is the only map
-// of sessions. A session's end is written to disk before anyone is told it
-// ended.
+//   - session: one session as an actor — the one goroutine that owns its
+//     record, child, watch, schedule, sidecars and timers;
+//   - registry: the only index of sessions by id, with the restart chains
+//     their records spell out;
+//   - sessions: the sessions and terminals APIs, the launch of a session,
+//     recovery, history trimming, the restart policy's Launcher;
+//   - restart: the restart policy's timers;
+//   - spec: a start's spec, resolved from defaults, sessiond.toml and flags;
+//   - access: which user a caller's sessions run as, which directories it
+//     may use;
+//   - logs: the session logs' watcher and the logs API (one follow loop);
+//   - events: the event bus and the events API;
+//   - projects: the projects API (state, checkpoints, restore);
+//   - notify: the notifier and the notifications API;
+//   - worktree: git worktrees of parallel sessions and the worktrees API;
+//   - memory: handing memory back after bursts of starts and ends;
+//   - schedule: the cron of checkpoint schedules;
+//   - state, checkpoint, watch, proc, term, agent: files, git, fsnotify,
+//     processes, terminals and agents, as the services use them.
 package daemon

@@ -17,20 +17,13 @@ import (
 // enableMetrics turns on the opt-in metrics (metrics = true): the bus
 // shows them every event, checkpoints are timed, the API counts its
 // requests. With metrics off none of this is in the way.
-func (d *Daemon) enableMetrics() {
+func (d *Daemon) enableMetrics(deps *session.Deps) {
 	m := metrics.New(metrics.Sources{
-		Version: d.version,
-		Since:   d.since,
-		Sessions: func() []ipc.Session {
-			all := d.reg.all()
-			recs := make([]ipc.Session, len(all))
-			for i, s := range all {
-				recs[i] = s.Snapshot()
-			}
-			return recs
-		},
+		Version:  d.version,
+		Since:    d.since,
+		Sessions: d.reg.Records,
 		Session: func(id string) (ipc.Session, bool) {
-			if s := d.reg.get(id); s != nil {
+			if s := d.reg.Get(id); s != nil {
 				return s.Snapshot(), true
 			}
 			return ipc.Session{}, false
@@ -40,12 +33,12 @@ func (d *Daemon) enableMetrics() {
 			return metrics.Counts{Events: c.Events, Overflows: c.Overflows}
 		},
 		LogWatch: func() metrics.Counts {
-			return metrics.Counts{Events: d.out.events.Load(), Overflows: d.out.overflows.Load()}
+			c := d.watcher.Counters()
+			return metrics.Counts{Events: c.Events, Overflows: c.Overflows}
 		},
 	})
 	d.metrics = m
-	d.bus.observe = m.Observe
-	d.deps.Checkpoints = timedCheckpoints{d.deps.Checkpoints, m}
+	deps.Checkpoints = timedCheckpoints{deps.Checkpoints, m}
 }
 
 // metricsHandler is what serves GET /v1/metrics; nil when metrics are off.

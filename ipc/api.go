@@ -92,6 +92,10 @@ type Sessions interface {
 	SessionHandoff(ctx context.Context, c Caller, id string) (*Handoff, error)
 	// SessionBriefing is what the session started from, for its agent.
 	SessionBriefing(ctx context.Context, c Caller, id string) (*Briefing, error)
+}
+
+// Logs is a session's output: /v1/sessions/{id}/logs.
+type Logs interface {
 	// SessionLogs writes the session's output to w, flushing as it goes.
 	SessionLogs(ctx context.Context, c Caller, id string, opt LogOptions, w io.Writer) error
 }
@@ -120,13 +124,15 @@ type System interface {
 	Health(ctx context.Context) Health
 }
 
-// Backend is everything the server serves.
-type Backend interface {
-	Sessions
-	Terminals
-	Projects
-	Events
-	System
-	Notifications
-	Worktrees
+// Services are what the server serves, one service per interface, each
+// implemented where its resource lives and each wired (or faked) alone.
+type Services struct {
+	Sessions      Sessions
+	Logs          Logs
+	Terminals     Terminals
+	Projects      Projects
+	Events        Events
+	System        System
+	Notifications Notifications
+	Worktrees     Worktrees
 }

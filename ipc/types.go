@@ -179,6 +179,17 @@ type Warning struct {
 	Hook     string        `json:"hook,omitempty"`
 }
 
+// What a warning is for (Warning.Reason).
+const (
+	WarnDeadline = "deadline"
+	WarnWaiting  = "waiting"
+	WarnBudget   = "budget"
+)
+
+// RestartLimitKey marks (in its data) the failed event of a session the
+// restart policy gave up on: max_restarts within restart_window.
+const RestartLimitKey = "restart_limit"
+
 // SkippedProc is a process that was not sent the warning signal, and why.
 type SkippedProc struct {
 	PID    int    `json:"pid"`

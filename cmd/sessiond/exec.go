@@ -138,7 +138,7 @@ func runExec(cmd *cobra.Command, args []string, f *execFlags) error {
 		return err
 	}
 	self := ipc.Caller{UID: os.Geteuid(), GID: os.Getegid(), PID: os.Getpid()}
-	resp, err := d.StartSession(ctx, self, req)
+	resp, err := d.Sessions().StartSession(ctx, self, req)
 	if err != nil {
 		cancel()
 		<-ran
@@ -156,7 +156,7 @@ func runExec(cmd *cobra.Command, args []string, f *execFlags) error {
 	go func() {
 		grace := ""
 		for range sigs {
-			go func(grace string) { _, _ = d.StopSession(ctx, self, id, ipc.StopRequest{Grace: grace}) }(grace)
+			go func(grace string) { _, _ = d.Sessions().StopSession(ctx, self, id, ipc.StopRequest{Grace: grace}) }(grace)
 			grace = "0s"
 		}
 	}()
@@ -167,13 +167,13 @@ func runExec(cmd *cobra.Command, args []string, f *execFlags) error {
 			// A terminal session's output reaches a terminal as it is, and
 			// anything else (a container's log) as text.
 			raw := term.IsTerminal(int(os.Stdout.Fd()))
-			_ = d.SessionLogs(ctx, self, id, ipc.LogOptions{Follow: true, Raw: raw}, os.Stdout)
+			_ = d.Logs().SessionLogs(ctx, self, id, ipc.LogOptions{Follow: true, Raw: raw}, os.Stdout)
 		}()
 	} else {
 		close(followDone)
 	}
 
-	final, err := d.Follow(ctx, self, id)
+	final, err := d.Sessions().Follow(ctx, self, id)
 	if err != nil {
 		cancel()
 		<-ran

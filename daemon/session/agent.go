@@ -341,7 +341,7 @@ func (s *Session) setAgentState(st, reason string, now time.Time) {
 	if reason != "" {
 		msg += ": " + reason
 	}
-	s.emit(typ, msg, map[string]any{"agent": rec.Name, "state": st, "waiting_reason": reason, "conversation_id": rec.ConversationID})
+	s.emit(typ, msg, map[string]any{"agent": rec.Name, "state": st, "waiting_reason": reason, "conversation_id": rec.ConversationID, "since": now})
 }
 
 // checkBudget gives the budget's warning once the spec's share of a cap is

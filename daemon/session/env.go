@@ -8,24 +8,15 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/daemon/checkpoint"
+	"github.com/sessiond/sessiond/daemon/spec"
 	"github.com/sessiond/sessiond/daemon/state"
+	"github.com/sessiond/sessiond/ipc"
 )
-
-// EnvBase is the environment a child inherits before sessiond's own
-// variables: the daemon's, then the spec's env.
-func EnvBase(spec config.Spec) []string {
-	env := os.Environ()
-	for _, k := range sortedKeys(spec.Env) {
-		env = append(env, k+"="+spec.Env[k])
-	}
-	return env
-}
 
 // env is the child's full environment (DESIGN §5.4).
 func (s *Session) env() []string {
-	env := EnvBase(s.spec)
+	env := spec.BaseEnv(s.spec)
 	env = append(env, s.owner.Env()...)
 	pdir := filepath.Join(s.projectDir, state.DirName)
 	if s.proj != nil {
@@ -108,4 +99,36 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// NotifyEnv is the environment a notification command of the session
+// starts from: what its processes get (DESIGN §5.4) as of rec, to which
+// the notifier adds the event's own variables.
+func (s *Session) NotifyEnv(rec *ipc.Session) []string {
+	pdir := filepath.Join(rec.ProjectDir, state.DirName)
+	if s.proj != nil {
+		pdir = s.proj.StateDir()
+	}
+	return append(spec.BaseEnv(s.spec),
+		"SESSIOND_DEADLINE="+rec.Deadline.Format(time.RFC3339),
+		"SESSIOND_WARN_AT="+rec.WarnAt.Format(time.RFC3339),
+		"SESSIOND_SOCKET="+s.deps.Socket,
+		"SESSIOND_CONTEXT_FILE="+filepath.Join(pdir, state.ContextFile),
+		"SESSIOND_STATE_FILE="+filepath.Join(pdir, state.SessionStateFile),
+	)
+}
+
+// HandoffFile is where the ended session's handoff is: the project's,
+// else (an unreachable project) the archive in the state dir; "" when
+// there is none. The end is on disk before the ended event goes out, so
+// it is there to read.
+func (s *Session) HandoffFile(rec *ipc.Session) string {
+	if rec.HandoffPath != "" {
+		return rec.HandoffPath
+	}
+	archive := filepath.Join(s.dir, "handoff.json")
+	if _, err := os.Stat(archive); err == nil {
+		return archive
+	}
+	return ""
 }

@@ -13,9 +13,9 @@ import (
 
 // What a warning is for (ipc.Warning.Reason).
 const (
-	warnDeadline = "deadline"
-	warnWaiting  = "waiting"
-	warnBudget   = "budget"
+	warnDeadline = ipc.WarnDeadline
+	warnWaiting  = ipc.WarnWaiting
+	warnBudget   = ipc.WarnBudget
 )
 
 // warning is one warning to give: what for, when the session will be

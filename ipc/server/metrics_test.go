@@ -18,7 +18,7 @@ import (
 )
 
 // serveWith is serve with server options.
-func serveWith(t *testing.T, b ipc.Backend, opt Options) (*ipc.Client, string) {
+func serveWith(t *testing.T, b fake, opt Options) (*ipc.Client, string) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "ipc")
 	if err != nil {
@@ -30,7 +30,7 @@ func serveWith(t *testing.T, b ipc.Backend, opt Options) (*ipc.Client, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := New(b, func(ipc.Caller) bool { return true }, zap.NewNop(), opt)
+	srv := New(services(b), func(ipc.Caller) bool { return true }, zap.NewNop(), opt)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(l) }()
 	t.Cleanup(func() {

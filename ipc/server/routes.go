@@ -18,24 +18,24 @@ import (
 // register is the one table of the API: every /v1 route, its method, and
 // the backend call it adapts to (DESIGN §5.3).
 func (s *Server) register() {
-	b := s.backend
+	b := s.svc
 	v := "/" + ipc.APIVersion
 
 	s.handle("GET "+v+"/sessions", s.listSessions)
 	s.handle("POST "+v+"/sessions", s.startSessions)
-	s.handle("POST "+v+"/sessions/stop", withBody(http.StatusOK, b.StopSessions))
-	s.handle("GET "+v+"/sessions/{id}", bySession(b.GetSession))
-	s.handle("POST "+v+"/sessions/{id}/stop", withSessionBody(b.StopSession))
+	s.handle("POST "+v+"/sessions/stop", withBody(http.StatusOK, b.Sessions.StopSessions))
+	s.handle("GET "+v+"/sessions/{id}", bySession(b.Sessions.GetSession))
+	s.handle("POST "+v+"/sessions/{id}/stop", withSessionBody(b.Sessions.StopSession))
 	s.handle("POST "+v+"/sessions/{id}/signal", s.signalSession)
 	s.handle("DELETE "+v+"/sessions/{id}", s.removeSession)
-	s.handle("POST "+v+"/sessions/prune", withBody(http.StatusOK, b.PruneSessions))
-	s.handle("POST "+v+"/sessions/{id}/restart", withSessionBodyStatus(http.StatusCreated, b.RestartSession))
-	s.handle("POST "+v+"/sessions/{id}/extend", withSessionBody(b.ExtendSession))
-	s.handle("POST "+v+"/sessions/{id}/report", withSessionBody(b.ReportSession))
-	s.handle("POST "+v+"/sessions/{id}/checkpoint", bySession(b.CheckpointSession))
-	s.handle("POST "+v+"/sessions/{id}/agent/hook", withSessionBody(b.AgentHook))
-	s.handle("GET "+v+"/sessions/{id}/handoff", bySession(b.SessionHandoff))
-	s.handle("GET "+v+"/sessions/{id}/briefing", bySession(b.SessionBriefing))
+	s.handle("POST "+v+"/sessions/prune", withBody(http.StatusOK, b.Sessions.PruneSessions))
+	s.handle("POST "+v+"/sessions/{id}/restart", withSessionBodyStatus(http.StatusCreated, b.Sessions.RestartSession))
+	s.handle("POST "+v+"/sessions/{id}/extend", withSessionBody(b.Sessions.ExtendSession))
+	s.handle("POST "+v+"/sessions/{id}/report", withSessionBody(b.Sessions.ReportSession))
+	s.handle("POST "+v+"/sessions/{id}/checkpoint", bySession(b.Sessions.CheckpointSession))
+	s.handle("POST "+v+"/sessions/{id}/agent/hook", withSessionBody(b.Sessions.AgentHook))
+	s.handle("GET "+v+"/sessions/{id}/handoff", bySession(b.Sessions.SessionHandoff))
+	s.handle("GET "+v+"/sessions/{id}/briefing", bySession(b.Sessions.SessionBriefing))
 	s.handle("GET "+v+"/sessions/{id}/logs", s.logs)
 	s.handle("GET "+v+"/sessions/{id}/screen", s.screen)
 	s.handle("POST "+v+"/sessions/{id}/send", s.send)
@@ -49,23 +49,23 @@ func (s *Server) register() {
 	s.handle("POST "+v+"/projects/{id}/restore", s.restoreProject)
 
 	s.handle("GET "+v+"/notify", func(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
-		st, err := b.NotifyStatus(r.Context(), c, r.URL.Query().Get("dir"))
+		st, err := b.Notifications.NotifyStatus(r.Context(), c, r.URL.Query().Get("dir"))
 		if err != nil {
 			return err
 		}
 		return writeJSON(w, http.StatusOK, st)
 	})
-	s.handle("POST "+v+"/notify/test", withBody(http.StatusOK, b.NotifyTest))
+	s.handle("POST "+v+"/notify/test", withBody(http.StatusOK, b.Notifications.NotifyTest))
 
 	s.handle("GET "+v+"/worktrees", s.listWorktrees)
 	s.handle("DELETE "+v+"/worktrees/{name}", s.removeWorktree)
 
 	s.handle("GET "+v+"/events", s.events)
 	s.handle("GET "+v+"/version", func(w http.ResponseWriter, r *http.Request, _ ipc.Caller) error {
-		return writeJSON(w, http.StatusOK, b.Version(r.Context()))
+		return writeJSON(w, http.StatusOK, b.System.Version(r.Context()))
 	})
 	s.handle("GET "+v+"/health", func(w http.ResponseWriter, r *http.Request, _ ipc.Caller) error {
-		return writeJSON(w, http.StatusOK, b.Health(r.Context()))
+		return writeJSON(w, http.StatusOK, b.System.Health(r.Context()))
 	})
 	s.handle("GET "+v+"/metrics", s.serveMetrics)
 	s.registerDebug()
@@ -91,7 +91,7 @@ func (s *Server) startSessions(w http.ResponseWriter, r *http.Request, c ipc.Cal
 		if len(reqs) > ipc.MaxBatch {
 			return ipc.BadRequest("a batch of %d sessions: at most %d", len(reqs), ipc.MaxBatch)
 		}
-		res, err := s.backend.StartSessions(r.Context(), c, reqs)
+		res, err := s.svc.Sessions.StartSessions(r.Context(), c, reqs)
 		if err != nil {
 			return err
 		}
@@ -101,7 +101,7 @@ func (s *Server) startSessions(w http.ResponseWriter, r *http.Request, c ipc.Cal
 	if err := decodeBytes(body, &req); err != nil {
 		return err
 	}
-	resp, err := s.backend.StartSession(r.Context(), c, req)
+	resp, err := s.svc.Sessions.StartSession(r.Context(), c, req)
 	if err != nil {
 		return err
 	}
@@ -181,7 +181,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, c ipc.Call
 	if err != nil {
 		return err
 	}
-	list, err := s.backend.ListSessions(r.Context(), c, ipc.ListOptions{All: all, Chains: chains, Stats: stats, Project: q.Get("project")})
+	list, err := s.svc.Sessions.ListSessions(r.Context(), c, ipc.ListOptions{All: all, Chains: chains, Stats: stats, Project: q.Get("project")})
 	if err != nil {
 		return err
 	}
@@ -203,7 +203,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, c ipc.Call
 }
 
 func (s *Server) removeSession(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
-	if err := s.backend.RemoveSession(r.Context(), c, r.PathValue("id")); err != nil {
+	if err := s.svc.Sessions.RemoveSession(r.Context(), c, r.PathValue("id")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -215,7 +215,7 @@ func (s *Server) signalSession(w http.ResponseWriter, r *http.Request, c ipc.Cal
 	if err := decodeBody(r, &req); err != nil {
 		return err
 	}
-	if err := s.backend.SignalSession(r.Context(), c, r.PathValue("id"), req); err != nil {
+	if err := s.svc.Sessions.SignalSession(r.Context(), c, r.PathValue("id"), req); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -242,11 +242,11 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request, c ipc.Caller) erro
 	}
 	// Resolve the session first so that an unknown id is a 404, not an
 	// empty 200.
-	if _, err := s.backend.GetSession(r.Context(), c, r.PathValue("id")); err != nil {
+	if _, err := s.svc.Sessions.GetSession(r.Context(), c, r.PathValue("id")); err != nil {
 		return err
 	}
 	lw := newLogWriter(w, s.timeouts.Stream(w))
-	err = s.backend.SessionLogs(r.Context(), c, r.PathValue("id"), opt, lw)
+	err = s.svc.Logs.SessionLogs(r.Context(), c, r.PathValue("id"), opt, lw)
 	if err != nil && !lw.started() {
 		return err
 	}
@@ -258,7 +258,7 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request, c ipc.Caller) erro
 }
 
 func (s *Server) listProjects(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
-	list, err := s.backend.ListProjects(r.Context(), c)
+	list, err := s.svc.Projects.ListProjects(r.Context(), c)
 	if err != nil {
 		return err
 	}
@@ -271,7 +271,7 @@ func (s *Server) listProjects(w http.ResponseWriter, r *http.Request, c ipc.Call
 // projectSession answers the seed's session API: the state as JSON, or
 // with format=summary the rendered restore summary as text.
 func (s *Server) projectSession(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
-	ps, err := s.backend.ProjectSession(r.Context(), c, project(r))
+	ps, err := s.svc.Projects.ProjectSession(r.Context(), c, project(r))
 	if err != nil {
 		return err
 	}
@@ -290,7 +290,7 @@ func (s *Server) projectSession(w http.ResponseWriter, r *http.Request, c ipc.Ca
 }
 
 func (s *Server) clearProjectSession(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
-	if err := s.backend.ClearProjectSession(r.Context(), c, project(r)); err != nil {
+	if err := s.svc.Projects.ClearProjectSession(r.Context(), c, project(r)); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -302,7 +302,7 @@ func (s *Server) projectCheckpoints(w http.ResponseWriter, r *http.Request, c ip
 	if err != nil {
 		return err
 	}
-	list, err := s.backend.ProjectCheckpoints(r.Context(), c, project(r), ipc.CheckpointsOptions{Prune: prune, Find: r.URL.Query().Get("find")})
+	list, err := s.svc.Projects.ProjectCheckpoints(r.Context(), c, project(r), ipc.CheckpointsOptions{Prune: prune, Find: r.URL.Query().Get("find")})
 	if err != nil {
 		return err
 	}
@@ -313,7 +313,7 @@ func (s *Server) projectCheckpoints(w http.ResponseWriter, r *http.Request, c ip
 }
 
 func (s *Server) checkpointStats(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
-	st, err := s.backend.CheckpointStats(r.Context(), c, project(r))
+	st, err := s.svc.Projects.CheckpointStats(r.Context(), c, project(r))
 	if err != nil {
 		return err
 	}
@@ -329,7 +329,7 @@ func (s *Server) restoreProject(w http.ResponseWriter, r *http.Request, c ipc.Ca
 	if p.Dir == "" {
 		p.Dir = req.Dir
 	}
-	resp, err := s.backend.RestoreProject(r.Context(), c, p, req)
+	resp, err := s.svc.Projects.RestoreProject(r.Context(), c, p, req)
 	if err != nil {
 		return err
 	}
@@ -344,7 +344,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, c ipc.Caller) er
 			return err
 		}
 	}
-	ch, err := s.backend.Subscribe(r.Context(), c, ipc.EventOptions{Follow: follow})
+	ch, err := s.svc.Events.Subscribe(r.Context(), c, ipc.EventOptions{Follow: follow})
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ type AccessFunc func(ipc.Caller) bool
 
 // Server serves the API on a Unix socket.
 type Server struct {
-	backend  ipc.Backend
+	svc      ipc.Services
 	version  string
 	log      *zap.Logger
 	access   AccessFunc
@@ -54,14 +54,15 @@ type Options struct {
 // and writes the answer; an error it returns is written as the error body.
 type handler func(w http.ResponseWriter, r *http.Request, c ipc.Caller) error
 
-// New returns a server for b; access says who may connect.
-func New(b ipc.Backend, access AccessFunc, log *zap.Logger, opts ...Options) *Server {
+// New returns a server of the services svc, each the implementation of one
+// of the API's interfaces; access says who may connect.
+func New(svc ipc.Services, access AccessFunc, log *zap.Logger, opts ...Options) *Server {
 	var opt Options
 	if len(opts) > 0 {
 		opt = opts[0]
 	}
 	s := &Server{
-		backend: b, version: b.Version(context.Background()).Version,
+		svc: svc, version: svc.System.Version(context.Background()).Version,
 		log: log.Named("api"), access: access, limits: opt.Limits, timeouts: DefaultTimeouts(),
 		mux: http.NewServeMux(), routes: map[string]bool{},
 		metrics: opt.Metrics, observe: opt.Observe,

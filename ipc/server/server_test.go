@@ -164,8 +164,25 @@ func (b *backend) CheckpointStats(ctx context.Context, c ipc.Caller, p ipc.Proje
 	return &ipc.CheckpointStats{Checkpoints: 1}, nil
 }
 
+// fake is every service the server serves, as one fake (backend).
+type fake interface {
+	ipc.Sessions
+	ipc.Logs
+	ipc.Terminals
+	ipc.Projects
+	ipc.Events
+	ipc.System
+	ipc.Notifications
+	ipc.Worktrees
+}
+
+// services wires b as each of the server's services.
+func services(b fake) ipc.Services {
+	return ipc.Services{Sessions: b, Logs: b, Terminals: b, Projects: b, Events: b, System: b, Notifications: b, Worktrees: b}
+}
+
 // serve starts a server on a socket in a temp dir and returns a client.
-func serve(t *testing.T, b ipc.Backend, access AccessFunc) (*ipc.Client, string) {
+func serve(t *testing.T, b fake, access AccessFunc) (*ipc.Client, string) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "ipc")
 	if err != nil {
@@ -180,7 +197,7 @@ func serve(t *testing.T, b ipc.Backend, access AccessFunc) (*ipc.Client, string)
 	if access == nil {
 		access = func(ipc.Caller) bool { return true }
 	}
-	srv := New(b, access, zap.NewNop())
+	srv := New(services(b), access, zap.NewNop())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(l) }()
 	t.Cleanup(func() {

@@ -29,7 +29,7 @@ func (s *Server) screen(w http.ResponseWriter, r *http.Request, c ipc.Caller) er
 	if n > ipc.MaxTermScrollback {
 		return ipc.BadRequest("scrollback: at most %d lines, got %d", ipc.MaxTermScrollback, n)
 	}
-	scr, err := s.backend.SessionScreen(r.Context(), c, r.PathValue("id"), ipc.ScreenOptions{Scrollback: n})
+	scr, err := s.svc.Terminals.SessionScreen(r.Context(), c, r.PathValue("id"), ipc.ScreenOptions{Scrollback: n})
 	if err != nil {
 		return err
 	}
@@ -44,7 +44,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, c ipc.Caller) erro
 	if err := (ipc.TermRequest{Op: ipc.TermOpSend, Text: req.Text, Enter: req.Enter}).Check(); err != nil {
 		return ipc.BadRequest("%w", err)
 	}
-	if err := s.backend.SendSession(r.Context(), c, r.PathValue("id"), req); err != nil {
+	if err := s.svc.Terminals.SendSession(r.Context(), c, r.PathValue("id"), req); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -64,7 +64,7 @@ func (s *Server) attach(w http.ResponseWriter, r *http.Request, c ipc.Caller) er
 		return err
 	}
 	id := r.PathValue("id")
-	holder, st, err := s.backend.AttachSession(r.Context(), c, id, ipc.AttachOptions{ReadOnly: readOnly})
+	holder, st, err := s.svc.Terminals.AttachSession(r.Context(), c, id, ipc.AttachOptions{ReadOnly: readOnly})
 	if err != nil {
 		return err
 	}

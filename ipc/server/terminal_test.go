@@ -170,7 +170,7 @@ func TestShutdownEndsAttachedStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := New(&backend{}, func(ipc.Caller) bool { return true }, zap.NewNop())
+	srv := New(services(&backend{}), func(ipc.Caller) bool { return true }, zap.NewNop())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	c := &ipc.Client{Socket: sock}

@@ -7,7 +7,7 @@ import (
 )
 
 func (s *Server) listWorktrees(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
-	list, err := s.backend.ListWorktrees(r.Context(), c, r.URL.Query().Get("repo"))
+	list, err := s.svc.Worktrees.ListWorktrees(r.Context(), c, r.URL.Query().Get("repo"))
 	if err != nil {
 		return err
 	}
@@ -23,7 +23,7 @@ func (s *Server) removeWorktree(w http.ResponseWriter, r *http.Request, c ipc.Ca
 	if err != nil {
 		return err
 	}
-	resp, err := s.backend.RemoveWorktree(r.Context(), c, r.PathValue("name"), ipc.WorktreeRemoveRequest{Repo: q.Get("repo"), Force: force})
+	resp, err := s.svc.Worktrees.RemoveWorktree(r.Context(), c, r.PathValue("name"), ipc.WorktreeRemoveRequest{Repo: q.Get("repo"), Force: force})
 	if err != nil {
 		return err
 	}

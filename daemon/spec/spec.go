@@ -1,4 +1,8 @@
-package daemon
+// Package spec resolves the spec a session runs under: the daemon's
+// defaults, under the project's sessiond.toml (read with its user's
+// rights), under the request's overrides, checked as a whole; and the
+// project's [[notify]] rules from the same file.
+package spec
 
 import (
 	"errors"
@@ -6,20 +10,20 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
+	"sort"
 
 	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/config/configfile"
+	"github.com/sessiond/sessiond/daemon/agent"
 	"github.com/sessiond/sessiond/daemon/state"
 	"github.com/sessiond/sessiond/ipc"
 )
 
-// resolveSpec merges the daemon defaults, the project's sessiond.toml (read
-// with its user's rights) and the request's overrides, and checks the
-// result.
-func (d *Daemon) resolveSpec(p *state.Project, req ipc.StartRequest) (config.Spec, error) {
+// Resolve merges defaults, the project's sessiond.toml (read with its
+// user's rights) and the request's overrides, and checks the result.
+func Resolve(defaults config.Spec, p *state.Project, req ipc.StartRequest) (config.Spec, error) {
 	dir := p.Dir()
-	spec, err := projectSpec(p, d.cfg.Defaults.Clone())
+	spec, err := Project(p, defaults.Clone())
 	if err != nil {
 		return spec, ipc.BadRequest("%w", err)
 	}
@@ -105,9 +109,9 @@ func (d *Daemon) resolveSpec(p *state.Project, req ipc.StartRequest) (config.Spe
 	return spec, nil
 }
 
-// projectSpec is the project's sessiond.toml over base; a project without
-// one has base.
-func projectSpec(p *state.Project, base config.Spec) (config.Spec, error) {
+// Project is the project's sessiond.toml over base; a project without one
+// has base.
+func Project(p *state.Project, base config.Spec) (config.Spec, error) {
 	data, err := p.ReadConfig()
 	if errors.Is(err, fs.ErrNotExist) {
 		return base, nil
@@ -118,48 +122,50 @@ func projectSpec(p *state.Project, base config.Spec) (config.Spec, error) {
 	return configfile.ParseProject(filepath.Join(p.Dir(), config.ProjectFile), data, base)
 }
 
-// openProject opens a project directory with the rights of the user uid:
-// a directory that user cannot reach is one that "does not exist or is not
-// accessible", whichever it is.
-func (d *Daemon) openProject(dir string, uid int) (*state.Project, *state.Owner, error) {
-	if dir == "" {
-		return nil, nil, ipc.BadRequest("no project directory given")
+// resolveTerminal settles, at a start, whether the command runs on a
+// terminal: as the spec's tty says when it is set, else on one when the
+// command is an agent that a person talks to there (claude without -p,
+// codex without exec), whose interface needs a terminal to run at all —
+// even with agent = "none", which leaves out only the integration.
+func resolveTerminal(spec *config.Spec) {
+	setting := spec.Agent
+	if setting == agent.SettingNone {
+		setting = agent.SettingAuto
 	}
-	if !filepath.IsAbs(dir) {
-		return nil, nil, ipc.BadRequest("project directory %q is not an absolute path", dir)
+	interactive := false
+	if a, err := agent.Detect(setting, spec.Command); err == nil {
+		interactive = a.Interactive(spec.Command)
 	}
-	owner, err := ownerFor(uid)
-	if err != nil {
-		return nil, nil, ipc.Forbidden("%w", err)
+	if spec.TerminalWanted(interactive) {
+		tty := true
+		spec.TTY = &tty
 	}
-	p, err := state.OpenProject(dir, owner)
-	if err != nil {
-		return nil, nil, ipc.BadRequest("%w", err)
-	}
-	return p, owner, nil
 }
 
-// ownerFor is the identity a session of user uid runs with: nil (the
-// daemon's own) unless a root daemon serves another user.
-func ownerFor(uid int) (*state.Owner, error) {
-	if os.Geteuid() != 0 || uid == os.Geteuid() {
+// NotifyRules reads the [[notify]] rules of p's sessiond.toml with its
+// user's rights; a project without the file has none.
+func NotifyRules(p *state.Project) ([]config.NotifyRule, error) {
+	data, err := p.ReadConfig()
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	return state.LookupOwner(uid)
+	if err != nil {
+		return nil, err
+	}
+	return configfile.ParseProjectNotify(filepath.Join(p.Dir(), config.ProjectFile), data)
 }
 
-// canUseDir refuses a directory the caller does not own when the daemon
-// runs as root for someone else.
-func (d *Daemon) canUseDir(c ipc.Caller, dir string) error {
-	if c.Root() || c.UID == os.Geteuid() {
-		return nil
+// BaseEnv is the environment a session's processes inherit before
+// sessiond's own variables: the daemon's, then the spec's env.
+func BaseEnv(s config.Spec) []string {
+	env := os.Environ()
+	keys := make([]string, 0, len(s.Env))
+	for k := range s.Env {
+		keys = append(keys, k)
 	}
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return ipc.BadRequest("%w", err)
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+s.Env[k])
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != c.UID {
-		return ipc.Forbidden("%s belongs to uid %d, not to you (uid %d)", dir, st.Uid, c.UID)
-	}
-	return nil
+	return env
 }

@@ -1,4 +1,4 @@
-package daemon
+package sessions
 
 import (
 	"context"
@@ -11,17 +11,19 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/sessiond/sessiond/daemon/access"
 	"github.com/sessiond/sessiond/daemon/proc"
 	"github.com/sessiond/sessiond/daemon/session"
+	"github.com/sessiond/sessiond/daemon/spec"
 	"github.com/sessiond/sessiond/daemon/state"
 	"github.com/sessiond/sessiond/ipc"
 )
 
-// recover loads the records of earlier runs. A session recorded as live is
+// Recover loads the records of earlier runs. A session recorded as live is
 // adopted if its process is still alive (same pid, start time and boot),
 // else it ended unobserved and is ended (crashed) — or, if the earlier
 // daemon had recorded its end, that end is finished.
-func (d *Daemon) recover() {
+func (d *Service) Recover() {
 	root := filepath.Join(d.cfg.StateDir, "sessions")
 	entries, err := os.ReadDir(root)
 	if err != nil {
@@ -45,27 +47,27 @@ func (d *Daemon) recover() {
 			d.log.Warn("skipping session record with a mismatched id", zap.String("dir", e.Name()), zap.String("id", rec.ID))
 			continue
 		}
-		spec := d.cfg.Defaults.Clone()
+		sp := d.cfg.Defaults.Clone()
 		if rec.Spec != nil {
-			spec = *rec.Spec
+			sp = *rec.Spec
 		}
-		owner, err := ownerFor(rec.UID)
+		owner, err := access.Owner(rec.UID)
 		var proj *state.Project
 		if err == nil {
 			proj, err = state.OpenProject(rec.ProjectDir, owner)
 		}
 		if err != nil {
 			d.log.Warn("project of a recorded session unreachable", zap.String("session", rec.ID), zap.Error(err))
-		} else if p, err := projectSpec(proj, d.cfg.Defaults.Clone()); err == nil {
+		} else if p, err := spec.Project(proj, d.cfg.Defaults.Clone()); err == nil {
 			// Env values are never on disk: take the project's and the
 			// daemon's again (values given with --env are gone).
-			spec.Env = p.Env
+			sp.Env = p.Env
 		}
 		if proj != nil && ipc.Live(rec.State) {
-			d.notes.loadProject(proj)
+			d.notes.LoadProject(proj)
 		}
-		s := session.Load(rec, spec, proj, owner, &d.deps)
-		d.reg.add(s)
+		s := session.Load(rec, sp, proj, owner, d.deps)
+		d.reg.Add(s)
 		if ipc.Live(rec.State) {
 			live = append(live, s)
 		}
@@ -95,7 +97,7 @@ const recoverTimeout = time.Minute
 
 // recoverLive adopts a live session (true) or ends one whose process is
 // gone (false).
-func (d *Daemon) recoverLive(s *session.Session) bool {
+func (d *Service) recoverLive(s *session.Session) bool {
 	rec := s.Snapshot()
 	if rec.State == ipc.StateStarting {
 		// Its command may have been spawned just before the crash; the
@@ -108,10 +110,10 @@ func (d *Daemon) recoverLive(s *session.Session) bool {
 		defer cancel()
 		return s.RecoverTerminal(ctx)
 	}
-	if rec.PID > 0 && rec.BootID == d.bootID && proc.Alive(rec.PID, rec.StartTime) {
+	if rec.PID > 0 && rec.BootID == d.deps.BootID && proc.Alive(rec.PID, rec.StartTime) {
 		child, err := proc.Adopt(rec.PID, rec.StartTime)
 		if err == nil {
-			d.out.adopt(s.LogPath())
+			d.logs.Adopt(s.LogPath())
 			s.Adopt(child)
 			return true
 		}
@@ -128,9 +130,9 @@ func (d *Daemon) recoverLive(s *session.Session) bool {
 // socket in their environment) that belong to no live session: a child
 // spawned just before a crash, before its record said running, or a
 // descendant that outlived its session while no daemon ran.
-func (d *Daemon) sweepOrphans() {
+func (d *Service) sweepOrphans() {
 	for pid, id := range proc.SessionsByEnv(d.cfg.Socket) {
-		if s := d.reg.get(id); s != nil {
+		if s := d.reg.Get(id); s != nil {
 			if st := s.Snapshot().State; ipc.Live(st) && st != ipc.StateStarting {
 				continue
 			}

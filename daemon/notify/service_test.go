@@ -1,4 +1,4 @@
-package daemon
+package notify
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,17 +19,17 @@ import (
 	"github.com/sessiond/sessiond/ipc"
 )
 
-// receiver records the events of the webhooks it gets; a request to
+// busReceiver records the events of the webhooks it gets; a request to
 // /hang waits until the test ends.
-type receiver struct {
+type busReceiver struct {
 	*httptest.Server
 	mu      sync.Mutex
 	events  []string
 	release chan struct{}
 }
 
-func newReceiver(t testing.TB) *receiver {
-	r := &receiver{release: make(chan struct{})}
+func newBusReceiver(t testing.TB) *busReceiver {
+	r := &busReceiver{release: make(chan struct{})}
 	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		if req.URL.Path == "/hang" {
@@ -55,21 +54,24 @@ func newReceiver(t testing.TB) *receiver {
 	return r
 }
 
-func (r *receiver) got() []string {
+func (r *busReceiver) got() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]string(nil), r.events...)
 }
 
-// newNotifyDaemon makes a daemon (not running) with the given rules, its
+// noSessions is a daemon that knows no session of the events.
+type noSessions struct{}
+
+func (noSessions) Subject(string) (Subject, bool) { return Subject{}, false }
+
+// newService makes the notifications of a daemon with the given rules, its
 // notifier closed at the end of the test.
-func newNotifyDaemon(t testing.TB, rules ...config.NotifyRule) *Daemon {
+func newService(t testing.TB, rules ...config.NotifyRule) *Service {
 	t.Helper()
 	cfg := configfile.Default()
-	cfg.StateDir = filepath.Join(t.TempDir(), "state")
-	cfg.Socket = filepath.Join(t.TempDir(), "s.sock")
 	cfg.Notify = rules
-	d, err := New(Options{Config: cfg, Log: zap.NewNop(), Version: "test"})
+	x, err := NewService(cfg, noSessions{}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,33 +79,39 @@ func newNotifyDaemon(t testing.TB, rules ...config.NotifyRule) *Daemon {
 		// A hanging sink is cut short: the tests have seen what they need.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		d.notes.close(ctx)
-		d.close()
+		x.Close(ctx)
 	})
-	return d
+	return x
+}
+
+// since is an agent_waiting event's data: the wait began n seconds into
+// the test's day.
+func since(n int) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"state":"waiting","since":"2026-12-01T00:00:%02dZ"}`, n))
 }
 
 func TestNotificationsFromTheBus(t *testing.T) {
-	rcv := newReceiver(t)
-	d := newNotifyDaemon(t, config.NotifyRule{
+	rcv := newBusReceiver(t)
+	x := newService(t, config.NotifyRule{
 		Name:    "all",
 		On:      []string{"agent_waiting", "restart_limit", "failed", "checkpoint_failed", "budget", "started", "warned"},
 		Webhook: rcv.URL + "/all",
 	})
 	t0 := time.Now()
 	for i, ev := range []ipc.Event{
-		// One waiting spell, however often the agent's hooks tell of it.
-		{Type: ipc.EventAgentWaiting, SessionID: "s1"},
-		{Type: ipc.EventAgentWaiting, SessionID: "s1"},
-		{Type: ipc.EventAgentWaiting, SessionID: "s1"},
+		// One waiting spell (the wait's start, as the record keeps it),
+		// however often it is told of.
+		{Type: ipc.EventAgentWaiting, SessionID: "s1", Data: since(1)},
+		{Type: ipc.EventAgentWaiting, SessionID: "s1", Data: since(1)},
+		{Type: ipc.EventAgentWaiting, SessionID: "s1", Data: since(1)},
 		// Another session's spell is its own.
-		{Type: ipc.EventAgentWaiting, SessionID: "s2"},
+		{Type: ipc.EventAgentWaiting, SessionID: "s2", Data: since(1)},
 		// Working ends the spell; the next wait is a new one.
 		{Type: ipc.EventAgentWorking, SessionID: "s1"},
-		{Type: ipc.EventAgentWaiting, SessionID: "s1"},
+		{Type: ipc.EventAgentWaiting, SessionID: "s1", Data: since(2)},
 		{Type: ipc.EventAgentIdle, SessionID: "s1"},
-		{Type: ipc.EventAgentWaiting, SessionID: "s1"},
-		{Type: ipc.EventAgentWaiting, SessionID: "s1"},
+		{Type: ipc.EventAgentWaiting, SessionID: "s1", Data: since(3)},
+		{Type: ipc.EventAgentWaiting, SessionID: "s1", Data: since(3)},
 		{Type: ipc.EventFailed, SessionID: "s3", Data: json.RawMessage(`{"restart_limit":true}`)},
 		{Type: ipc.EventFailed, SessionID: "s4", Message: "preflight failed"},
 		{Type: ipc.EventCheckpoint, SessionID: "s5", Data: json.RawMessage(`{"id":"abc","files_changed":1}`)},
@@ -119,26 +127,26 @@ func TestNotificationsFromTheBus(t *testing.T) {
 	} {
 		// Each event at a time of its own, as the sessions publish them.
 		ev.Time = t0.Add(time.Duration(i) * time.Millisecond)
-		d.bus.Publish(ev)
+		x.Observe(ev)
 	}
 	want := "agent_waiting agent_waiting agent_waiting agent_waiting restart_limit failed checkpoint_failed budget started warned warned"
 	// The receiver sees the last request before its sender counts it sent.
 	deadline := time.Now().Add(10 * time.Second)
-	for (strings.Join(rcv.got(), " ") != want || d.notes.n.Stats().Sent < 11) && time.Now().Before(deadline) {
+	for (strings.Join(rcv.got(), " ") != want || x.n.Stats().Sent < 11) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if got := strings.Join(rcv.got(), " "); got != want {
 		t.Errorf("notifications %q, want %q", got, want)
 	}
-	st := d.notes.n.Stats()
+	st := x.n.Stats()
 	if st.Duplicates != 3 || st.Sent != 11 {
 		t.Errorf("counters %+v, want 3 repeats of a waiting spell left out and 11 sent", st)
 	}
 }
 
 func TestNotificationsNeverBlockThePublisher(t *testing.T) {
-	rcv := newReceiver(t)
-	d := newNotifyDaemon(t, config.NotifyRule{
+	rcv := newBusReceiver(t)
+	x := newService(t, config.NotifyRule{
 		Name: "hang", On: []string{"failed"}, Webhook: rcv.URL + "/hang",
 		Timeout: config.Duration{Duration: time.Minute}, Retries: new(int),
 	})
@@ -146,7 +154,7 @@ func TestNotificationsNeverBlockThePublisher(t *testing.T) {
 	go func() {
 		defer close(done)
 		for i := range 1000 {
-			d.bus.Publish(ipc.Event{Type: ipc.EventFailed, SessionID: fmt.Sprint("s", i)})
+			x.Observe(ipc.Event{Type: ipc.EventFailed, SessionID: fmt.Sprint("s", i)})
 		}
 	}()
 	select {
@@ -154,16 +162,16 @@ func TestNotificationsNeverBlockThePublisher(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("publishing 1000 events did not return while the sink hangs")
 	}
-	st := d.notes.n.Stats()
+	st := x.n.Stats()
 	if st.Pending > 33 || st.Queued+st.Dropped != 1000 {
 		t.Errorf("counters %+v, want at most 33 pending and every event queued or dropped", st)
 	}
 }
 
 func TestNotificationsWithoutRulesCostNothing(t *testing.T) {
-	d := newNotifyDaemon(t)
-	d.bus.Publish(ipc.Event{Type: ipc.EventFailed, SessionID: "s1"})
-	if st := d.notes.n.Stats(); st.Published != 0 {
+	x := newService(t)
+	x.Observe(ipc.Event{Type: ipc.EventFailed, SessionID: "s1"})
+	if st := x.n.Stats(); st.Published != 0 {
 		t.Errorf("an event no rule is for reached the notifier: %+v", st)
 	}
 }
@@ -177,12 +185,12 @@ func BenchmarkNotifyTap(b *testing.B) {
 		on   []string
 	}{{"no-rule", []string{"budget"}}, {"matched-queue-full", []string{"failed"}}} {
 		b.Run(bc.name, func(b *testing.B) {
-			rcv := newReceiver(b)
-			d := newNotifyDaemon(b, config.NotifyRule{On: bc.on, Webhook: rcv.URL + "/hang", Retries: new(int)})
+			rcv := newBusReceiver(b)
+			x := newService(b, config.NotifyRule{On: bc.on, Webhook: rcv.URL + "/hang", Retries: new(int)})
 			ev := ipc.Event{Type: ipc.EventFailed, SessionID: "s1", Time: time.Now()}
 			b.ReportAllocs()
 			for b.Loop() {
-				d.notes.observe(ev)
+				x.Observe(ev)
 			}
 		})
 	}

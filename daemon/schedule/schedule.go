@@ -1,4 +1,6 @@
-package daemon
+// Package schedule runs the sessions' checkpoint schedules on one cron, with
+// panics recovered (cron recovers none unless told).
+package schedule
 
 import (
 	"github.com/robfig/cron/v3"
@@ -7,22 +9,22 @@ import (
 	"github.com/sessiond/sessiond/config/configfile"
 )
 
-// scheduler runs the sessions' checkpoint schedules on one cron, with
-// panics recovered (cron recovers none unless told).
-type scheduler struct {
+// Scheduler is the cron of every session's checkpoint schedule.
+type Scheduler struct {
 	cron *cron.Cron
 	log  cronLogger
 }
 
-func newScheduler(log *zap.Logger) *scheduler {
+// New starts a scheduler.
+func New(log *zap.Logger) *Scheduler {
 	l := cronLogger{log}
 	c := cron.New(cron.WithParser(configfile.CronParser), cron.WithChain(cron.Recover(l)), cron.WithLogger(l))
 	c.Start()
-	return &scheduler{cron: c, log: l}
+	return &Scheduler{cron: c, log: l}
 }
 
 // Schedule implements session.Scheduler.
-func (s *scheduler) Schedule(spec string, job func()) (cancel func(), err error) {
+func (s *Scheduler) Schedule(spec string, job func()) (cancel func(), err error) {
 	sched, err := configfile.ParseSchedule(spec)
 	if err != nil {
 		return nil, err
@@ -31,8 +33,8 @@ func (s *scheduler) Schedule(spec string, job func()) (cancel func(), err error)
 	return func() { s.cron.Remove(id) }, nil
 }
 
-// stop stops the scheduler and waits for jobs that run.
-func (s *scheduler) stop() { <-s.cron.Stop().Done() }
+// Stop stops the scheduler and waits for jobs that run.
+func (s *Scheduler) Stop() { <-s.cron.Stop().Done() }
 
 // cronLogger adapts zap to cron's logger.
 type cronLogger struct{ log *zap.Logger }

@@ -1,4 +1,4 @@
-package daemon
+package sessions
 
 import (
 	"sync"
@@ -20,6 +20,7 @@ type usageMeter struct {
 	// between its samples.
 	sampled time.Time
 	shown   map[string]ipc.Usage
+	clock   session.Clock
 }
 
 // usageMaxAge is how old a usage figure a listing may show: a second, the
@@ -31,8 +32,8 @@ type usageSample struct {
 	at  time.Time
 }
 
-func newUsageMeter() *usageMeter {
-	return &usageMeter{last: map[string]usageSample{}, shown: map[string]ipc.Usage{}}
+func newUsageMeter(clock session.Clock) *usageMeter {
+	return &usageMeter{last: map[string]usageSample{}, shown: map[string]ipc.Usage{}, clock: clock}
 }
 
 // fill measures the live sessions among recs, all from one reading of
@@ -49,7 +50,7 @@ func (m *usageMeter) fill(sessions map[string]*session.Session, recs []ipc.Sessi
 			}
 		}
 	}
-	now := time.Now()
+	now := m.clock.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if now.Sub(m.sampled) < usageMaxAge {

@@ -1,4 +1,4 @@
-package daemon
+package sessions
 
 import (
 	"context"
@@ -11,96 +11,18 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/config"
-	"github.com/sessiond/sessiond/daemon/proc"
+	"github.com/sessiond/sessiond/daemon/access"
+	"github.com/sessiond/sessiond/daemon/registry"
 	"github.com/sessiond/sessiond/daemon/session"
+	"github.com/sessiond/sessiond/daemon/spec"
 	"github.com/sessiond/sessiond/daemon/state"
 	"github.com/sessiond/sessiond/ipc"
 )
 
-// The daemon implements the API's interfaces (ipc.Backend) here and in
-// projects.go; package ipc/server adapts HTTP requests to them.
-var _ ipc.Backend = (*Daemon)(nil)
-
-// launchParams say what session to launch.
-type launchParams struct {
-	UID            int
-	Project        *state.Project
-	Owner          *state.Owner
-	Spec           config.Spec
-	Name           string
-	EnvKeys        []string
-	RestartOf      string
-	Restarts       int
-	RestartHistory []time.Time
-	// Resume is the agent conversation the session continues.
-	Resume string
-	// ID is the session's id when the start chose it already (for the
-	// worktree named after it); Worktree the worktree it runs in.
-	ID       string
-	Worktree *ipc.Worktree
-}
-
-// launch registers a session and starts it, and returns once its command
-// runs or its start has failed.
-func (d *Daemon) launch(p launchParams) (*session.Session, session.StartInfo, error) {
-	dir := p.Project.Dir()
-	if _, err := proc.LookPath(p.Spec.Command[0], dir, session.EnvBase(p.Spec)); err != nil {
-		return nil, session.StartInfo{}, ipc.BadRequest("%w", err)
-	}
-	// The checks and the registration are one step; the start itself runs
-	// unlocked, the registered "starting" session holding the project.
-	d.startMu.Lock()
-	if d.closing.Load() {
-		d.startMu.Unlock()
-		return nil, session.StartInfo{}, ipc.Unavailable("sessiond is shutting down")
-	}
-	if !p.Spec.Concurrent {
-		if live := d.reg.live(dir); len(live) > 0 {
-			d.startMu.Unlock()
-			return nil, session.StartInfo{}, ipc.Conflict("project %s already has a live session (%s); stop it first, or set concurrent = true in its sessiond.toml", dir, live[0].ID())
-		}
-	}
-	if max := d.cfg.MaxSessions; max > 0 && len(d.reg.live("")) >= max {
-		d.startMu.Unlock()
-		return nil, session.StartInfo{}, ipc.Conflict("max_sessions (%d) live sessions already run", max)
-	}
-	switch {
-	case p.Name == "":
-		p.Name = d.reg.freeName(p.UID, ipc.NameFrom(filepath.Base(dir)))
-	case p.RestartOf == "":
-		if s := d.reg.nameHolder(p.UID, p.Name); s != nil {
-			d.startMu.Unlock()
-			return nil, session.StartInfo{}, ipc.Conflict("the name %q is in use by live session %s: choose another with --name, or stop that one", p.Name, s.ID())
-		}
-	}
-	id := p.ID
-	if id == "" {
-		id = d.reg.newID()
-	}
-	if p.Worktree != nil {
-		wt, err := d.holdWorktree(p.Worktree, id, p.Spec.PortRange)
-		if err != nil {
-			d.startMu.Unlock()
-			return nil, session.StartInfo{}, err
-		}
-		p.Worktree = wt
-	}
-	s := session.New(session.Params{
-		ID: id, Name: p.Name, Worktree: p.Worktree, UID: p.UID, Project: p.Project, Owner: p.Owner, Spec: p.Spec, EnvKeys: p.EnvKeys,
-		RestartOf: p.RestartOf, Restarts: p.Restarts, RestartHistory: p.RestartHistory, Resume: p.Resume,
-	}, &d.deps)
-	d.reg.add(s)
-	d.startMu.Unlock()
-	s.Start()
-	<-s.Started()
-	info := s.TakeStartInfo()
-	return s, info, info.Err
-}
-
 // ListSessions implements ipc.Sessions. A restart chain is one row, its
 // latest session, unless opt.Chains asks for all.
-func (d *Daemon) ListSessions(ctx context.Context, c ipc.Caller, opt ipc.ListOptions) ([]ipc.Session, error) {
-	all := d.reg.all()
+func (d *Service) ListSessions(ctx context.Context, c ipc.Caller, opt ipc.ListOptions) ([]ipc.Session, error) {
+	all := d.reg.All()
 	restarted := map[string]bool{}
 	if !opt.Chains {
 		for _, s := range all {
@@ -111,7 +33,7 @@ func (d *Daemon) ListSessions(ctx context.Context, c ipc.Caller, opt ipc.ListOpt
 	}
 	out := make([]ipc.Session, 0, len(all))
 	for _, s := range all {
-		if !visible(c, s) || (opt.Project != "" && s.ProjectDir() != opt.Project) || restarted[s.ID()] {
+		if !registry.Visible(c, s) || (opt.Project != "" && s.ProjectDir() != opt.Project) || restarted[s.ID()] {
 			continue
 		}
 		if !opt.All && !ipc.Live(s.State()) {
@@ -134,15 +56,15 @@ func (d *Daemon) ListSessions(ctx context.Context, c ipc.Caller, opt ipc.ListOpt
 }
 
 // StartSession implements ipc.Sessions.
-func (d *Daemon) StartSession(ctx context.Context, c ipc.Caller, req ipc.StartRequest) (*ipc.StartResponse, error) {
+func (d *Service) StartSession(ctx context.Context, c ipc.Caller, req ipc.StartRequest) (*ipc.StartResponse, error) {
 	if d.closing.Load() {
 		return nil, ipc.Unavailable("sessiond is shutting down")
 	}
-	p, owner, err := d.openProject(req.Dir, c.UID)
+	p, owner, err := access.OpenProject(req.Dir, c.UID)
 	if err != nil {
 		return nil, err
 	}
-	if err := d.canUseDir(c, p.Dir()); err != nil {
+	if err := access.CheckDir(c, p.Dir()); err != nil {
 		return nil, err
 	}
 	if req.Name != "" {
@@ -150,40 +72,40 @@ func (d *Daemon) StartSession(ctx context.Context, c ipc.Caller, req ipc.StartRe
 			return nil, ipc.BadRequest("%w", err)
 		}
 	}
-	spec, err := d.resolveSpec(p, req)
+	sp, err := spec.Resolve(d.cfg.Defaults, p, req)
 	if err != nil {
 		return nil, err
 	}
-	d.notes.loadProject(p)
+	d.notes.LoadProject(p)
 	keys := make([]string, 0, len(req.Env))
 	for k := range req.Env {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	wt, err := d.startWorktree(ctx, c, p, owner, spec, req)
+	wt, err := d.worktrees.Begin(ctx, c, p, owner, sp, req)
 	if err != nil {
 		return nil, err
 	}
 	if wt != nil {
-		p = wt.project
+		p = wt.Project()
 	}
-	resume, err := d.resumeFor(c, p, spec, req.Resume)
+	resume, err := d.resumeFor(c, p, sp, req.Resume)
 	if err != nil {
-		wt.undo(d)
+		d.worktrees.Undo(wt)
 		return nil, err
 	}
-	s, info, err := d.launch(launchParams{UID: c.UID, Project: p, Owner: owner, Spec: spec, Name: req.Name, EnvKeys: keys, Resume: resume,
-		ID: wt.sessionID(), Worktree: wt.wire()})
+	s, info, err := d.launch(launchParams{UID: c.UID, Project: p, Owner: owner, Spec: sp, Name: req.Name, EnvKeys: keys, Resume: resume,
+		ID: wt.SessionID(), Worktree: wt.Wire()})
 	if err != nil {
-		wt.undo(d)
+		d.worktrees.Undo(wt)
 		return nil, err
 	}
-	return &ipc.StartResponse{Session: s.Snapshot(), Summary: info.Summary, Notices: append(wt.noticeList(), info.Notices...)}, nil
+	return &ipc.StartResponse{Session: s.Snapshot(), Summary: info.Summary, Notices: append(wt.Notices(), info.Notices...)}, nil
 }
 
 // GetSession implements ipc.Sessions.
-func (d *Daemon) GetSession(ctx context.Context, c ipc.Caller, id string) (*ipc.Session, error) {
-	s, err := d.reg.lookup(c, id)
+func (d *Service) GetSession(ctx context.Context, c ipc.Caller, id string) (*ipc.Session, error) {
+	s, err := d.reg.Lookup(c, id)
 	if err != nil {
 		return nil, err
 	}
@@ -193,8 +115,8 @@ func (d *Daemon) GetSession(ctx context.Context, c ipc.Caller, id string) (*ipc.
 
 // StopSession implements ipc.Sessions: it returns once the session's end
 // is on disk.
-func (d *Daemon) StopSession(ctx context.Context, c ipc.Caller, id string, req ipc.StopRequest) (*ipc.Session, error) {
-	s, err := d.reg.lookup(c, id)
+func (d *Service) StopSession(ctx context.Context, c ipc.Caller, id string, req ipc.StopRequest) (*ipc.Session, error) {
+	s, err := d.reg.Lookup(c, id)
 	if err != nil {
 		return nil, err
 	}
@@ -224,8 +146,8 @@ func (d *Daemon) StopSession(ctx context.Context, c ipc.Caller, id string, req i
 }
 
 // RestartSession implements ipc.Sessions.
-func (d *Daemon) RestartSession(ctx context.Context, c ipc.Caller, id string, req ipc.RestartRequest) (*ipc.StartResponse, error) {
-	s, err := d.reg.lookup(c, id)
+func (d *Service) RestartSession(ctx context.Context, c ipc.Caller, id string, req ipc.RestartRequest) (*ipc.StartResponse, error) {
+	s, err := d.reg.Lookup(c, id)
 	if err != nil {
 		return nil, err
 	}
@@ -238,9 +160,6 @@ func (d *Daemon) RestartSession(ctx context.Context, c ipc.Caller, id string, re
 	if rec.State == ipc.StateStarting || ipc.Live(rec.State) {
 		return nil, ipc.Conflict("session %s did not stop; try again", s.ID())
 	}
-	if next := d.restarts.successorOf(s.ID()); next != "" {
-		return nil, ipc.Conflict("session %s was restarted already, as %s: restart that one", s.ID(), next)
-	}
 	if s.Project() == nil {
 		return nil, ipc.Conflict("the project %s of session %s is unreachable", s.ProjectDir(), s.ID())
 	}
@@ -251,13 +170,12 @@ func (d *Daemon) RestartSession(ctx context.Context, c ipc.Caller, id string, re
 	if err != nil {
 		return nil, err
 	}
-	d.restarts.settle(s.ID(), ns.ID())
 	return &ipc.StartResponse{Session: ns.Snapshot(), Summary: info.Summary, Notices: info.Notices}, nil
 }
 
 // RemoveSession implements ipc.Sessions.
-func (d *Daemon) RemoveSession(ctx context.Context, c ipc.Caller, id string) error {
-	s, err := d.reg.lookup(c, id)
+func (d *Service) RemoveSession(ctx context.Context, c ipc.Caller, id string) error {
+	s, err := d.reg.Lookup(c, id)
 	if err != nil {
 		return err
 	}
@@ -268,16 +186,16 @@ func (d *Daemon) RemoveSession(ctx context.Context, c ipc.Caller, id string) err
 }
 
 // PruneSessions implements ipc.Sessions.
-func (d *Daemon) PruneSessions(ctx context.Context, c ipc.Caller, req ipc.PruneRequest) (*ipc.PruneResponse, error) {
+func (d *Service) PruneSessions(ctx context.Context, c ipc.Caller, req ipc.PruneRequest) (*ipc.PruneResponse, error) {
 	older, err := config.ParseDuration(req.OlderThan)
 	if err != nil || older.Duration < 0 {
 		return nil, ipc.BadRequest("older_than %q: want a duration of 0 or more, such as 24h", req.OlderThan)
 	}
 	cutoff := d.deps.Clock.Now().Add(-older.Duration)
 	out := &ipc.PruneResponse{Removed: []string{}}
-	for _, s := range d.reg.all() {
+	for _, s := range d.reg.All() {
 		rec := s.Snapshot()
-		if !visible(c, s) || ipc.Live(rec.State) || rec.EndedAt == nil || rec.EndedAt.After(cutoff) {
+		if !registry.Visible(c, s) || ipc.Live(rec.State) || rec.EndedAt == nil || rec.EndedAt.After(cutoff) {
 			continue
 		}
 		if err := d.remove(s); err != nil {
@@ -290,8 +208,8 @@ func (d *Daemon) PruneSessions(ctx context.Context, c ipc.Caller, req ipc.PruneR
 
 // remove drops an ended session from the registry and its directory from
 // the state dir.
-func (d *Daemon) remove(s *session.Session) error {
-	d.reg.remove(s.ID())
+func (d *Service) remove(s *session.Session) error {
+	d.reg.Remove(s.ID())
 	if err := os.RemoveAll(s.Dir()); err != nil {
 		return fmt.Errorf("remove session %s: %w", s.ID(), err)
 	}
@@ -300,8 +218,8 @@ func (d *Daemon) remove(s *session.Session) error {
 
 // running returns the live session id for a request that needs one that
 // runs: a session still starting or already ended is a conflict.
-func (d *Daemon) running(c ipc.Caller, id, what string) (*session.Session, error) {
-	s, err := d.reg.lookup(c, id)
+func (d *Service) running(c ipc.Caller, id, what string) (*session.Session, error) {
+	s, err := d.reg.Lookup(c, id)
 	if err != nil {
 		return nil, err
 	}
@@ -324,7 +242,7 @@ func ended(s *session.Session, err error, what string) error {
 }
 
 // SignalSession implements ipc.Sessions.
-func (d *Daemon) SignalSession(ctx context.Context, c ipc.Caller, id string, req ipc.SignalRequest) error {
+func (d *Service) SignalSession(ctx context.Context, c ipc.Caller, id string, req ipc.SignalRequest) error {
 	sig, err := config.ParseSignal(req.Signal)
 	if err != nil {
 		return ipc.BadRequest("signal: %w", err)
@@ -340,7 +258,7 @@ func (d *Daemon) SignalSession(ctx context.Context, c ipc.Caller, id string, req
 }
 
 // ExtendSession implements ipc.Sessions.
-func (d *Daemon) ExtendSession(ctx context.Context, c ipc.Caller, id string, req ipc.ExtendRequest) (*ipc.Session, error) {
+func (d *Service) ExtendSession(ctx context.Context, c ipc.Caller, id string, req ipc.ExtendRequest) (*ipc.Session, error) {
 	by, err := config.ParseDuration(req.By)
 	if err != nil || by.Duration <= 0 {
 		return nil, ipc.BadRequest("extend by %q: want a positive duration such as 30m or 1h", req.By)
@@ -358,7 +276,7 @@ func (d *Daemon) ExtendSession(ctx context.Context, c ipc.Caller, id string, req
 }
 
 // ReportSession implements ipc.Sessions.
-func (d *Daemon) ReportSession(ctx context.Context, c ipc.Caller, id string, rep ipc.Report) (*ipc.Report, error) {
+func (d *Service) ReportSession(ctx context.Context, c ipc.Caller, id string, rep ipc.Report) (*ipc.Report, error) {
 	rep, err := session.CleanReport(rep)
 	if err != nil {
 		return nil, err
@@ -376,7 +294,7 @@ func (d *Daemon) ReportSession(ctx context.Context, c ipc.Caller, id string, rep
 }
 
 // CheckpointSession implements ipc.Sessions.
-func (d *Daemon) CheckpointSession(ctx context.Context, c ipc.Caller, id string) (*ipc.CheckpointResult, error) {
+func (d *Service) CheckpointSession(ctx context.Context, c ipc.Caller, id string) (*ipc.CheckpointResult, error) {
 	const what = "checkpoint a project with a live session, or start one"
 	s, err := d.running(c, id, what)
 	if err != nil {
@@ -390,8 +308,8 @@ func (d *Daemon) CheckpointSession(ctx context.Context, c ipc.Caller, id string)
 }
 
 // SessionHandoff implements ipc.Sessions.
-func (d *Daemon) SessionHandoff(ctx context.Context, c ipc.Caller, id string) (*ipc.Handoff, error) {
-	s, err := d.reg.lookup(c, id)
+func (d *Service) SessionHandoff(ctx context.Context, c ipc.Caller, id string) (*ipc.Handoff, error) {
+	s, err := d.reg.Lookup(c, id)
 	if err != nil {
 		return nil, err
 	}
@@ -408,42 +326,10 @@ func (d *Daemon) SessionHandoff(ctx context.Context, c ipc.Caller, id string) (*
 	return h, nil
 }
 
-// Version implements ipc.System.
-func (d *Daemon) Version(context.Context) ipc.Version {
-	mode := "user"
-	if os.Geteuid() == 0 {
-		mode = "system"
-	}
-	return ipc.Version{Version: d.version, API: ipc.APIVersion, PID: os.Getpid(), Socket: d.cfg.Socket, Mode: mode, StateDir: d.cfg.StateDir}
-}
-
-// Health implements ipc.System.
-func (d *Daemon) Health(context.Context) ipc.Health {
-	all := d.reg.all()
-	live := 0
-	for _, s := range all {
-		if ipc.Live(s.Snapshot().State) {
-			live++
-		}
-	}
-	return ipc.Health{Status: "ok", Sessions: len(all), Live: live, Since: d.since}
-}
-
-// Subscribe implements ipc.Events.
-func (d *Daemon) Subscribe(ctx context.Context, c ipc.Caller, opt ipc.EventOptions) (<-chan ipc.Event, error) {
-	if !opt.Follow {
-		return d.bus.recent(c), nil
-	}
-	if d.closing.Load() {
-		return nil, ipc.Unavailable("sessiond is shutting down")
-	}
-	return d.bus.subscribe(ctx, c), nil
-}
-
 // Follow waits until the session id and every restart of its chain have
 // ended, and returns the record of the last one.
-func (d *Daemon) Follow(ctx context.Context, c ipc.Caller, id string) (*ipc.Session, error) {
-	s, err := d.reg.lookup(c, id)
+func (d *Service) Follow(ctx context.Context, c ipc.Caller, id string) (*ipc.Session, error) {
+	s, err := d.reg.Lookup(c, id)
 	if err != nil {
 		return nil, err
 	}
@@ -454,16 +340,15 @@ func (d *Daemon) Follow(ctx context.Context, c ipc.Caller, id string) (*ipc.Sess
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		pending, next, changed := d.restarts.next(s.ID())
-		if pending {
+		if pending, settled := d.restarts.Pending(s.ID()); pending {
 			select {
-			case <-changed:
+			case <-settled:
 				continue
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
 		}
-		if ns := d.reg.get(next); next != "" && ns != nil {
+		if ns := d.reg.Get(d.reg.Successor(s.ID())); ns != nil {
 			s = ns
 			continue
 		}

@@ -1,4 +1,4 @@
-package daemon
+package worktree
 
 import (
 	"context"
@@ -13,32 +13,59 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sessiond/sessiond/config"
+	"github.com/sessiond/sessiond/daemon/access"
 	"github.com/sessiond/sessiond/daemon/checkpoint"
-	"github.com/sessiond/sessiond/daemon/session"
+	"github.com/sessiond/sessiond/daemon/spec"
 	"github.com/sessiond/sessiond/daemon/state"
-	"github.com/sessiond/sessiond/daemon/worktree"
 	"github.com/sessiond/sessiond/ipc"
 )
 
-// The daemon's side of worktrees (package worktree): a start that asks
-// for one gets it made or reused before its session, the session holds
-// the worktree's port while it is live, and the API lists and removes
-// them.
+// Service is the daemon's side of worktrees: a start that asks for one
+// gets it made or reused before its session, the session holds the
+// worktree's port while it is live, and the API (ipc.Worktrees) lists and
+// removes them.
+type Service struct {
+	m        *Manager
+	sessions Sessions
+	ckpt     Checkpointer
+	stateDir string
+	log      *zap.Logger
+}
 
-// openWorktrees opens the worktree index of the state dir; a corrupt one
-// is kept aside and rebuilt from the session records (adoptWorktrees).
-func openWorktrees(stateDir string, log *zap.Logger) *worktree.Manager {
-	m, err := worktree.Open(worktree.Options{StateDir: stateDir, Log: log})
+var _ ipc.Worktrees = (*Service)(nil)
+
+// Sessions is what the worktrees need to know of the daemon's sessions
+// (the registry's answers).
+type Sessions interface {
+	// Records are the records of every session, oldest first.
+	Records() []ipc.Session
+	// LiveIn is a live session in dir, "" for none.
+	LiveIn(dir string) string
+	// IsLive reports whether the session id is live.
+	IsLive(id string) bool
+	// NewID is a fresh session id, for a worktree named after its session.
+	NewID() string
+}
+
+// Checkpointer takes the checkpoint of a worktree removed with its work.
+type Checkpointer interface {
+	Take(ctx context.Context, req checkpoint.TakeRequest) (checkpoint.Result, error)
+}
+
+// NewService opens the worktree index of the state dir; a corrupt one is
+// kept aside and rebuilt from the session records (Recover).
+func NewService(stateDir string, sessions Sessions, ckpt Checkpointer, log *zap.Logger) *Service {
+	m, err := Open(Options{StateDir: stateDir, Log: log})
 	if err != nil {
 		log.Warn("worktree index unreadable: rebuilt from the session records", zap.Error(err))
 	}
-	return m
+	return &Service{m: m, sessions: sessions, ckpt: ckpt, stateDir: stateDir, log: log}
 }
 
-// worktreeStart is the worktree of one start: made or reused before the
-// session is created, and undone if the session does not start.
-type worktreeStart struct {
-	entry   worktree.Entry
+// Start is the worktree of one start: made or reused before the session
+// is created, and undone if the session does not start.
+type Start struct {
+	entry   Entry
 	created bool
 	owner   *state.Owner
 	cred    *checkpoint.Credential
@@ -49,126 +76,131 @@ type worktreeStart struct {
 	notices []string
 }
 
-// wire is the record's account of the worktree.
-func (w *worktreeStart) wire() *ipc.Worktree {
+// Wire is the record's account of the worktree.
+func (w *Start) Wire() *ipc.Worktree {
 	if w == nil {
 		return nil
 	}
 	return wireWorktree(w.entry)
 }
 
-func wireWorktree(e worktree.Entry) *ipc.Worktree {
+func wireWorktree(e Entry) *ipc.Worktree {
 	return &ipc.Worktree{Name: e.Name, Branch: e.Branch, Path: e.Path, Repo: e.Repo, Base: e.Base, Port: e.Port,
 		From: e.From, RepoUncommitted: e.RepoUncommitted}
 }
 
-func (w *worktreeStart) noticeList() []string {
+// Notices are what the start of the worktree has to say.
+func (w *Start) Notices() []string {
 	if w == nil {
 		return nil
 	}
 	return w.notices
 }
 
-func (w *worktreeStart) sessionID() string {
+// SessionID is the id chosen for the session of the start, "" for none.
+func (w *Start) SessionID() string {
 	if w == nil {
 		return ""
 	}
 	return w.id
 }
 
-// startWorktree readies the worktree a start asks for (--worktree, or the
-// spec's worktree key), or the one DIR already is; nil when the session
-// runs in DIR itself.
-func (d *Daemon) startWorktree(ctx context.Context, c ipc.Caller, p *state.Project, owner *state.Owner, spec config.Spec, req ipc.StartRequest) (*worktreeStart, error) {
-	if e, ok := d.worktrees.ByPath(p.Dir()); ok && (!req.Worktree || req.WorktreeName == "" || req.WorktreeName == e.Name) {
+// Project is the project the session of the start runs in: the worktree.
+func (w *Start) Project() *state.Project { return w.project }
+
+// Begin readies the worktree a start asks for (--worktree, or the spec's
+// worktree key), or the one DIR already is; nil when the session runs in
+// DIR itself.
+func (x *Service) Begin(ctx context.Context, c ipc.Caller, p *state.Project, owner *state.Owner, sp config.Spec, req ipc.StartRequest) (*Start, error) {
+	if e, ok := x.m.ByPath(p.Dir()); ok && (!req.Worktree || req.WorktreeName == "" || req.WorktreeName == e.Name) {
 		// DIR is a worktree of sessiond's: the session runs there again.
 		if e.UID != c.UID && !c.Root() {
 			return nil, ipc.Forbidden("worktree %s belongs to uid %d, not to you (uid %d)", e.Name, e.UID, c.UID)
 		}
-		return &worktreeStart{entry: e, owner: owner, project: p, id: d.reg.newID()}, nil
+		return &Start{entry: e, owner: owner, project: p, id: x.sessions.NewID()}, nil
 	}
-	opt := spec.Worktree
+	opt := sp.Worktree
 	if req.Worktree {
 		opt = config.WorktreeOption{Enabled: true, Name: req.WorktreeName}
 	}
 	if !opt.Enabled {
 		return nil, nil
 	}
-	w := &worktreeStart{owner: owner, id: d.reg.newID()}
+	w := &Start{owner: owner, id: x.sessions.NewID()}
 	name := opt.Name
 	if name == "" {
 		name = w.id
 	}
-	w.cred, _ = session.GitAccess(owner)
+	w.cred = owner
 	home := ""
 	if w.cred != nil {
 		home = w.cred.Home
 	} else if h, err := os.UserHomeDir(); err == nil {
 		home = h
 	}
-	root, err := worktree.Dir(spec.WorktreeDir, d.cfg.StateDir, home, owner != nil)
+	root, err := Dir(sp.WorktreeDir, x.stateDir, home, owner != nil)
 	if err != nil {
 		return nil, ipc.BadRequest("%w", err)
 	}
-	if rel, err := filepath.Rel(p.Dir(), root); err == nil && spec.WorktreeDir == "" && filepath.IsLocal(rel) && home != "" {
+	if rel, err := filepath.Rel(p.Dir(), root); err == nil && sp.WorktreeDir == "" && filepath.IsLocal(rel) && home != "" {
 		// A state dir inside the project (sessiond exec's default): the
 		// worktrees go where the user's own daemon keeps them.
 		root = filepath.Join(home, ".local", "state", "sessiond", "worktrees")
 	}
-	prep, err := d.worktrees.Prepare(ctx, worktree.PrepareRequest{
+	prep, err := x.m.Prepare(ctx, PrepareRequest{
 		Dir: p.Dir(), Name: name, From: req.From, Root: root, UID: c.UID, Owner: owner, Credential: w.cred,
-		Setup: spec.WorktreeSetup, Env: setupEnv(spec, w.cred), Ports: spec.PortRange,
+		Setup: sp.WorktreeSetup, Env: baseSetupEnv(sp, w.cred), Ports: sp.PortRange,
 	})
 	if err != nil {
-		return nil, worktreeError(err)
+		return nil, apiError(err)
 	}
 	w.entry, w.created, w.notices = prep.Entry, prep.Created, prep.Notices
 	if prep.Created || prep.Remade {
-		d.log.Info("worktree ready", zap.String("worktree", prep.Entry.Name), zap.String("repo", prep.Entry.Repo),
+		x.log.Info("worktree ready", zap.String("worktree", prep.Entry.Name), zap.String("repo", prep.Entry.Repo),
 			zap.String("path", prep.Entry.Path), zap.Int("copied", prep.Copied), zap.Int("setup", prep.SetupRan))
 	}
-	wp, _, err := d.openProject(prep.Entry.Path, c.UID)
+	wp, _, err := access.OpenProject(prep.Entry.Path, c.UID)
 	if err != nil {
-		w.undo(d)
+		x.Undo(w)
 		return nil, err
 	}
 	w.project = wp
 	return w, nil
 }
 
-// setupEnv is the environment of worktree_setup commands: the session's
+// baseSetupEnv is the environment of worktree_setup commands: the session's
 // base, with the user's HOME when a root daemon runs them for the user.
-func setupEnv(spec config.Spec, cred *checkpoint.Credential) []string {
-	env := session.EnvBase(spec)
+func baseSetupEnv(sp config.Spec, cred *checkpoint.Credential) []string {
+	env := spec.BaseEnv(sp)
 	if cred != nil && cred.Home != "" {
 		env = append(env, cred.Env()...)
 	}
 	return env
 }
 
-// undo removes a worktree made for a start that did not happen, and lets
+// Undo removes a worktree made for a start that did not happen, and lets
 // go of a port it held; a reused one stays as it was.
-func (w *worktreeStart) undo(d *Daemon) {
+func (x *Service) Undo(w *Start) {
 	if w == nil {
 		return
 	}
 	k := w.entry.Key()
 	if !w.created {
-		_ = d.worktrees.Release(k, "")
+		_ = x.m.Release(k, "")
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := d.worktrees.Remove(ctx, worktree.RemoveRequest{Key: k, Owner: w.owner, Credential: w.cred, Force: true}); err != nil {
-		d.log.Warn("remove the worktree of a start that failed", zap.String("worktree", k.Name), zap.Error(err))
+	if _, err := x.m.Remove(ctx, RemoveRequest{Key: k, Owner: w.owner, Credential: w.cred, Force: true}); err != nil {
+		x.log.Warn("remove the worktree of a start that failed", zap.String("worktree", k.Name), zap.Error(err))
 	}
 }
 
-// holdWorktree gives a launching session its worktree's port; the
-// worktree must still be there.
-func (d *Daemon) holdWorktree(wt *ipc.Worktree, id string, r config.PortRange) (*ipc.Worktree, error) {
-	k := worktree.Key{Repo: wt.Repo, Name: wt.Name}
-	e, ok := d.worktrees.Get(k)
+// Hold gives a launching session its worktree's port; the worktree must
+// still be there.
+func (x *Service) Hold(wt *ipc.Worktree, id string, r config.PortRange) (*ipc.Worktree, error) {
+	k := Key{Repo: wt.Repo, Name: wt.Name}
+	e, ok := x.m.Get(k)
 	if !ok {
 		return nil, ipc.Conflict("worktree %s of %s was removed: start a new one (sessionctl start --worktree=%s %s)", wt.Name, wt.Repo, wt.Name, wt.Repo)
 	}
@@ -176,67 +208,66 @@ func (d *Daemon) holdWorktree(wt *ipc.Worktree, id string, r config.PortRange) (
 		return nil, ipc.Conflict("worktree %s: its directory %s is gone (%v): make it again with sessionctl start --worktree=%s %s, or remove it with sessionctl worktree rm %s",
 			e.Name, e.Path, errors.Unwrap(err), e.Name, e.Repo, e.Name)
 	}
-	port, err := d.worktrees.Hold(k, id, r)
+	port, err := x.m.Hold(k, id, r)
 	if err != nil {
-		return nil, worktreeError(err)
+		return nil, apiError(err)
 	}
 	out := *wt
 	out.Port = port
 	return &out, nil
 }
 
-// releaseWorktree lets go of the port an ended session's worktree held.
-func (d *Daemon) releaseWorktree(s *session.Session) {
-	wt := s.Snapshot().Worktree
+// Release lets go of the port an ended session's worktree held.
+func (x *Service) Release(rec ipc.Session) {
+	wt := rec.Worktree
 	if wt == nil {
 		return
 	}
-	if err := d.worktrees.Release(worktree.Key{Repo: wt.Repo, Name: wt.Name}, s.ID()); err != nil {
-		d.log.Warn("release a worktree's port", zap.String("session", s.ID()), zap.Error(err))
+	if err := x.m.Release(Key{Repo: wt.Repo, Name: wt.Name}, rec.ID); err != nil {
+		x.log.Warn("release a worktree's port", zap.String("session", rec.ID), zap.Error(err))
 	}
 }
 
-// recoverWorktrees settles the worktrees after the sessions are
-// recovered: entries a lost index forgot come back from the session
-// records (those whose directory is still there), half-made worktrees are
-// rolled back, ports of sessions that are not live are released.
-func (d *Daemon) recoverWorktrees() {
-	for _, s := range d.reg.all() {
-		if d.worktrees.Loaded() {
+// Recover settles the worktrees after the sessions are recovered: entries
+// a lost index forgot come back from the session records (those whose
+// directory is still there), half-made worktrees are rolled back, ports of
+// sessions that are not live are released.
+func (x *Service) Recover() {
+	for _, rec := range x.sessions.Records() {
+		if x.m.Loaded() {
 			break
 		}
-		rec := s.Snapshot()
 		wt := rec.Worktree
 		if wt == nil {
 			continue
 		}
-		e := worktree.Entry{Name: wt.Name, Branch: wt.Branch, Path: wt.Path, Repo: wt.Repo, Base: wt.Base, From: wt.From,
-			UID: s.UID(), Session: s.ID(), RepoUncommitted: wt.RepoUncommitted, CreatedAt: rec.StartedAt}
+		e := Entry{Name: wt.Name, Branch: wt.Branch, Path: wt.Path, Repo: wt.Repo, Base: wt.Base, From: wt.From,
+			UID: rec.UID, Session: rec.ID, RepoUncommitted: wt.RepoUncommitted, CreatedAt: rec.StartedAt}
 		if ipc.Live(rec.State) {
-			e.Port, e.Holder = wt.Port, s.ID()
+			e.Port, e.Holder = wt.Port, rec.ID
 		}
 		if _, err := os.Lstat(wt.Path); err != nil {
 			continue
 		}
-		if err := d.worktrees.Adopt(e); err != nil {
-			d.log.Warn("rebuild a worktree's entry", zap.String("worktree", wt.Name), zap.Error(err))
+		if err := x.m.Adopt(e); err != nil {
+			x.log.Warn("rebuild a worktree's entry", zap.String("worktree", wt.Name), zap.Error(err))
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	d.worktrees.Recover(ctx, d.reg.isLive, accessOf)
+	x.m.Recover(ctx, x.sessions.IsLive, accessOf)
 }
 
-// worktreeError turns a worktree error into the API error a client sees.
-func worktreeError(err error) error {
+// apiError turns a worktree error into the API error a client sees.
+func apiError(err error) error {
 	var ae *ipc.Error
 	switch {
 	case errors.As(err, &ae):
 		return err
-	case errors.Is(err, worktree.ErrBranchExists), errors.Is(err, worktree.ErrPathExists), errors.Is(err, worktree.ErrBusy),
-		errors.Is(err, worktree.ErrNoPort), errors.Is(err, worktree.ErrMissing), errors.Is(err, worktree.ErrUncommitted):
+	case errors.Is(err, ErrBranchExists), errors.Is(err, ErrPathExists), errors.Is(err, ErrBusy),
+		errors.Is(err, ErrNoPort), errors.Is(err, ErrMissing), errors.Is(err, ErrUncommitted):
 		return ipc.Conflict("%w", err)
-	case errors.Is(err, worktree.ErrUnknown):
+	case errors.Is(err, ErrUnknown):
 		return ipc.NotFound("%w", err)
 	}
 	return ipc.BadRequest("%w", err)
@@ -244,23 +275,22 @@ func worktreeError(err error) error {
 
 // accessOf is the identity worktree uid's git and files run with.
 func accessOf(uid int) (*state.Owner, *checkpoint.Credential, error) {
-	owner, err := ownerFor(uid)
+	owner, err := access.Owner(uid)
 	if err != nil {
 		return nil, nil, ipc.Forbidden("%w", err)
 	}
-	cred, _ := session.GitAccess(owner)
-	return owner, cred, nil
+	return owner, owner, nil
 }
 
 // visibleWorktrees are the entries c may see, of the repository repo if
 // it is not "" (a repository's directory, one inside it, or one of its
 // worktrees).
-func (d *Daemon) visibleWorktrees(c ipc.Caller, repo string) []worktree.Entry {
-	if e, ok := d.worktrees.ByPath(repo); ok {
+func (x *Service) visible(c ipc.Caller, repo string) []Entry {
+	if e, ok := x.m.ByPath(repo); ok {
 		repo = e.Repo
 	}
-	var out []worktree.Entry
-	for _, e := range d.worktrees.List() {
+	var out []Entry
+	for _, e := range x.m.List() {
 		if !c.Root() && e.UID != c.UID {
 			continue
 		}
@@ -273,15 +303,15 @@ func (d *Daemon) visibleWorktrees(c ipc.Caller, repo string) []worktree.Entry {
 }
 
 // ListWorktrees implements ipc.Worktrees.
-func (d *Daemon) ListWorktrees(ctx context.Context, c ipc.Caller, repo string) ([]ipc.WorktreeInfo, error) {
+func (x *Service) ListWorktrees(ctx context.Context, c ipc.Caller, repo string) ([]ipc.WorktreeInfo, error) {
 	if repo != "" && !filepath.IsAbs(repo) {
 		return nil, ipc.BadRequest("repository %q is not an absolute path", repo)
 	}
 	byPath := map[string][]ipc.WorktreeSession{}
 	live := map[string]bool{}
-	all := d.reg.all()
+	all := x.sessions.Records()
 	for i := len(all) - 1; i >= 0; i-- {
-		rec := all[i].Snapshot()
+		rec := all[i]
 		if rec.Worktree == nil {
 			continue
 		}
@@ -292,7 +322,7 @@ func (d *Daemon) ListWorktrees(ctx context.Context, c ipc.Caller, repo string) (
 		}
 	}
 	out := []ipc.WorktreeInfo{}
-	for _, e := range d.visibleWorktrees(c, repo) {
+	for _, e := range x.visible(c, repo) {
 		info := ipc.WorktreeInfo{Worktree: *wireWorktree(e), CreatedAt: e.CreatedAt, Sessions: byPath[e.Path], UncommittedFiles: []string{}}
 		if info.Port == 0 {
 			info.Port = e.LastPort
@@ -301,19 +331,19 @@ func (d *Daemon) ListWorktrees(ctx context.Context, c ipc.Caller, repo string) (
 			info.Sessions = []ipc.WorktreeSession{}
 		}
 		_, cred, err := accessOf(e.UID)
-		var st worktree.Status
+		var st Status
 		if err == nil {
-			st, err = worktree.StatusOf(ctx, e, cred)
+			st, err = StatusOf(ctx, e, cred)
 		}
 		if err != nil {
 			info.Error = err.Error()
 		}
-		info.CommitsAhead, info.Review = st.Ahead, worktree.ReviewCommand(e.Repo, e.Base, e.Branch)
+		info.CommitsAhead, info.Review = st.Ahead, ReviewCommand(e.Repo, e.Base, e.Branch)
 		if st.Uncommitted != nil {
 			info.UncommittedFiles = st.Uncommitted
 		}
 		switch {
-		case e.State != worktree.StateReady:
+		case e.State != StateReady:
 			info.State = ipc.WorktreeBusy
 		case live[e.Path]:
 			info.State = ipc.WorktreeActive
@@ -331,15 +361,15 @@ func (d *Daemon) ListWorktrees(ctx context.Context, c ipc.Caller, repo string) (
 // is refused; one with uncommitted work too, unless req.Force, which first
 // checkpoints that work on the last session's checkpoint ref (the
 // repository keeps it after the worktree is gone).
-func (d *Daemon) RemoveWorktree(ctx context.Context, c ipc.Caller, name string, req ipc.WorktreeRemoveRequest) (*ipc.WorktreeRemoved, error) {
+func (x *Service) RemoveWorktree(ctx context.Context, c ipc.Caller, name string, req ipc.WorktreeRemoveRequest) (*ipc.WorktreeRemoved, error) {
 	if err := config.CheckWorktreeName(name); err != nil {
 		return nil, ipc.BadRequest("%w", err)
 	}
 	if req.Repo != "" && !filepath.IsAbs(req.Repo) {
 		return nil, ipc.BadRequest("repository %q is not an absolute path", req.Repo)
 	}
-	var found []worktree.Entry
-	for _, e := range d.visibleWorktrees(c, req.Repo) {
+	var found []Entry
+	for _, e := range x.visible(c, req.Repo) {
 		if e.Name == name {
 			found = append(found, e)
 		}
@@ -357,8 +387,8 @@ func (d *Daemon) RemoveWorktree(ctx context.Context, c ipc.Caller, name string, 
 		return nil, ipc.BadRequest("worktree %q is in %d repositories (%s): say which with --repo", name, len(repos), strings.Join(repos, ", "))
 	}
 	e := found[0]
-	if live := d.reg.live(e.Path); len(live) > 0 {
-		return nil, ipc.Conflict("worktree %s has a live session (%s): stop it first (sessionctl stop %s)", name, live[0].ID(), live[0].ID())
+	if live := x.sessions.LiveIn(e.Path); live != "" {
+		return nil, ipc.Conflict("worktree %s has a live session (%s): stop it first (sessionctl stop %s)", name, live, live)
 	}
 	owner, cred, err := accessOf(e.UID)
 	if err != nil {
@@ -367,47 +397,47 @@ func (d *Daemon) RemoveWorktree(ctx context.Context, c ipc.Caller, name string, 
 	// Checked again once no start can take the worktree: one may have
 	// begun since the check above.
 	busy := func() error {
-		if live := d.reg.live(e.Path); len(live) > 0 {
-			return ipc.Conflict("worktree %s has a live session (%s): stop it first (sessionctl stop %s)", name, live[0].ID(), live[0].ID())
+		if live := x.sessions.LiveIn(e.Path); live != "" {
+			return ipc.Conflict("worktree %s has a live session (%s): stop it first (sessionctl stop %s)", name, live, live)
 		}
 		return nil
 	}
-	rr := worktree.RemoveRequest{Key: e.Key(), Owner: owner, Credential: cred, Check: busy}
+	rr := RemoveRequest{Key: e.Key(), Owner: owner, Credential: cred, Check: busy}
 	out := &ipc.WorktreeRemoved{Worktree: *wireWorktree(e)}
-	res, err := d.worktrees.Remove(ctx, rr)
-	var ue *worktree.UncommittedError
+	res, err := x.m.Remove(ctx, rr)
+	var ue *UncommittedError
 	if errors.As(err, &ue) {
 		if !req.Force {
 			return nil, ipc.Conflict("worktree %s has %d uncommitted files (%s): commit them in %s, or remove it with --force (a checkpoint keeps them first)",
 				name, len(ue.Files), listSome(ue.Files, 5), e.Path)
 		}
-		cp, err := d.checkpointWorktree(ctx, e, cred)
+		cp, err := x.checkpoint(ctx, e, cred)
 		if err != nil {
 			return nil, ipc.Conflict("worktree %s: checkpoint its uncommitted work before removing it: %w; nothing was removed", name, err)
 		}
 		out.Checkpoint, out.Ref = cp.ID, cp.Ref
 		rr.Force = true
-		res, err = d.worktrees.Remove(ctx, rr)
+		res, err = x.m.Remove(ctx, rr)
 		if err != nil {
-			return nil, worktreeError(err)
+			return nil, apiError(err)
 		}
 	} else if err != nil {
-		return nil, worktreeError(err)
+		return nil, apiError(err)
 	}
 	out.Pruned, out.BranchDeleted, out.CommitsAhead, out.Discarded = res.Pruned, res.BranchDeleted, res.Ahead, res.Discarded
 	return out, nil
 }
 
-// checkpointWorktree checkpoints a worktree's work tree on the ref of its
-// last session (or, for one no session ran in, a ref named after it).
-func (d *Daemon) checkpointWorktree(ctx context.Context, e worktree.Entry, cred *checkpoint.Credential) (checkpoint.Result, error) {
+// checkpoint checkpoints a worktree's work tree on the ref of its last
+// session (or, for one no session ran in, a ref named after it).
+func (x *Service) checkpoint(ctx context.Context, e Entry, cred *checkpoint.Credential) (checkpoint.Result, error) {
 	id := e.Session
 	if id == "" {
 		id = "worktree-" + e.Name
 	}
 	ctx, cancel := context.WithTimeout(ctx, checkpoint.DefaultTimeout)
 	defer cancel()
-	return d.ckpt.Take(ctx, checkpoint.TakeRequest{Dir: e.Path, SessionID: id, Credential: cred,
+	return x.ckpt.Take(ctx, checkpoint.TakeRequest{Dir: e.Path, SessionID: id, Credential: cred,
 		Message: "worktree " + e.Name + " removed with --force: its uncommitted work"})
 }
 

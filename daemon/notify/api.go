@@ -1,4 +1,4 @@
-package daemon
+package notify
 
 import (
 	"context"
@@ -10,70 +10,71 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/config"
-	"github.com/sessiond/sessiond/daemon/notify"
-	"github.com/sessiond/sessiond/daemon/session"
+	"github.com/sessiond/sessiond/daemon/access"
+	"github.com/sessiond/sessiond/daemon/identity"
+	"github.com/sessiond/sessiond/daemon/spec"
 	"github.com/sessiond/sessiond/daemon/state"
 	"github.com/sessiond/sessiond/ipc"
 )
 
-// notifyEntry is one rule of a listing: what the API shows of it, the rule
+// entry is one rule of a listing: what the API shows of it, the rule
 // itself, and whose rights its secret is read with.
-type notifyEntry struct {
+type entry struct {
 	info   ipc.NotifyRuleInfo
 	rule   config.NotifyRule
-	origin notify.Origin
+	origin Origin
 }
 
-// notifyScope is what a listing or a test is about: the rules that apply
+// scope is what a listing or a test is about: the rules that apply
 // to a project (or the daemon's alone), and the user, directory and
 // environment a test's sample event is sent with.
-type notifyScope struct {
-	entries []notifyEntry
+type scope struct {
+	entries []entry
 	dir     string
-	owner   *notify.Owner
+	owner   *Owner
 	env     []string
 }
 
-// notifyScope gathers the rules for dir, read with c's rights: the
+// scope gathers the rules for dir, read with c's rights: the
 // daemon's, the project's [[notify]] rules, and the on_warning of the spec
 // the project's sessions would run under.
-func (d *Daemon) notifyScope(c ipc.Caller, dir string) (*notifyScope, error) {
-	sc := &notifyScope{}
+func (x *Service) scope(c ipc.Caller, dir string) (*scope, error) {
+	sc := &scope{}
 	privileged := mayTestDaemonRules(c)
 	add := func(origin string, index int, r config.NotifyRule) {
-		o := notify.FromProject
+		o := FromProject
 		if origin == ipc.NotifyOriginDaemon {
-			o = notify.FromDaemon
+			o = FromDaemon
 		}
 		shown := r.Redacted()
-		if o == notify.FromDaemon && !privileged && len(shown.Command) > 1 {
+		if o == FromDaemon && !privileged && len(shown.Command) > 1 {
 			// The daemon's commands are its owner's: their arguments
 			// may hold what other users should not read.
 			shown.Command = append(shown.Command[:1:1], "…")
 		}
-		sc.entries = append(sc.entries, notifyEntry{
+		sc.entries = append(sc.entries, entry{
 			info: ipc.NotifyRuleInfo{Number: len(sc.entries) + 1, Origin: origin, Index: index, Label: r.Label(), Rule: shown},
 			rule: r, origin: o,
 		})
 	}
-	for i, r := range d.cfg.Notify {
+	for i, r := range x.rules {
 		add(ipc.NotifyOriginDaemon, i, r)
 	}
-	spec := d.cfg.Defaults.Clone()
-	var owner *state.Owner
+	sp := x.defaults.Clone()
+	var owner *identity.User
 	if dir != "" {
-		p, o, err := d.openProject(dir, c.UID)
+		p, o, err := access.OpenProject(dir, c.UID)
 		if err != nil {
 			return nil, err
 		}
-		if err := d.canUseDir(c, p.Dir()); err != nil {
+		if err := access.CheckDir(c, p.Dir()); err != nil {
 			return nil, err
 		}
-		rules, err := projectRules(p)
+		rules, err := spec.NotifyRules(p)
 		if err != nil {
 			return nil, ipc.BadRequest("%w", err)
 		}
-		if spec, err = projectSpec(p, spec); err != nil {
+		if sp, err = spec.Project(p, sp); err != nil {
 			return nil, ipc.BadRequest("%w", err)
 		}
 		for i, r := range rules {
@@ -81,17 +82,17 @@ func (d *Daemon) notifyScope(c ipc.Caller, dir string) (*notifyScope, error) {
 		}
 		sc.dir, owner = p.Dir(), o
 	} else {
-		o, err := ownerFor(c.UID)
+		o, err := access.Owner(c.UID)
 		if err != nil {
 			return nil, ipc.Forbidden("%w", err)
 		}
 		owner = o
 	}
-	if spec.OnWarning != "" {
-		add(ipc.NotifyOriginSpec, 0, onWarning(spec.OnWarning, "", config.NotifyWarned))
+	if sp.OnWarning != "" {
+		add(ipc.NotifyOriginSpec, 0, onWarning(sp.OnWarning, "", config.NotifyWarned))
 	}
-	sc.owner = d.notes.ownerOf(c.UID, owner)
-	sc.env = session.EnvBase(spec)
+	sc.owner = x.ownerOf(c.UID, owner)
+	sc.env = spec.BaseEnv(sp)
 	return sc, nil
 }
 
@@ -101,7 +102,7 @@ func mayTestDaemonRules(c ipc.Caller) bool { return c.Root() || c.UID == os.Gete
 
 // find returns the entry a "notify test" argument names: a rule's name,
 // else its number in the listing.
-func (sc *notifyScope) find(arg string) (notifyEntry, bool) {
+func (sc *scope) find(arg string) (entry, bool) {
 	for _, e := range sc.entries {
 		if e.rule.Name == arg {
 			return e, true
@@ -110,11 +111,11 @@ func (sc *notifyScope) find(arg string) (notifyEntry, bool) {
 	if n, err := strconv.Atoi(arg); err == nil && n >= 1 && n <= len(sc.entries) {
 		return sc.entries[n-1], true
 	}
-	return notifyEntry{}, false
+	return entry{}, false
 }
 
 // labels lists the rules by number and label, for an error.
-func (sc *notifyScope) labels() string {
+func (sc *scope) labels() string {
 	var b []string
 	for _, e := range sc.entries {
 		b = append(b, fmt.Sprintf("%d %s", e.info.Number, e.info.Label))
@@ -126,12 +127,12 @@ func (sc *notifyScope) labels() string {
 }
 
 // NotifyStatus implements ipc.Notifications.
-func (d *Daemon) NotifyStatus(ctx context.Context, c ipc.Caller, dir string) (*ipc.NotifyStatus, error) {
-	sc, err := d.notifyScope(c, dir)
+func (x *Service) NotifyStatus(ctx context.Context, c ipc.Caller, dir string) (*ipc.NotifyStatus, error) {
+	sc, err := x.scope(c, dir)
 	if err != nil {
 		return nil, err
 	}
-	st := d.notes.n.Stats()
+	st := x.n.Stats()
 	out := &ipc.NotifyStatus{Rules: []ipc.NotifyRuleInfo{}, ProjectDir: sc.dir, Stats: ipc.NotifyStats{
 		Published: st.Published, Duplicates: st.Duplicates, Queued: st.Queued, Suppressed: st.Suppressed,
 		Dropped: st.Dropped, Sent: st.Sent, Failed: st.Failed, Pending: st.Pending,
@@ -147,25 +148,25 @@ func (d *Daemon) NotifyStatus(ctx context.Context, c ipc.Caller, dir string) (*i
 // rules' events, filters and queues. The daemon's rules page whoever the
 // daemon's owner chose, so only root and the daemon's own user may test
 // them.
-func (d *Daemon) NotifyTest(ctx context.Context, c ipc.Caller, req ipc.NotifyTestRequest) (*ipc.NotifyTestResponse, error) {
-	sc, err := d.notifyScope(c, req.Dir)
+func (x *Service) NotifyTest(ctx context.Context, c ipc.Caller, req ipc.NotifyTestRequest) (*ipc.NotifyTestResponse, error) {
+	sc, err := x.scope(c, req.Dir)
 	if err != nil {
 		return nil, err
 	}
 	mayDaemon := mayTestDaemonRules(c)
-	var pick []notifyEntry
+	var pick []entry
 	if req.Rule != "" {
 		e, ok := sc.find(req.Rule)
 		if !ok {
 			return nil, ipc.NotFound("no notification rule %q: %s (sessionctl notify rules lists them)", req.Rule, sc.labels())
 		}
-		if e.origin == notify.FromDaemon && !mayDaemon {
+		if e.origin == FromDaemon && !mayDaemon {
 			return nil, ipc.Forbidden("rule %s is the daemon's: only root and the daemon's user may test it", e.info.Label)
 		}
-		pick = []notifyEntry{e}
+		pick = []entry{e}
 	} else {
 		for _, e := range sc.entries {
-			if e.origin != notify.FromDaemon || mayDaemon {
+			if e.origin != FromDaemon || mayDaemon {
 				pick = append(pick, e)
 			}
 		}
@@ -177,7 +178,7 @@ func (d *Daemon) NotifyTest(ctx context.Context, c ipc.Caller, req ipc.NotifyTes
 		}
 		return nil, ipc.NotFound("no notification rules to test: none in %s", where)
 	}
-	ev := notify.SampleEvent()
+	ev := SampleEvent()
 	ev.Owner, ev.Env, ev.ProjectDir = sc.owner, sc.env, sc.dir
 	if sc.dir != "" {
 		ev.ProjectID = state.ProjectID(sc.dir)
@@ -187,7 +188,7 @@ func (d *Daemon) NotifyTest(ctx context.Context, c ipc.Caller, req ipc.NotifyTes
 	for i, e := range pick {
 		wg.Go(func() {
 			start := time.Now()
-			err := d.notes.n.Test(ctx, e.rule, e.origin, ev)
+			err := x.n.Test(ctx, e.rule, e.origin, ev)
 			r := ipc.NotifyTestResult{NotifyRuleInfo: e.info, Delivered: err == nil, TookMS: time.Since(start).Milliseconds()}
 			if err != nil {
 				// The result names the rule already.

@@ -1,4 +1,4 @@
-package daemon
+package logs
 
 import (
 	"bytes"
@@ -24,10 +24,10 @@ func timedLogs(opt ipc.LogOptions) bool {
 // lines seen from opt.Since to opt.Until. A line's time is that of the
 // write burst its first byte came in. Lines of unknown time (a log begun
 // before its times were kept) have no prefix and are never in a range.
-func (d *Daemon) stampedLogs(ctx context.Context, s *session.Session, f *logfile.Log, opt ipc.LogOptions, w io.Writer) error {
+func (l *Service) stampedLogs(ctx context.Context, s *session.Session, f *logfile.Log, opt ipc.LogOptions, w io.Writer) error {
 	st, err := f.Stamps(nil)
 	if err != nil {
-		d.log.Warn("log times unreadable; the log is shown without them", zap.String("session", s.ID()), zap.Error(err))
+		l.log.Warn("log times unreadable; the log is shown without them", zap.String("session", s.ID()), zap.Error(err))
 		st = nil
 	}
 	ranged := !opt.Since.IsZero() || !opt.Until.IsZero()
@@ -75,30 +75,10 @@ func (d *Daemon) stampedLogs(ctx context.Context, s *session.Session, f *logfile
 		untilC = t.C
 	}
 	buf := make([]byte, 32*1024)
-	path := s.LogPath()
-	for {
-		// Ask for the wake-up before reading, so that a write between the
-		// read and the wait is not missed.
-		changed := d.out.changes(path)
-		if err := ls.drain(r, buf); err != nil || ls.done || !opt.Follow {
-			return err
-		}
-		var wait <-chan time.Time
-		if changed == nil {
-			// Nobody watches the log yet or any more: look again shortly.
-			wait = time.After(100 * time.Millisecond)
-		}
-		select {
-		case <-changed:
-		case <-wait:
-		case <-untilC:
-			return ls.drain(r, buf)
-		case <-s.Done():
-			return ls.drain(r, buf)
-		case <-ctx.Done():
-			return nil
-		}
-	}
+	return l.watcher.follow(ctx, s, opt.Follow, untilC, func() (bool, error) {
+		err := ls.drain(r, buf)
+		return ls.done, err
+	})
 }
 
 // lineStamper writes a log's bytes line by line with their times.

@@ -1,27 +1,69 @@
-package daemon
+// Package projects is the projects API (ipc.Projects): the projects the
+// daemon's sessions ran in, their session state, and their checkpoints —
+// listed, restored and measured with the caller's rights.
+package projects
 
 import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
+	"github.com/sessiond/sessiond/config"
+	"github.com/sessiond/sessiond/daemon/access"
 	"github.com/sessiond/sessiond/daemon/checkpoint"
 	"github.com/sessiond/sessiond/daemon/session"
+	"github.com/sessiond/sessiond/daemon/spec"
 	"github.com/sessiond/sessiond/daemon/state"
 	"github.com/sessiond/sessiond/ipc"
 	"go.uber.org/zap"
 )
 
+// Sessions is what the projects API needs of the daemon's sessions (the
+// registry's answers).
+type Sessions interface {
+	// Records are the records of every session, oldest first.
+	Records() []ipc.Session
+	// LiveIn is a live session in dir, "" for none.
+	LiveIn(dir string) string
+}
+
+// Checkpointer lists, restores and measures checkpoints.
+type Checkpointer interface {
+	Prune(ctx context.Context, req checkpoint.PruneRequest) (int, error)
+	Lookup(ctx context.Context, req checkpoint.LookupRequest) (checkpoint.Found, error)
+	List(ctx context.Context, req checkpoint.ListRequest) ([]checkpoint.Checkpoint, error)
+	Restore(ctx context.Context, req checkpoint.RestoreRequest) (checkpoint.Result, checkpoint.Checkpoint, error)
+	Stats(ctx context.Context, req checkpoint.StatsRequest) (checkpoint.Stats, error)
+}
+
+// Service is the projects API.
+type Service struct {
+	sessions Sessions
+	ckpt     Checkpointer
+	defaults config.Spec
+	clock    session.Clock
+	log      *zap.Logger
+}
+
+var _ ipc.Projects = (*Service)(nil)
+
+// New returns the projects API over the sessions' records.
+func New(sessions Sessions, ckpt Checkpointer, defaults config.Spec, clock session.Clock, log *zap.Logger) *Service {
+	return &Service{sessions: sessions, ckpt: ckpt, defaults: defaults, clock: clock, log: log}
+}
+
+// visible reports whether caller c may see a session of uid: root sees
+// all, a user sees their own.
+func visible(c ipc.Caller, uid int) bool { return c.Root() || c.UID == uid }
+
 // ListProjects implements ipc.Projects.
-func (d *Daemon) ListProjects(ctx context.Context, c ipc.Caller) ([]ipc.Project, error) {
+func (d *Service) ListProjects(ctx context.Context, c ipc.Caller) ([]ipc.Project, error) {
 	byID := map[string]*ipc.Project{}
 	var order []string
-	for _, s := range d.reg.all() {
-		if !visible(c, s) {
+	for _, rec := range d.sessions.Records() {
+		if !visible(c, rec.UID) {
 			continue
 		}
-		rec := s.Snapshot()
 		p := byID[rec.ProjectID]
 		if p == nil {
 			p = &ipc.Project{ID: rec.ProjectID, Dir: rec.ProjectDir}
@@ -47,11 +89,11 @@ func (d *Daemon) ListProjects(ctx context.Context, c ipc.Caller) ([]ipc.Project,
 // projectFor opens a project with the caller's rights: the directory of
 // the sessions the daemon knows by that id, else the one the client sent,
 // which must match the id. The caller must own the directory (or be root).
-func (d *Daemon) projectFor(c ipc.Caller, ref ipc.ProjectRef) (*state.Project, error) {
+func (d *Service) projectFor(c ipc.Caller, ref ipc.ProjectRef) (*state.Project, error) {
 	dir := ""
-	for _, s := range d.reg.all() {
-		if s.Snapshot().ProjectID == ref.ID && visible(c, s) {
-			dir = s.ProjectDir()
+	for _, rec := range d.sessions.Records() {
+		if rec.ProjectID == ref.ID && visible(c, rec.UID) {
+			dir = rec.ProjectDir
 			break
 		}
 	}
@@ -61,21 +103,21 @@ func (d *Daemon) projectFor(c ipc.Caller, ref ipc.ProjectRef) (*state.Project, e
 	if dir == "" {
 		dir = ref.Dir
 	}
-	p, _, err := d.openProject(dir, c.UID)
+	p, _, err := access.OpenProject(dir, c.UID)
 	if err != nil {
 		return nil, err
 	}
 	if ipc.ProjectID(p.Dir()) != ref.ID {
 		return nil, ipc.BadRequest("project id %s does not match directory %s (its id is %s)", ref.ID, p.Dir(), ipc.ProjectID(p.Dir()))
 	}
-	if err := d.canUseDir(c, p.Dir()); err != nil {
+	if err := access.CheckDir(c, p.Dir()); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
 // ProjectSession implements ipc.Projects.
-func (d *Daemon) ProjectSession(ctx context.Context, c ipc.Caller, p ipc.ProjectRef) (*ipc.ProjectSession, error) {
+func (d *Service) ProjectSession(ctx context.Context, c ipc.Caller, p ipc.ProjectRef) (*ipc.ProjectSession, error) {
 	proj, err := d.projectFor(c, p)
 	if err != nil {
 		return nil, err
@@ -91,14 +133,14 @@ func (d *Daemon) ProjectSession(ctx context.Context, c ipc.Caller, p ipc.Project
 	}
 	// Progress and the next task as the feature list stands now, and what
 	// changed since the state was written.
-	spec, _ := projectSpec(proj, d.cfg.Defaults.Clone())
-	feats, ferr := proj.LoadFeatures(spec.FeatureList)
+	sp, _ := spec.Project(proj, d.defaults.Clone())
+	feats, ferr := proj.LoadFeatures(sp.FeatureList)
 	view, notes := session.ProjectView(st, feats, ferr)
-	return &ipc.ProjectSession{State: *view, Summary: state.RestoreSummary(view, time.Now(), notes...), Notices: notes}, nil
+	return &ipc.ProjectSession{State: *view, Summary: state.RestoreSummary(view, d.clock.Now(), notes...), Notices: notes}, nil
 }
 
 // ClearProjectSession implements ipc.Projects.
-func (d *Daemon) ClearProjectSession(ctx context.Context, c ipc.Caller, p ipc.ProjectRef) error {
+func (d *Service) ClearProjectSession(ctx context.Context, c ipc.Caller, p ipc.ProjectRef) error {
 	proj, err := d.projectFor(c, p)
 	if err != nil {
 		return err
@@ -110,7 +152,7 @@ func (d *Daemon) ClearProjectSession(ctx context.Context, c ipc.Caller, p ipc.Pr
 }
 
 // ProjectCheckpoints implements ipc.Projects.
-func (d *Daemon) ProjectCheckpoints(ctx context.Context, c ipc.Caller, p ipc.ProjectRef, opt ipc.CheckpointsOptions) ([]ipc.Checkpoint, error) {
+func (d *Service) ProjectCheckpoints(ctx context.Context, c ipc.Caller, p ipc.ProjectRef, opt ipc.CheckpointsOptions) ([]ipc.Checkpoint, error) {
 	proj, err := d.projectFor(c, p)
 	if err != nil {
 		return nil, err
@@ -145,7 +187,7 @@ func (d *Daemon) ProjectCheckpoints(ctx context.Context, c ipc.Caller, p ipc.Pro
 }
 
 // RestoreProject implements ipc.Projects.
-func (d *Daemon) RestoreProject(ctx context.Context, c ipc.Caller, p ipc.ProjectRef, req ipc.RestoreRequest) (*ipc.RestoreResponse, error) {
+func (d *Service) RestoreProject(ctx context.Context, c ipc.Caller, p ipc.ProjectRef, req ipc.RestoreRequest) (*ipc.RestoreResponse, error) {
 	if req.Checkpoint == "" {
 		return nil, ipc.BadRequest("checkpoint: which checkpoint to restore (sessionctl checkpoints DIR lists them)")
 	}
@@ -154,15 +196,15 @@ func (d *Daemon) RestoreProject(ctx context.Context, c ipc.Caller, p ipc.Project
 		return nil, err
 	}
 	dir := proj.Dir()
-	if live := d.reg.live(dir); len(live) > 0 && !req.Force {
-		return nil, ipc.Conflict("session %s is running in %s: stop it first, or restore with --force", live[0].ID(), dir)
+	if live := d.sessions.LiveIn(dir); live != "" && !req.Force {
+		return nil, ipc.Conflict("session %s is running in %s: stop it first, or restore with --force", live, dir)
 	}
 	ctx, cancel := context.WithTimeout(ctx, checkpoint.DefaultTimeout)
 	defer cancel()
 	cred, shadow := d.gitAccess(c)
-	spec, _ := projectSpec(proj, d.cfg.Defaults.Clone())
+	sp, _ := spec.Project(proj, d.defaults.Clone())
 	saved, restored, err := d.ckpt.Restore(ctx, checkpoint.RestoreRequest{
-		Dir: dir, Checkpoint: req.Checkpoint, MaxFileSize: int64(spec.CheckpointMaxFile), Ignore: spec.Watch.Ignore,
+		Dir: dir, Checkpoint: req.Checkpoint, MaxFileSize: int64(sp.CheckpointMaxFile), Ignore: sp.Watch.Ignore,
 		ShadowRoot: shadow, Credential: cred,
 	})
 	if err != nil {
@@ -171,7 +213,7 @@ func (d *Daemon) RestoreProject(ctx context.Context, c ipc.Caller, p ipc.Project
 	// The next start says the tree was restored, as a cause of what
 	// changed in the feature list.
 	if st, err := proj.LoadSessionState(); err == nil && st != nil {
-		st.LastRestore = &state.Restore{Checkpoint: restored.ID, At: time.Now()}
+		st.LastRestore = &state.Restore{Checkpoint: restored.ID, At: d.clock.Now()}
 		if err := proj.SaveSessionState(st); err != nil {
 			d.log.Warn("record the restore in the session state", zap.Error(err))
 		}
@@ -180,17 +222,17 @@ func (d *Daemon) RestoreProject(ctx context.Context, c ipc.Caller, p ipc.Project
 }
 
 // CheckpointStats implements ipc.Projects.
-func (d *Daemon) CheckpointStats(ctx context.Context, c ipc.Caller, p ipc.ProjectRef) (*ipc.CheckpointStats, error) {
+func (d *Service) CheckpointStats(ctx context.Context, c ipc.Caller, p ipc.ProjectRef) (*ipc.CheckpointStats, error) {
 	proj, err := d.projectFor(c, p)
 	if err != nil {
 		return nil, err
 	}
 	cred, shadow := d.gitAccess(c)
-	spec, _ := projectSpec(proj, d.cfg.Defaults.Clone())
+	sp, _ := spec.Project(proj, d.defaults.Clone())
 	ctx, cancel := context.WithTimeout(ctx, checkpoint.DefaultTimeout)
 	defer cancel()
 	st, err := d.ckpt.Stats(ctx, checkpoint.StatsRequest{
-		Dir: proj.Dir(), MaxFileSize: int64(spec.CheckpointMaxFile), Ignore: spec.Watch.Ignore,
+		Dir: proj.Dir(), MaxFileSize: int64(sp.CheckpointMaxFile), Ignore: sp.Watch.Ignore,
 		Largest: 10, ShadowRoot: shadow, Credential: cred,
 	})
 	if err != nil {
@@ -204,8 +246,8 @@ func (d *Daemon) CheckpointStats(ctx context.Context, c ipc.Caller, p ipc.Projec
 }
 
 // gitAccess is how git runs for the caller's projects (session.GitAccess).
-func (d *Daemon) gitAccess(c ipc.Caller) (*checkpoint.Credential, string) {
-	owner, err := ownerFor(c.UID)
+func (d *Service) gitAccess(c ipc.Caller) (*checkpoint.Credential, string) {
+	owner, err := access.Owner(c.UID)
 	if err != nil {
 		// projectFor has already refused an unknown user.
 		return nil, ""

@@ -1,11 +1,15 @@
-package daemon
+// Package logs is the session logs as the daemon sees them written: a
+// watcher that learns of every write through inotify (for idle detection,
+// followers and rotation within log_max_size) without a pipe through the
+// daemon, and the logs API (ipc.Logs), whose followers of plain logs,
+// terminal logs and timed lines all run one follow loop.
+package logs
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,13 +18,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sessiond/sessiond/daemon/logfile"
-	"github.com/sessiond/sessiond/ipc"
 )
 
-// outputWatcher learns of writes to session logs through inotify, without a
+// Watcher learns of writes to session logs through inotify, without a
 // pipe through the daemon and without polling: it feeds idle detection (the
 // session's callback), log followers and rotation.
-type outputWatcher struct {
+type Watcher struct {
 	log  *zap.Logger
 	opt  logfile.Options
 	w    *fsnotify.Watcher
@@ -47,18 +50,20 @@ type watchedLog struct {
 	changed chan struct{}
 }
 
-func newOutputWatcher(log *zap.Logger, maxLog int64, keep int) (*outputWatcher, error) {
+// NewWatcher watches session logs: maxLog and keep are log_max_size and
+// log_keep, within which the logs of plain sessions are rotated.
+func NewWatcher(log *zap.Logger, maxLog int64, keep int) (*Watcher, error) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, fmt.Errorf("watch session logs: %w", err)
 	}
-	o := &outputWatcher{log: log, opt: logfile.Options{MaxSize: maxLog, Keep: keep, Logger: log.Named("rotate"), Stamps: true},
+	o := &Watcher{log: log, opt: logfile.Options{MaxSize: maxLog, Keep: keep, Logger: log.Named("rotate"), Stamps: true},
 		w: w, logs: map[string]*watchedLog{}, adopted: map[string]bool{}, done: make(chan struct{})}
 	go o.loop()
 	return o, nil
 }
 
-func (o *outputWatcher) loop() {
+func (o *Watcher) loop() {
 	defer close(o.done)
 	for {
 		select {
@@ -111,14 +116,15 @@ func (o *outputWatcher) loop() {
 	}
 }
 
-func (o *outputWatcher) close() {
+// Close stops watching every log.
+func (o *Watcher) Close() {
 	o.w.Close()
 	<-o.done
 }
 
 // WatchLog implements session.OutputWatcher: the log is rotated within
 // log_max_size × log_keep as it is written.
-func (o *outputWatcher) WatchLog(path string, onWrite func(time.Time)) (unwatch func()) {
+func (o *Watcher) WatchLog(path string, onWrite func(time.Time)) (unwatch func()) {
 	l := &watchedLog{path: path, onWrite: onWrite}
 	opt := o.opt
 	o.mu.Lock()
@@ -157,7 +163,7 @@ func (o *outputWatcher) WatchLog(path string, onWrite func(time.Time)) (unwatch 
 
 // open returns the rotating log of path while it is watched, else one
 // opened to read it (release closes what open opened).
-func (o *outputWatcher) open(path string) (f *logfile.Log, release func(), err error) {
+func (o *Watcher) open(path string) (f *logfile.Log, release func(), err error) {
 	o.mu.Lock()
 	l := o.logs[path]
 	o.mu.Unlock()
@@ -173,7 +179,7 @@ func (o *outputWatcher) open(path string) (f *logfile.Log, release func(), err e
 
 // Tail implements session.OutputWatcher: the last n lines of the log at
 // path, across its rotated files, in bounded memory.
-func (o *outputWatcher) Tail(path string, n int) []string {
+func (o *Watcher) Tail(path string, n int) []string {
 	f, release, err := o.open(path)
 	if err != nil {
 		return nil
@@ -188,7 +194,7 @@ func (o *outputWatcher) Tail(path string, n int) []string {
 
 // changes returns a channel closed at the next write to the log at path,
 // or nil when nobody writes it any more.
-func (o *outputWatcher) changes(path string) <-chan struct{} {
+func (o *Watcher) changes(path string) <-chan struct{} {
 	o.mu.Lock()
 	l := o.logs[path]
 	o.mu.Unlock()
@@ -212,76 +218,50 @@ func (l *watchedLog) wake() {
 	l.mu.Unlock()
 }
 
-// SessionLogs implements ipc.Sessions: the log read across its rotated
-// files, from the last opt.Tail lines (0: all that is kept), and with
-// opt.Follow what is written next, until the session ends.
-func (d *Daemon) SessionLogs(ctx context.Context, c ipc.Caller, id string, opt ipc.LogOptions, w io.Writer) error {
-	s, err := d.reg.lookup(c, id)
-	if err != nil {
-		return err
-	}
-	if s.Snapshot().TTY {
-		return d.terminalLogs(ctx, s, opt, w)
-	}
-	f, release, err := d.out.open(s.LogPath())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer release()
-	if timedLogs(opt) {
-		return d.stampedLogs(ctx, s, f, opt, w)
-	}
-	from := -1
-	if opt.Tail > 0 {
-		from = opt.Tail
-	}
-	r, err := f.NewReader(from)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	buf := make([]byte, 32*1024)
-	for {
-		// Ask for the wake-up before reading, so that a write between the
-		// read and the wait is not missed.
-		changed := d.out.changes(s.LogPath())
-		if _, err := io.CopyBuffer(w, r, buf); err != nil {
-			return err
-		}
-		if !opt.Follow {
-			return nil
-		}
-		if changed == nil {
-			// Nobody watches the log yet (a session still starting) or any
-			// more (it is ending): look again shortly.
-			select {
-			case <-s.Done():
-				_, err := io.CopyBuffer(w, r, buf)
-				return err
-			case <-ctx.Done():
-				return nil
-			case <-time.After(100 * time.Millisecond):
-			}
-			continue
-		}
-		select {
-		case <-changed:
-		case <-s.Done():
-			_, err := io.CopyBuffer(w, r, buf)
-			return err
-		case <-ctx.Done():
-			return nil
-		}
-	}
-}
-
-// adopt marks the log at path as that of a session an earlier daemon
+// Adopt marks the log at path as that of a session an earlier daemon
 // started, before it is watched.
-func (o *outputWatcher) adopt(path string) {
+func (o *Watcher) Adopt(path string) {
 	o.mu.Lock()
 	o.adopted[path] = true
 	o.mu.Unlock()
+}
+
+// WatchTerminalLog implements the session's terminal log watcher: the log
+// of a tty session is written and rotated (by renaming) by its holder, so
+// the daemon watches the session's directory for writes to it, which
+// follow the log across its renames, and never rotates it itself.
+func (o *Watcher) WatchTerminalLog(path string, onWrite func(time.Time)) (unwatch func()) {
+	l := &watchedLog{path: path, onWrite: onWrite, changed: make(chan struct{})}
+	o.mu.Lock()
+	o.logs[path] = l
+	o.mu.Unlock()
+	dir := filepath.Dir(path)
+	if err := o.w.Add(dir); err != nil {
+		o.log.Warn("cannot watch a terminal log; idle detection sees file activity only", zap.String("path", path), zap.Error(err))
+	}
+	// The command runs before its log is watched, and may have written
+	// already (a prompt, then a wait for input): that counts too.
+	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+		onWrite(fi.ModTime())
+		l.wake()
+	}
+	return func() {
+		o.mu.Lock()
+		if o.logs[path] == l {
+			delete(o.logs, path)
+		}
+		o.mu.Unlock()
+		_ = o.w.Remove(dir)
+		l.wake()
+	}
+}
+
+// Counts are what inotify delivered to the log watcher.
+type Counts struct {
+	Events, Overflows uint64
+}
+
+// Counters returns what inotify delivered so far (for metrics).
+func (o *Watcher) Counters() Counts {
+	return Counts{Events: o.events.Load(), Overflows: o.overflows.Load()}
 }

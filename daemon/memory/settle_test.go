@@ -1,0 +1,48 @@
+package memory
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sessiond/sessiond/daemon/session"
+)
+
+// TestSettlerCountsARun: a settling is armed once After starts and ends
+// have been counted, and a run of them settles once, when it is over.
+func TestSettlerCountsARun(t *testing.T) {
+	clock := session.NewFakeClock(time.Unix(1e9, 0))
+	s := NewSettler(clock)
+	var freed atomic.Int32
+	done := make(chan struct{}, 8)
+	s.free = func() { freed.Add(1); done <- struct{}{} }
+	s.Count(After - 1)
+	if clock.Pending() != 0 {
+		t.Fatal("armed before After")
+	}
+	s.Count(1)
+	if clock.Pending() != 1 {
+		t.Fatalf("%d timers after %d, want 1", clock.Pending(), After)
+	}
+	// The run goes on: each count puts the settling off.
+	clock.Advance(Delay - time.Millisecond)
+	s.Count(1)
+	clock.Advance(Delay - time.Millisecond)
+	if freed.Load() != 0 {
+		t.Fatal("settled during the run")
+	}
+	clock.Advance(time.Millisecond)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("never settled")
+	}
+	if n := s.Settled(); n != 1 || freed.Load() != 1 {
+		t.Fatalf("settled %d times, freed %d, want once", n, freed.Load())
+	}
+	// A few more starts are no run.
+	s.Count(After - 1)
+	if clock.Pending() != 0 {
+		t.Error("armed again before After")
+	}
+}

@@ -1,0 +1,102 @@
+package sessions
+
+import (
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/sessiond/sessiond/daemon/session"
+	"github.com/sessiond/sessiond/daemon/state"
+	"github.com/sessiond/sessiond/ipc"
+	"go.uber.org/zap"
+)
+
+// historyTrimmer drops the oldest ended sessions beyond history_limit off
+// the path of the ends: an end arms one pass for trimDelay later, and each
+// end until then puts it off again, up to trimMaxDelay after the first. A
+// burst of ends (stop --all of a thousand) is then one pass after it,
+// rather than a count of the ended sessions, a sort of them and a removal
+// at each end, and nobody's stop waits for it. The pass counts first, and
+// does nothing more under the limit.
+type historyTrimmer struct {
+	clock   session.Clock
+	mu      sync.Mutex
+	t       session.Timer
+	armedAt time.Time // zero: no pass armed
+	// pass serializes passes (a recovery's and a timer's).
+	pass sync.Mutex
+}
+
+const (
+	trimDelay    = time.Second
+	trimMaxDelay = 10 * time.Second
+)
+
+func (d *Service) trimSoon() {
+	if d.cfg.HistoryLimit <= 0 {
+		return
+	}
+	tr := &d.trim
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	now := tr.clock.Now()
+	switch {
+	case tr.armedAt.IsZero():
+		tr.armedAt = now
+	case now.Sub(tr.armedAt) >= trimMaxDelay-trimDelay:
+		return
+	}
+	if tr.t != nil {
+		tr.t.Stop()
+	}
+	tr.t = tr.clock.AfterFunc(trimDelay, d.trimPass)
+}
+
+func (d *Service) trimPass() {
+	d.trim.mu.Lock()
+	d.trim.armedAt = time.Time{}
+	d.trim.mu.Unlock()
+	if !d.closing.Load() {
+		d.trimHistory()
+	}
+}
+
+// trimHistory drops the oldest ended sessions beyond history_limit.
+func (d *Service) trimHistory() {
+	d.trim.pass.Lock()
+	defer d.trim.pass.Unlock()
+	limit := d.cfg.HistoryLimit
+	if limit <= 0 {
+		return
+	}
+	if d.reg.Ended() <= limit {
+		return // the common case, without sorting every session at every end
+	}
+	var ended []*session.Session
+	for _, s := range d.reg.All() {
+		if !ipc.Live(s.State()) {
+			ended = append(ended, s)
+		}
+	}
+	for i := 0; i < len(ended)-limit; i++ {
+		if err := d.remove(ended[i]); err != nil {
+			d.log.Warn("remove old session", zap.Error(err))
+		}
+	}
+}
+
+// RecordWriter writes session records into the state dir.
+type RecordWriter struct{ StateDir string }
+
+// WriteRecord writes a session's record durably, except while the session
+// starts: until its command runs, the record need only be there for a
+// daemon that crashed, not a machine (whose crash would end the command
+// too); the record of the running session, written before the start is
+// answered, syncs it.
+func (w RecordWriter) WriteRecord(rec ipc.Session) error {
+	path := filepath.Join(w.StateDir, "sessions", rec.ID, "session.json")
+	if rec.State == ipc.StateStarting {
+		return state.WriteJSONReusingUnsynced(path, rec)
+	}
+	return state.WriteJSONReusing(path, rec)
+}

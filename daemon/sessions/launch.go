@@ -1,0 +1,188 @@
+package sessions
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/sessiond/sessiond/config"
+	"github.com/sessiond/sessiond/daemon/access"
+	"github.com/sessiond/sessiond/daemon/agent"
+	"github.com/sessiond/sessiond/daemon/proc"
+	"github.com/sessiond/sessiond/daemon/session"
+	"github.com/sessiond/sessiond/daemon/spec"
+	"github.com/sessiond/sessiond/daemon/state"
+	"github.com/sessiond/sessiond/ipc"
+)
+
+// launchParams say what session to launch.
+type launchParams struct {
+	UID            int
+	Project        *state.Project
+	Owner          *state.Owner
+	Spec           config.Spec
+	Name           string
+	EnvKeys        []string
+	RestartOf      string
+	Restarts       int
+	RestartHistory []time.Time
+	// Resume is the agent conversation the session continues.
+	Resume string
+	// ID is the session's id when the start chose it already (for the
+	// worktree named after it); Worktree the worktree it runs in.
+	ID       string
+	Worktree *ipc.Worktree
+}
+
+// launch registers a session and starts it, and returns once its command
+// runs or its start has failed.
+func (d *Service) launch(p launchParams) (*session.Session, session.StartInfo, error) {
+	dir := p.Project.Dir()
+	if _, err := proc.LookPath(p.Spec.Command[0], dir, spec.BaseEnv(p.Spec)); err != nil {
+		return nil, session.StartInfo{}, ipc.BadRequest("%w", err)
+	}
+	// The checks and the registration are one step; the start itself runs
+	// unlocked, the registered "starting" session holding the project.
+	d.startMu.Lock()
+	if d.closing.Load() {
+		d.startMu.Unlock()
+		return nil, session.StartInfo{}, ipc.Unavailable("sessiond is shutting down")
+	}
+	if p.RestartOf != "" {
+		// The chain is the records': one restart of a session, whoever
+		// asks and whenever, the daemon restarted or not.
+		if next := d.reg.Successor(p.RestartOf); next != "" {
+			d.startMu.Unlock()
+			return nil, session.StartInfo{}, ipc.Conflict("session %s was restarted already, as %s: restart that one", p.RestartOf, next)
+		}
+	}
+	if !p.Spec.Concurrent {
+		if live := d.reg.Live(dir); len(live) > 0 {
+			d.startMu.Unlock()
+			return nil, session.StartInfo{}, ipc.Conflict("project %s already has a live session (%s); stop it first, or set concurrent = true in its sessiond.toml", dir, live[0].ID())
+		}
+	}
+	if max := d.cfg.MaxSessions; max > 0 && len(d.reg.Live("")) >= max {
+		d.startMu.Unlock()
+		return nil, session.StartInfo{}, ipc.Conflict("max_sessions (%d) live sessions already run", max)
+	}
+	switch {
+	case p.Name == "":
+		p.Name = d.reg.FreeName(p.UID, ipc.NameFrom(filepath.Base(dir)))
+	case p.RestartOf == "":
+		if s := d.reg.NameHolder(p.UID, p.Name); s != nil {
+			d.startMu.Unlock()
+			return nil, session.StartInfo{}, ipc.Conflict("the name %q is in use by live session %s: choose another with --name, or stop that one", p.Name, s.ID())
+		}
+	}
+	id := p.ID
+	if id == "" {
+		id = d.reg.NewID()
+	}
+	if p.Worktree != nil {
+		wt, err := d.worktrees.Hold(p.Worktree, id, p.Spec.PortRange)
+		if err != nil {
+			d.startMu.Unlock()
+			return nil, session.StartInfo{}, err
+		}
+		p.Worktree = wt
+	}
+	s := session.New(session.Params{
+		ID: id, Name: p.Name, Worktree: p.Worktree, UID: p.UID, Project: p.Project, Owner: p.Owner, Spec: p.Spec, EnvKeys: p.EnvKeys,
+		RestartOf: p.RestartOf, Restarts: p.Restarts, RestartHistory: p.RestartHistory, Resume: p.Resume,
+	}, d.deps)
+	d.reg.Add(s)
+	d.startMu.Unlock()
+	s.Start()
+	<-s.Started()
+	info := s.TakeStartInfo()
+	return s, info, info.Err
+}
+
+// resumeFor is the conversation a new session continues: what the request
+// names (ipc.StartRequest.Resume), else, with resume = "always", the
+// project's last conversation; "" starts a new one.
+func (d *Service) resumeFor(c ipc.Caller, p *state.Project, sp config.Spec, want string) (string, error) {
+	switch {
+	case want == "" && sp.Resume != config.ResumeAlways:
+		return "", nil
+	case want == "" || want == ipc.ResumeLast:
+		conv, err := lastConversation(p)
+		if err != nil || conv == "" {
+			if want == "" {
+				// resume = "always" with nothing to resume: a new one.
+				return "", nil
+			}
+			return "", ipc.BadRequest("--resume: %s has no agent conversation to continue (no session of it ran an agent sessiond knows)", p.Dir())
+		}
+		return conv, nil
+	case filepath.IsAbs(want):
+		other, _, err := access.OpenProject(filepath.Clean(want), c.UID)
+		if err != nil {
+			return "", err
+		}
+		if err := access.CheckDir(c, other.Dir()); err != nil {
+			return "", err
+		}
+		conv, err := lastConversation(other)
+		if err != nil || conv == "" {
+			return "", ipc.BadRequest("--resume %s: that project has no agent conversation to continue", want)
+		}
+		return conv, nil
+	}
+	if id, err := agent.ParseConversationID(want); err == nil {
+		return id, nil
+	}
+	s, err := d.reg.Lookup(c, want)
+	if err != nil {
+		return "", ipc.BadRequest("--resume %q: neither a conversation id (a UUID), a session, nor a directory", want)
+	}
+	a := s.Snapshot().Agent
+	if a == nil || a.ConversationID == "" {
+		return "", ipc.BadRequest("--resume %s: session %s has no agent conversation", want, s.ID())
+	}
+	return a.ConversationID, nil
+}
+
+// lastConversation is the project's last agent conversation, from its
+// session state.
+func lastConversation(p *state.Project) (string, error) {
+	st, err := p.LoadSessionState()
+	if err != nil || st == nil || st.Conversation == nil {
+		return "", err
+	}
+	return st.Conversation.ID, nil
+}
+
+// restartResume is the conversation a restart of old continues: with
+// resume = "on-restart" or "always", its own. The restart policy's restart
+// of a session that completed starts a new one (its work was done);
+// sessionctl restart (asked) continues it whatever the end.
+func restartResume(old *session.Session, asked bool) string {
+	rec := old.Snapshot()
+	sp := old.Spec()
+	if sp.Resume == config.ResumeNever || rec.Agent == nil || (rec.EndReason == ipc.EndComplete && !asked) {
+		return ""
+	}
+	return rec.Agent.ConversationID
+}
+
+// Relaunch implements restart.Launcher: the restart policy's restart of
+// old, with the same spec in the same project.
+func (d *Service) Relaunch(old *session.Session, history []time.Time) (string, error) {
+	if d.closing.Load() {
+		return "", ipc.Unavailable("sessiond is shutting down")
+	}
+	if old.Project() == nil {
+		return "", fmt.Errorf("the project %s is unreachable", old.ProjectDir())
+	}
+	rec := old.Snapshot()
+	ns, _, err := d.launch(launchParams{
+		UID: old.UID(), Project: old.Project(), Owner: old.Owner(), Spec: old.Spec(), Name: rec.Name, EnvKeys: rec.EnvKeys,
+		RestartOf: old.ID(), Restarts: rec.Restarts + 1, RestartHistory: history, Resume: restartResume(old, false), Worktree: rec.Worktree,
+	})
+	if ns == nil {
+		return "", err
+	}
+	return ns.ID(), err
+}

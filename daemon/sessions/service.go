@@ -1,0 +1,170 @@
+// Package sessions is the sessions API (ipc.Sessions) and the terminals
+// API (ipc.Terminals): it resolves a start's spec and launches the session
+// (the registry's entry and the actor, package session), stops, restarts
+// and removes sessions, passes requests to their actors, keeps the history
+// within history_limit, recovers the sessions of an earlier daemon, and is
+// the Launcher of the restart policy (package restart).
+package sessions
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sessiond/sessiond/config"
+	"github.com/sessiond/sessiond/daemon/notify"
+	"github.com/sessiond/sessiond/daemon/registry"
+	"github.com/sessiond/sessiond/daemon/restart"
+	"github.com/sessiond/sessiond/daemon/session"
+	"github.com/sessiond/sessiond/daemon/state"
+	"github.com/sessiond/sessiond/daemon/worktree"
+	"github.com/sessiond/sessiond/ipc"
+)
+
+// Notifications is what a start and a recovery tell the notifications:
+// the project's rules to use from now on.
+type Notifications interface {
+	LoadProject(p *state.Project)
+}
+
+// LogAdopter is told of the log of a session adopted from an earlier
+// daemon, before it is watched.
+type LogAdopter interface {
+	Adopt(path string)
+}
+
+// Options are what the sessions service is built from.
+type Options struct {
+	Config   *config.Config
+	Log      *zap.Logger
+	Registry *registry.Registry
+	// Deps are the services every session uses; the service sets their
+	// Live and OnEnd.
+	Deps          *session.Deps
+	Worktrees     *worktree.Service
+	Notifications Notifications
+	Logs          LogAdopter
+	// Events is where the restart policy's events go.
+	Events restart.Publisher
+}
+
+// Service is the sessions API and the terminals API.
+type Service struct {
+	cfg       *config.Config
+	log       *zap.Logger
+	clock     session.Clock
+	reg       *registry.Registry
+	deps      *session.Deps
+	worktrees *worktree.Service
+	notes     Notifications
+	logs      LogAdopter
+	restarts  *restart.Restarter
+	usage     *usageMeter
+	trim      historyTrimmer
+
+	// startMu serialises the checks of a start (one live session per
+	// project, max_sessions, a restart's predecessor) with its
+	// registration.
+	startMu sync.Mutex
+	closing atomic.Bool
+}
+
+var (
+	_ ipc.Sessions     = (*Service)(nil)
+	_ ipc.Terminals    = (*Service)(nil)
+	_ restart.Launcher = (*Service)(nil)
+)
+
+// New returns the sessions service.
+func New(opt Options) *Service {
+	s := &Service{
+		cfg: opt.Config, log: opt.Log, clock: opt.Deps.Clock, reg: opt.Registry, deps: opt.Deps,
+		worktrees: opt.Worktrees, notes: opt.Notifications, logs: opt.Logs, usage: newUsageMeter(opt.Deps.Clock),
+	}
+	s.trim.clock = opt.Deps.Clock
+	s.restarts = restart.New(s, opt.Events, opt.Deps.Clock, opt.Log.Named("restart"))
+	opt.Deps.Live = s.reg.IsLive
+	opt.Deps.OnEnd = s.ended
+	return s
+}
+
+// ended runs on an ended session's goroutine, its end on disk: the
+// worktree's port is let go, the restart policy applies, and the oldest
+// ended sessions beyond history_limit go.
+func (s *Service) ended(sess *session.Session) {
+	s.worktrees.Release(sess.Snapshot())
+	if !s.closing.Load() {
+		s.restarts.Consider(sess)
+	}
+	s.trimSoon()
+}
+
+// Close refuses new sessions and restarts from now on, drops the pending
+// restarts and waits, until ctx ends, for those being launched.
+func (s *Service) Close(ctx context.Context) {
+	s.closing.Store(true)
+	s.restarts.Close(ctx)
+}
+
+// MaxGrace is the longest stop grace of the live sessions: what a
+// shutdown that stops them all must allow for.
+func (s *Service) MaxGrace() time.Duration {
+	grace := time.Duration(0)
+	for _, sess := range s.reg.Live("") {
+		grace = max(grace, sess.Spec().StopGrace.Duration)
+	}
+	return grace
+}
+
+// EndAll stops (or, with leave, leaves running for the next daemon) every
+// live session and waits until each one's goroutine is done: with stop,
+// every end is on disk. A signal on hurry cuts the remaining grace
+// periods.
+func (s *Service) EndAll(ctx context.Context, leave bool, hurry <-chan struct{}) {
+	live := s.reg.Live("")
+	for _, sess := range live {
+		go func() {
+			if leave {
+				_ = sess.Leave(ctx)
+				return
+			}
+			_ = sess.Stop(ctx, session.Interrupted, -1)
+		}()
+	}
+	for _, sess := range live {
+		select {
+		case <-sess.Exited():
+			continue
+		case <-hurry:
+			s.log.Warn("second signal: killing sessions now; their handoffs are still written")
+			for _, sess := range live {
+				go func() { _ = sess.Stop(ctx, session.Interrupted, 0) }()
+			}
+			hurry = nil
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case <-sess.Exited():
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// Subject implements notify.Sessions: what a notification tells of the
+// session id.
+func (s *Service) Subject(id string) (notify.Subject, bool) {
+	sess := s.reg.Get(id)
+	if sess == nil {
+		return notify.Subject{}, false
+	}
+	rec := sess.Snapshot()
+	return notify.Subject{
+		Rec: rec, Owner: sess.Owner(), OnWarning: sess.Spec().OnWarning, Env: sess.NotifyEnv(&rec),
+		LogPath: sess.LogPath(), HandoffFile: sess.HandoffFile(&rec),
+	}, true
+}
