@@ -82,6 +82,39 @@ func TestRestartChainIsOneRow(t *testing.T) {
 	}
 }
 
+// TestRestartChainSurvivesDaemonRestart: the chain is the records', so a
+// session restarted once is refused a second restart by the next daemon
+// too, exactly as by the one that restarted it.
+func TestRestartChainSurvivesDaemonRestart(t *testing.T) {
+	t.Parallel()
+	stateDir, sock := filepath.Join(t.TempDir(), "state"), newSocketPath(t)
+	d := startDaemonAt(t, stateDir, sock)
+	dir := project(t)
+	a := d.start(dir, "--", "true")
+	d.waitEnded(a, 10*time.Second)
+	r := strings.Fields(d.mustCtl("restart", a))
+	b := r[len(r)-1]
+	if !validID(b) {
+		t.Fatalf("restart printed %q", r)
+	}
+	d.waitEnded(b, 10*time.Second)
+	before := d.ctl("restart", a)
+	if before.code != 1 || !strings.Contains(before.stderr, "restarted already, as "+b) {
+		t.Fatalf("second restart of %s before the daemon restart:\n%s", a, before)
+	}
+	if d.stop() != 0 {
+		t.Fatal("sessiond did not stop cleanly")
+	}
+	d2 := startDaemonAt(t, stateDir, sock)
+	after := d2.ctl("restart", a)
+	if after.code != before.code || after.stderr != before.stderr {
+		t.Errorf("restart of %s after the daemon restart:\n%s\nwant as before it:\n%s", a, after, before)
+	}
+	if all := strings.Fields(d2.mustCtl("ps", "-a", "-q", "--chains")); len(all) != 2 {
+		t.Errorf("ps -a -q --chains = %v, want the 2 sessions of the chain", all)
+	}
+}
+
 func TestRmAndPrune(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t)
