@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/config/configfile"
 	"github.com/sessiond/sessiond/daemon/proc"
+	"github.com/sessiond/sessiond/daemon/session"
 	"github.com/sessiond/sessiond/daemon/state"
 	"github.com/sessiond/sessiond/ipc"
 )
@@ -43,9 +45,22 @@ type harness struct {
 	cfg    *config.Config
 	client *ipc.Client
 	stop   func()
+	// clock is the daemon's, when the test moves it (startClocked).
+	clock *session.FakeClock
 }
 
 func start(t testing.TB, tweak func(*config.Config)) *harness {
+	t.Helper()
+	return startOn(t, tweak, nil)
+}
+
+// startClocked starts a daemon whose clock the test moves.
+func startClocked(t testing.TB, tweak func(*config.Config)) *harness {
+	t.Helper()
+	return startOn(t, tweak, session.NewFakeClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)))
+}
+
+func startOn(t testing.TB, tweak func(*config.Config), clock *session.FakeClock) *harness {
 	t.Helper()
 	cfg := configfile.Default()
 	cfg.StateDir = filepath.Join(t.TempDir(), "state")
@@ -59,13 +74,19 @@ func start(t testing.TB, tweak func(*config.Config)) *harness {
 	if tweak != nil {
 		tweak(cfg)
 	}
-	return run(t, cfg)
+	h := run(t, cfg, clock)
+	h.clock = clock
+	return h
 }
 
-func run(t testing.TB, cfg *config.Config) *harness {
+func run(t testing.TB, cfg *config.Config, clock *session.FakeClock) *harness {
 	t.Helper()
 	ready := make(chan struct{})
-	d, err := New(Options{Config: cfg, Log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Version: "test", Ready: func() { close(ready) }})
+	opt := Options{Config: cfg, Log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Version: "test", Ready: func() { close(ready) }}
+	if clock != nil {
+		opt.Clock = clock
+	}
+	d, err := New(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,6 +144,20 @@ func (h *harness) waitState(id string, states ...string) ipc.Session {
 			h.t.Fatalf("session %s is %s, want %v", id, rec.State, states)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// advanceUntil moves the daemon's clock by step until cond holds; the
+// sessions' real processes run between the steps.
+func (h *harness) advanceUntil(step time.Duration, what string, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("the clock at %v: no %s", h.clock.Now(), what)
+		}
+		h.clock.Advance(step)
+		runtime.Gosched()
 	}
 }
 
@@ -294,21 +329,22 @@ func TestNoWarnSignalByDefault(t *testing.T) {
 }
 
 func TestExtend(t *testing.T) {
-	h := start(t, nil)
-	s := h.start(project(t), ipc.StartRequest{Command: []string{"sleep", "100"}, Timeout: "1s", WarnBefore: "500ms"})
+	h := startClocked(t, nil)
+	s := h.start(project(t), ipc.StartRequest{Command: []string{"sleep", "100"}, Timeout: "1m", WarnBefore: "30s"})
+	h.clock.Advance(30 * time.Second)
 	h.waitState(s.ID, ipc.StateWarned)
-	rec, err := h.client.Extend(context.Background(), s.ID, "3s")
+	rec, err := h.client.Extend(context.Background(), s.ID, "3m")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.State != ipc.StateRunning || !rec.Deadline.After(s.Deadline.Add(2*time.Second)) {
+	if rec.State != ipc.StateRunning || !rec.Deadline.Equal(s.Deadline.Add(3*time.Minute)) {
 		t.Errorf("after extend: state %s deadline %v (was %v)", rec.State, rec.Deadline, s.Deadline)
 	}
-	time.Sleep(time.Until(s.Deadline.Add(300 * time.Millisecond)))
-	now, _ := h.client.Session(context.Background(), s.ID)
-	if !ipc.Live(now.State) {
-		t.Errorf("session ended at its old deadline: %s", now.EndReason)
+	h.clock.Advance(31 * time.Second) // past the old deadline
+	if now, _ := h.client.Session(context.Background(), s.ID); now.State != ipc.StateRunning {
+		t.Errorf("session is %s (%s) at its old deadline, want running", now.State, now.EndReason)
 	}
+	h.clock.Advance(150 * time.Second) // the new warning
 	h.waitState(s.ID, ipc.StateWarned)
 	if _, err := h.client.Stop(context.Background(), s.ID, ipc.StopRequest{Grace: "0s"}); err != nil {
 		t.Fatal(err)
@@ -381,7 +417,7 @@ func TestRestartKeepsRecordsAndRecoversCrashed(t *testing.T) {
 	if err := state.WriteJSON(filepath.Join(h.cfg.StateDir, "sessions", crashed.ID, "session.json"), crashed); err != nil {
 		t.Fatal(err)
 	}
-	h2 := run(t, h.cfg)
+	h2 := run(t, h.cfg, nil)
 	list, err := h2.client.Sessions(context.Background(), ipc.ListOptions{All: true})
 	if err != nil {
 		t.Fatal(err)
@@ -408,33 +444,36 @@ func TestRestartKeepsRecordsAndRecoversCrashed(t *testing.T) {
 }
 
 func TestRestartOnFailure(t *testing.T) {
-	h := start(t, func(c *config.Config) { c.Defaults.MaxRestarts = 2 })
+	h := startClocked(t, func(c *config.Config) { c.Defaults.MaxRestarts = 2 })
 	dir := project(t)
 	first := h.start(dir, ipc.StartRequest{Command: []string{"sh", "-c", "exit 1"}, Restart: "on-failure"})
-	deadline := time.Now().Add(15 * time.Second)
-	var list []ipc.Session
-	for time.Now().Before(deadline) {
-		list, _ = h.client.Sessions(context.Background(), ipc.ListOptions{All: true, Chains: true, Project: dir})
-		if len(list) == 3 && !ipc.Live(list[2].State) {
-			break
+	chain := func() []ipc.Session {
+		list, err := h.client.Sessions(context.Background(), ipc.ListOptions{All: true, Chains: true, Project: dir})
+		if err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		return list
 	}
-	if len(list) != 3 {
-		t.Fatalf("got %d sessions, want the first and 2 restarts", len(list))
-	}
+	var list []ipc.Session
+	h.advanceUntil(100*time.Millisecond, "first and 2 restarts, ended", func() bool {
+		list = chain()
+		return len(list) == 3 && !ipc.Live(list[2].State)
+	})
 	if list[0].ID != first.ID || list[1].RestartOf != first.ID || list[2].RestartOf != list[1].ID {
 		t.Errorf("restart chain = %s <- %s <- %s", list[0].ID, list[1].RestartOf, list[2].RestartOf)
 	}
 	if list[1].Restarts != 1 || list[2].Restarts != 2 {
 		t.Errorf("restarts = %d, %d; want 1, 2", list[1].Restarts, list[2].Restarts)
 	}
-	if gap := list[2].StartedAt.Sub(list[1].StartedAt); gap < 1900*time.Millisecond {
-		t.Errorf("second restart came %v after the first, want the 2s backoff", gap)
+	if gap := list[1].StartedAt.Sub(*list[0].EndedAt); gap < time.Second {
+		t.Errorf("first restart came %v after the end, want the 1s backoff", gap)
+	}
+	if gap := list[2].StartedAt.Sub(*list[1].EndedAt); gap < 2*time.Second {
+		t.Errorf("second restart came %v after the end, want the 2s backoff", gap)
 	}
 	// No fourth: max_restarts reached.
-	time.Sleep(4500 * time.Millisecond)
-	if list, _ = h.client.Sessions(context.Background(), ipc.ListOptions{All: true, Chains: true, Project: dir}); len(list) != 3 {
+	h.clock.Advance(time.Minute)
+	if list = chain(); len(list) != 3 {
 		t.Errorf("got %d sessions after the limit, want 3", len(list))
 	}
 	// Without chains, the chain is one row: its latest, with the count.
@@ -444,13 +483,14 @@ func TestRestartOnFailure(t *testing.T) {
 }
 
 func TestStopIsNotRestarted(t *testing.T) {
-	h := start(t, nil)
+	h := startClocked(t, nil)
 	dir := project(t)
 	s := h.start(dir, ipc.StartRequest{Command: []string{"sleep", "100"}, Restart: "always"})
 	if _, err := h.client.Stop(context.Background(), s.ID, ipc.StopRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// Any restart armed would be launched by the time this returns.
+	h.clock.Advance(time.Hour)
 	if list, _ := h.client.Sessions(context.Background(), ipc.ListOptions{All: true, Project: dir}); len(list) != 1 {
 		t.Errorf("got %d sessions, want no restart after an explicit stop", len(list))
 	}
@@ -594,7 +634,7 @@ func TestSweepOrphans(t *testing.T) {
 		}
 	}
 	defer func() { _ = other.Process.Kill(); _ = proc.Wait(other) }()
-	run(t, cfg)
+	run(t, cfg, nil)
 	done := make(chan error, 1)
 	go func() { done <- proc.Wait(ours) }()
 	select {
@@ -611,20 +651,22 @@ func TestSweepOrphans(t *testing.T) {
 // the registry and from the state dir, a moment after the ends (a burst of
 // them is one pass), and the newest stay.
 func TestHistoryLimit(t *testing.T) {
-	h := start(t, func(c *config.Config) { c.HistoryLimit = 2 })
+	h := startClocked(t, func(c *config.Config) { c.HistoryLimit = 2 })
 	var ids []string
 	for range 5 {
 		s := h.start(project(t), ipc.StartRequest{Command: []string{"true"}})
 		h.waitState(s.ID, ipc.StateEnded)
 		ids = append(ids, s.ID)
+		// The next starts later: the oldest are these first ones.
+		h.clock.Advance(100 * time.Millisecond)
 	}
 	gone := func(id string) bool {
 		_, err := os.Stat(filepath.Join(h.cfg.StateDir, "sessions", id))
 		return errors.Is(err, fs.ErrNotExist)
 	}
 	var kept []string
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	// The pass comes a second after the last end (each end puts it off).
+	h.advanceUntil(time.Second, "history trimmed to the two newest", func() bool {
 		list, err := h.client.Sessions(context.Background(), ipc.ListOptions{All: true})
 		if err != nil {
 			t.Fatal(err)
@@ -633,11 +675,8 @@ func TestHistoryLimit(t *testing.T) {
 		for _, s := range list {
 			kept = append(kept, s.ID)
 		}
-		if len(kept) == 2 && gone(ids[0]) && gone(ids[1]) && gone(ids[2]) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(kept) == 2 && gone(ids[0]) && gone(ids[1]) && gone(ids[2])
+	})
 	slices.Sort(kept)
 	want := slices.Sorted(slices.Values(ids[3:]))
 	if !slices.Equal(kept, want) {

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -780,4 +781,60 @@ func TestAgentAdoptedAfterDaemonCrash(t *testing.T) {
 	}
 	a.cue(t, "done")
 	d2.waitEnded(id, 20*time.Second)
+}
+
+// TestAgentStateOneTruth: right after each of 50 hook-driven changes of
+// the agent's state, sessionctl ps, ps --json and inspect all say the
+// state the session's actor has, and so does the event that tells of it.
+func TestAgentStateOneTruth(t *testing.T) {
+	d := startDaemon(t)
+	dir := project(t)
+	events := followEvents(t, d)
+	a := newAgentSetup(t, "prompt,hang")
+	id := d.start(append(a.flags, dir, "--", "claude", "-p", "fix the login bug")...)
+	// The stand-in's own hooks first: its start and its prompt.
+	var rec agentRecord
+	waitFor(t, 20*time.Second, "the agent's prompt", func() (bool, string) {
+		rec = d.agentRecord(id)
+		return rec.Agent != nil && rec.Agent.LastPrompt != "" && rec.Agent.State == "working", d.mustCtl("inspect", id)
+	})
+	conv := rec.Agent.ConversationID
+	hook := func(payload map[string]any) {
+		t.Helper()
+		payload["session_id"], payload["cwd"] = conv, dir
+		body, _ := json.Marshal(payload)
+		cmd := exec.Command(sessionctlBin, "--socket", d.sock, "hook", "claude-code")
+		cmd.Env = append(cleanEnv(), "SESSIOND_SESSION_ID="+id)
+		cmd.Stdin = bytes.NewReader(body)
+		if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
+			t.Fatalf("sessionctl hook: %v\n%s", err, out)
+		}
+	}
+	for i := range 50 {
+		want := "waiting"
+		if i%2 == 1 {
+			want = "working"
+			hook(map[string]any{"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": map[string]any{"command": "ls"}})
+		} else {
+			hook(map[string]any{"hook_event_name": "Notification", "notification_type": "permission_prompt",
+				"message": "Claude needs your permission to use Bash"})
+		}
+		if got := d.agentRecord(id).Agent.State; got != want {
+			t.Fatalf("change %d: inspect says %s, want %s", i, got, want)
+		}
+		if ps := d.mustCtl("ps"); !strings.Contains(ps, "running·"+want) {
+			t.Fatalf("change %d: ps does not say running·%s:\n%s", i, want, ps)
+		}
+		var list []agentRecord
+		if err := json.Unmarshal([]byte(d.mustCtl("ps", "--json")), &list); err != nil || len(list) != 1 || list[0].Agent == nil || list[0].Agent.State != want {
+			t.Fatalf("change %d: ps --json = %+v (%v), want the agent %s", i, list, err, want)
+		}
+		n := i
+		events.waitEvent(fmt.Sprintf("the event of change %d", i), 5*time.Second, func(ev streamEvent) bool {
+			return ev.SessionID == id && ev.Type == "agent_"+want && len(events.find(func(e streamEvent) bool {
+				return e.SessionID == id && (e.Type == "agent_waiting" || e.Type == "agent_working")
+			})) > n
+		})
+	}
+	d.mustCtl("stop", id)
 }

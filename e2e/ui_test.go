@@ -163,7 +163,7 @@ func TestDashboardInTmux(t *testing.T) {
 	p.waitText("filter: type words to match")
 	p.keys("gam")
 	s = p.waitFor("only gamma listed", func(s string) bool {
-		return row(s, "gamma") != "" && row(s, "alpha") == "" && row(s, "beta") == ""
+		return row(s, "gamma") != "" && row(s, "alpha") == "" && row(s, "beta") == "" && strings.Contains(s, "/gam")
 	})
 	if !strings.Contains(s, "/gam") || !strings.Contains(s, "─ gamma · ") {
 		t.Errorf("the filter and the match should show:\n%s", s)

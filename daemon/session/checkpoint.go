@@ -23,9 +23,9 @@ type ckptState struct {
 	// why is the running checkpoint's kind.
 	why string
 	// waiting are requests that came while one ran: they get the next one.
-	waiting []message
+	waiting []*checkpointRequest
 	// answering are requests the running one answers.
-	answering []message
+	answering []*checkpointRequest
 	// last is when the last checkpoint was taken (or the start).
 	last time.Time
 	// startedAt is when the running one began.
@@ -86,13 +86,13 @@ func (s *Session) scheduledCheckpoint() {
 
 // requestCheckpoint takes a checkpoint for a request now, or right after
 // the one running.
-func (s *Session) requestCheckpoint(m message) {
+func (s *Session) requestCheckpoint(r *checkpointRequest) {
 	if s.ckpt.busy {
-		s.ckpt.waiting = append(s.ckpt.waiting, m)
+		s.ckpt.waiting = append(s.ckpt.waiting, r)
 		return
 	}
-	s.ckpt.answering = append(s.ckpt.answering, m)
-	s.beginCheckpoint(m.why, "")
+	s.ckpt.answering = append(s.ckpt.answering, r)
+	s.beginCheckpoint(r.why, "")
 }
 
 func (s *Session) beginCheckpoint(why, turn string) {
@@ -160,9 +160,9 @@ func (s *Session) checkpointDone(r ckptResult) {
 	}
 	for _, m := range s.ckpt.answering {
 		if err != nil {
-			m.reply <- reply{err: ipc.Conflict("checkpoint of %s failed: %w", s.projectDir, err)}
+			m.refuse(ipc.Conflict("checkpoint of %s failed: %w", s.projectDir, err))
 		} else {
-			m.reply <- reply{ckpt: r.res}
+			m.reply <- result[checkpoint.Result]{v: r.res}
 		}
 	}
 	s.ckpt.answering = nil
@@ -173,42 +173,5 @@ func (s *Session) checkpointDone(r ckptResult) {
 	case s.ckpt.turnPending:
 		s.ckpt.turnPending = false
 		s.beginCheckpoint("turn", s.ckpt.turn)
-	}
-}
-
-// waitCheckpoint waits for the checkpoint running, if any, and applies it;
-// requests still waiting are answered that the session is ending.
-func (s *Session) waitCheckpoint() {
-	for s.ckpt.busy {
-		r := <-s.ckptDone
-		waiting := s.ckpt.waiting
-		s.ckpt.waiting = nil
-		s.checkpointDone(*r)
-		for _, m := range waiting {
-			m.reply <- reply{err: ipc.Conflict("session %s is ending; its final checkpoint is taken at its end", s.id)}
-		}
-	}
-}
-
-// finishCheckpoints runs at the end: the schedule stops, the running
-// checkpoint completes, and a final one is taken if anything changed.
-func (s *Session) finishCheckpoints() {
-	if s.unschedule != nil {
-		s.unschedule()
-		s.unschedule = nil
-	}
-	s.waitCheckpoint()
-	if s.watch != nil {
-		// The last writes before the exit are in the watch's facts and in
-		// the final checkpoint's record: wait until the watcher has seen
-		// them (its barrier), without giving up the record since the mark.
-		ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
-		_, _ = s.watch.Changes(ctx, s.ckpt.mark)
-		cancel()
-	}
-	changed := s.watch == nil || s.watch.ChangedSince(s.ckpt.last)
-	if s.spec.Checkpoint != "" && changed {
-		s.beginCheckpoint("final", "")
-		s.waitCheckpoint()
 	}
 }

@@ -114,7 +114,7 @@ func (c *FakeClock) Advance(d time.Duration) {
 	}
 }
 
-// Pending returns how many timers wait to fire.
+// Pending returns how many timers wait to fire (those stopped are gone).
 func (c *FakeClock) Pending() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -132,11 +132,18 @@ type fakeTimer struct {
 func (t *fakeTimer) C() <-chan time.Time { return t.c }
 
 func (t *fakeTimer) Stop() bool {
-	t.clock.mu.Lock()
-	defer t.clock.mu.Unlock()
+	c := t.clock
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if t.fired {
 		return false
 	}
 	t.fired = true
+	for i, x := range c.timers {
+		if x == t {
+			c.timers = append(c.timers[:i], c.timers[i+1:]...)
+			break
+		}
+	}
 	return true
 }

@@ -1,27 +1,37 @@
 // Package session is one supervised run of a command, as an actor: one
-// goroutine at a time owns everything of the session — its record, its
-// child, the project's watch, its checkpoint schedule, its sidecars, its
-// timers and its restart history — and every change is a message to it
-// (stop, extend, signal, report, checkpoint, schedule ticks, the child's
-// exit). It alone writes the session's record, in order, each write with
+// loop owns everything of the session — its record, its child, the
+// project's watch, its checkpoint schedule, its sidecars, its timers and
+// its restart history — and every change is a message to it or an event
+// it takes (run.go). The loop takes what happened from one place (next:
+// a request, the child's exit, a timer, a schedule tick, a checkpoint's or
+// a worker's result) and hands it to the step function of its phase:
+// starting (start.go), running (running.go), stopping (stop.go) or ending
+// (end.go). It alone writes the session's record, in order, each write with
 // a sequence number that only grows, and it publishes an immutable
-// snapshot after each write, so that readers (ps, inspect) never wait on a
-// busy session.
+// snapshot after each change, so that readers (ps, inspect, the dashboard)
+// never wait on a busy session and all see the same.
 //
-// A running session that nothing happens to holds no goroutine (run.go):
-// what happens to it wakes it — its child's exit (the reaper's callback),
-// its timers, a checkpoint tick or result, a request — on a goroutine that
-// handles everything ready, one thing at a time, and parks it again. A
+// Requests are small typed messages (inbox.go), each with a reply channel
+// of its own. What would block the loop — the start's preflight and
+// sidecars, the end's kills, the watcher's last barrier, git facts and the
+// handoff's writes — runs on a worker that owns the session's state until
+// it hands back what it did; meanwhile the loop answers every request at
+// once (a stop sent while the session ends returns, its caller waiting for
+// Done; anything else gets a conflict that names the end).
+//
+// A session that nothing happens to holds no goroutine: the loop parks it
+// when nothing is left, and whatever happens to it wakes it (kick). A
 // thousand idle sessions cost their records and timers, not a thousand
 // stacks.
 //
 // A session is handed the services it uses (Deps: clock, logger, event
 // publisher, record writer, watch hub, checkpointer, scheduler, output
-// watcher) rather than a pointer to the daemon. Its start (start.go) and
-// its end (end.go) each read top to bottom in the order of DESIGN §4; end
-// reasons carry their policies (reason.go); the deadline, warning and idle
-// arithmetic (timers.go) and the account written at the end (handoff.go)
-// are pure functions, tested without sleeping.
+// watcher) rather than a pointer to the daemon. A new session is Started;
+// one loaded from an earlier daemon's record is Recovered (adopted, or
+// ended as found). End reasons carry their policies (reason.go); the
+// deadline, warning and idle arithmetic (timers.go) and the account
+// written at the end (handoff.go) are pure functions, tested without
+// sleeping.
 //
 // An end is recorded before the files that tell of it are written, and
 // each of those steps may run twice without doubling anything, so that a

@@ -102,7 +102,7 @@ func MergeReport(old, rep ipc.Report) ipc.Report {
 }
 
 // report records a report from a process of the session.
-func (s *Session) report(m message) (ipc.Report, error) {
+func (s *Session) report(m *reportRequest) (ipc.Report, error) {
 	if !m.root && !s.owns(m.pid) {
 		return ipc.Report{}, ipc.Forbidden("the reporting process (pid %d) is not part of session %s: sessionctl report runs from inside the session", m.pid, s.id)
 	}

@@ -2,14 +2,12 @@ package session
 
 import (
 	"context"
-	"errors"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
-	"golang.org/x/sys/unix"
 
 	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/daemon/checkpoint"
@@ -47,18 +45,23 @@ type Session struct {
 	gitShadow string
 	deps      *Deps
 
-	inbox chan *message
+	// inbox holds the requests to the session (nil for one loaded ended).
+	inbox chan request
 	// ticks are the checkpoint schedule's, coalesced; made with the
 	// schedule (nil: none).
 	ticks chan struct{}
 	// ckptDone delivers the result of the checkpoint being taken; made
 	// with the first.
 	ckptDone chan *ckptResult
-	// parked: the running session has no goroutine; kick starts one (see
-	// run.go). pending counts the senders on their way to the inbox;
-	// alarmed says that a timer fired.
-	parked  atomic.Bool
-	pending atomic.Int32
+	// worked delivers what a worker did, to apply on the session's
+	// goroutine; a worker runs the blocking steps of the start and of the
+	// end, and while one runs it owns the session's state (see run.go).
+	worked chan func()
+	// wakes counts the wake-ups not yet taken by the session's loop: at
+	// zero the session is parked, without a goroutine, and the next kick
+	// starts one (see run.go); its maker holds it at one until it releases
+	// it. alarmed says that a timer fired.
+	wakes   atomic.Int32
 	alarmed atomic.Bool
 
 	// pub is the record as last written, immutable once published.
@@ -87,6 +90,19 @@ type Session struct {
 	exited chan struct{}
 
 	// Owned by the session's goroutine.
+	phase phase
+	// working: a worker runs and owns what follows; the goroutine only
+	// answers requests, and takes nothing else, meanwhile.
+	working bool
+	// stopAsked is a stop asked for while the session starts, to begin
+	// once its command runs.
+	stopAsked *stopRequest
+	// stop is the stop under way (phase stopping), end the end (ending).
+	stop *stopping
+	end  *ending
+	// leaving: the session is being left running for the next daemon,
+	// once its checkpoint is in.
+	leaving    bool
 	rec        ipc.Session
 	child      *proc.Child
 	adopted    bool
@@ -159,7 +175,7 @@ func New(p Params, deps *Deps) *Session {
 	now := deps.Clock.Now()
 	dir := p.Project.Dir()
 	s := newSession(p.ID, p.UID, dir, now, p.Spec, deps)
-	s.inbox = make(chan *message)
+	s.inbox = make(chan request, inboxSize)
 	s.startCtx, s.cancelStart = context.WithCancel(context.Background())
 	s.proj, s.owner = p.Project, p.Owner
 	deadline, warnAt := p.Spec.Deadline(now)
@@ -200,19 +216,21 @@ func Load(rec ipc.Session, spec config.Spec, proj *state.Project, owner *state.O
 		close(s.exited)
 		return s
 	}
-	s.inbox = make(chan *message)
+	s.inbox = make(chan request, inboxSize)
 	return s
 }
 
 // newSession makes what every session has; a session that will run (New,
 // or Load of a live one) gets its inbox and start context from its maker.
 func newSession(id string, uid int, projectDir string, startedAt time.Time, spec config.Spec, deps *Deps) *Session {
-	return &Session{
+	s := &Session{
 		id: id, uid: uid, projectDir: projectDir, projectID: state.ProjectID(projectDir), startedAt: startedAt, spec: spec, deps: deps,
 		dir:     filepath.Join(deps.StateDir, "sessions", id),
-		started: make(chan struct{}), done: make(chan struct{}), exited: make(chan struct{}),
+		started: make(chan struct{}), done: make(chan struct{}), exited: make(chan struct{}), worked: make(chan func(), 1),
 		startCtx: context.Background(), cancelStart: func() {},
 	}
+	s.wakes.Store(1) // held by its maker
+	return s
 }
 
 // logger is the daemon's logger with the session's id on every entry,
@@ -368,119 +386,4 @@ func (s *Session) lastActivity() time.Time {
 		}
 	}
 	return t
-}
-
-// The messages a session's goroutine takes.
-type msgKind int
-
-const (
-	msgStop msgKind = iota
-	msgExtend
-	msgSignal
-	msgReport
-	msgCheckpoint
-	msgLeave
-	msgAgent
-)
-
-type message struct {
-	kind   msgKind
-	reason Reason        // msgStop
-	grace  time.Duration // msgStop: -1 for the spec's stop_grace
-	by     time.Duration // msgExtend
-	sig    unix.Signal   // msgSignal
-	report ipc.Report    // msgReport
-	pid    int           // msgReport: the reporting process
-	root   bool          // msgReport: the caller is root
-	why    string        // msgCheckpoint
-	// byAgent is an extension the agent asked for (msgExtend).
-	byAgent bool
-	payload []byte // msgAgent: the hook's payload
-	reply   chan reply
-}
-
-type reply struct {
-	rec    ipc.Session
-	report ipc.Report
-	ckpt   checkpoint.Result
-	hook   ipc.AgentHookResponse
-	err    error
-}
-
-// ErrEnded is returned for a request that reaches a session after its end.
-var ErrEnded = errors.New("session has ended")
-
-// send delivers m and waits for the answer. A session that ends with m
-// still queued answers ErrEnded.
-func (s *Session) send(ctx context.Context, m message) (reply, error) {
-	m.reply = make(chan reply, 1)
-	s.pending.Add(1)
-	s.kick()
-	select {
-	case s.inbox <- &m:
-		s.pending.Add(-1)
-	case <-s.exited:
-		s.pending.Add(-1)
-		return reply{}, ErrEnded
-	case <-ctx.Done():
-		s.pending.Add(-1)
-		return reply{}, ctx.Err()
-	}
-	select {
-	case r := <-m.reply:
-		return r, r.err
-	case <-s.exited:
-		return reply{}, ErrEnded
-	case <-ctx.Done():
-		return reply{}, ctx.Err()
-	}
-}
-
-// Stop asks the session to stop: the stop signal, grace (-1: the spec's
-// stop_grace), then SIGKILL. It returns once the stop has begun; Done says
-// when the end is on disk. A session still starting stops its start.
-func (s *Session) Stop(ctx context.Context, reason Reason, grace time.Duration) error {
-	s.cancelStart()
-	_, err := s.send(ctx, message{kind: msgStop, reason: reason, grace: grace})
-	return err
-}
-
-// Extend moves the deadline and the warning later by by; byAgent is the
-// agent's own request, capped by the spec's agent_may_extend.
-func (s *Session) Extend(ctx context.Context, by time.Duration, byAgent bool) (ipc.Session, error) {
-	r, err := s.send(ctx, message{kind: msgExtend, by: by, byAgent: byAgent})
-	return r.rec, err
-}
-
-// AgentHook applies one payload of the agent's hooks and answers what the
-// hook should tell the agent.
-func (s *Session) AgentHook(ctx context.Context, payload []byte) (ipc.AgentHookResponse, error) {
-	r, err := s.send(ctx, message{kind: msgAgent, payload: payload})
-	return r.hook, err
-}
-
-// Signal sends sig to the session's process group.
-func (s *Session) Signal(ctx context.Context, sig unix.Signal) error {
-	_, err := s.send(ctx, message{kind: msgSignal, sig: sig})
-	return err
-}
-
-// Report merges what the agent reports into the record; pid is the
-// reporting process, which must belong to the session unless root asks.
-func (s *Session) Report(ctx context.Context, rep ipc.Report, pid int, root bool) (ipc.Report, error) {
-	r, err := s.send(ctx, message{kind: msgReport, report: rep, pid: pid, root: root})
-	return r.report, err
-}
-
-// Checkpoint takes a checkpoint of the project now.
-func (s *Session) Checkpoint(ctx context.Context) (checkpoint.Result, error) {
-	r, err := s.send(ctx, message{kind: msgCheckpoint, why: "requested"})
-	return r.ckpt, err
-}
-
-// Leave lets the session's goroutine go without ending the session, which
-// an upgraded daemon adopts (on_shutdown = "leave").
-func (s *Session) Leave(ctx context.Context) error {
-	_, err := s.send(ctx, message{kind: msgLeave})
-	return err
 }

@@ -22,11 +22,26 @@ import (
 	"github.com/sessiond/sessiond/ipc"
 )
 
+// Start runs the session: a worker starts its command (start), the
+// session answering meanwhile (a stop cancels the start), then the session
+// supervises it until it ends. Started says when the command runs or the
+// start has failed.
+func (s *Session) Start() {
+	s.phase = phaseStarting
+	s.work(func() func() {
+		err := s.start()
+		if err != nil {
+			s.undoStart()
+		}
+		return func() { s.startDone(err) }
+	})
+	s.release()
+}
+
 // start brings the session from starting to running, in the order of
 // DESIGN §4: the session's record, the project's files (context.md), the
-// preflight checks, the sidecars, the watch, the command, the checkpoint
-// schedule, then, the start answered, the lock. Any failure undoes what was
-// started.
+// preflight checks, the sidecars, the watch, the command. It runs on a
+// worker, which owns the session meanwhile.
 func (s *Session) start() (err error) {
 	if err := state.EnsureDir(s.dir); err != nil {
 		return fmt.Errorf("create session directory: %w", err)
@@ -62,7 +77,6 @@ func (s *Session) start() (err error) {
 	// unseen.
 	s.watchProject()
 	if err := s.startCtx.Err(); err != nil {
-		s.undoStart()
 		return ipc.Conflict("session %s was stopped while starting", s.id)
 	}
 	var child *proc.Child
@@ -74,7 +88,6 @@ func (s *Session) start() (err error) {
 		})
 	}
 	if err != nil {
-		s.undoStart()
 		return ipc.BadRequest("%w", err)
 	}
 	s.child = child
@@ -89,9 +102,38 @@ func (s *Session) start() (err error) {
 	// itself running, not starting, even while the record is written.
 	s.publish()
 	_ = s.commit()
+	return nil
+}
+
+// stepStarting: the start's worker runs; a stop cancels it (or, once the
+// command runs, stops the session), anything else waits for the start.
+func (s *Session) stepStarting(ev event) {
+	if ev.what != gotRequest {
+		return
+	}
+	switch r := ev.req.(type) {
+	case *stopRequest:
+		s.cancelStart()
+		if s.stopAsked == nil || (r.grace >= 0 && (s.stopAsked.grace < 0 || r.grace < s.stopAsked.grace)) {
+			s.stopAsked = r
+		}
+		r.reply <- nil
+	default:
+		r.refuse(ipc.Conflict("session %s is still starting (preflight, sidecars); try again once it runs", s.id))
+	}
+}
+
+// startDone ends the start, on the session's goroutine: the session
+// supervises its command from now on (and stops it at once if a stop came
+// meanwhile), or it failed.
+func (s *Session) startDone(err error) {
+	if err != nil {
+		s.fail(err)
+		return
+	}
 	s.schedule()
 	s.logger().Info("session started", zap.String("command", filepath.Base(s.spec.Command[0])),
-		zap.Int("args", len(s.spec.Command)-1), zap.String("dir", s.projectDir), zap.Int("pid", child.PID))
+		zap.Int("args", len(s.spec.Command)-1), zap.String("dir", s.projectDir), zap.Int("pid", s.child.PID))
 	s.logger().Debug("session argv", zap.Strings("command", s.command))
 	close(s.started)
 	// The lock says what the record says (it is for people and for the
@@ -104,7 +146,11 @@ func (s *Session) start() (err error) {
 	// are its prompt. The record the event carries has the command whole,
 	// for those who may see it.
 	s.emit(ipc.EventStarted, fmt.Sprintf("started %s in %s", commandSummary(s.spec.Command), s.projectDir), s.Snapshot())
-	return nil
+	s.supervise()
+	if r := s.stopAsked; r != nil {
+		s.stopAsked = nil
+		s.beginStop(r.reason, r.grace)
+	}
 }
 
 // undoStart stops what a start began before it failed.
@@ -117,9 +163,8 @@ func (s *Session) undoStart() {
 	}
 }
 
-// fail records a session that could not start.
+// fail records a session that could not start, what it began undone.
 func (s *Session) fail(err error) {
-	s.undoStart()
 	now := s.deps.Clock.Now()
 	s.rec.State = ipc.StateFailed
 	s.rec.EndedAt = &now
@@ -133,6 +178,7 @@ func (s *Session) fail(err error) {
 	if s.deps.OnEnd != nil {
 		s.deps.OnEnd(s)
 	}
+	s.phase = phaseOver
 }
 
 // gitTimeout bounds the git facts collected at a session's start and end.

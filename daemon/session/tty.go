@@ -228,58 +228,6 @@ func (s *Session) FinalScreen() (ipc.TermScreen, error) {
 	return term.ReadFinalScreen(s.dir)
 }
 
-// RecoverTerminal takes over a tty session that an earlier daemon
-// recorded as live, after a restart: its holder is found again and the
-// session adopted, with the exit status still to come from the holder
-// (true). A command that ended while no daemon ran ends the session with
-// the status its holder recorded; a holder that is gone without one ends
-// it as crashed (false).
-func (s *Session) RecoverTerminal(ctx context.Context) bool {
-	if s.rec.EndedAt != nil {
-		s.Recover()
-		return false
-	}
-	h, err := term.Connect(ctx, s.dir)
-	if err == nil {
-		if info := h.Info(); info.ChildPID != s.rec.PID || (s.rec.StartTime != 0 && info.ChildStart != s.rec.StartTime) {
-			err = fmt.Errorf("its holder runs pid %d, the record says %d", info.ChildPID, s.rec.PID)
-		}
-	}
-	var exited *term.ExitedError
-	switch {
-	case err == nil:
-		s.Adopt(s.attachHolder(h))
-		return true
-	case errors.As(err, &exited):
-		s.endObserved(exited.Exit)
-		return false
-	}
-	s.warnRecord(fmt.Sprintf("the terminal holder was gone after a daemon restart: %v", err))
-	s.logger().Warn("terminal holder gone", zap.Error(err))
-	s.Recover()
-	return false
-}
-
-// endObserved ends a session whose command ended while no daemon ran, with
-// the exit status its terminal holder recorded.
-func (s *Session) endObserved(ex ipc.TermExit) {
-	close(s.started)
-	go func() {
-		defer close(s.exited)
-		child, report := proc.Watched(s.rec.PID, s.rec.StartTime)
-		exit := proc.Exit{Code: ex.Code, Signal: ex.Signal}
-		report(exit)
-		s.child = child
-		s.warnRecord(fmt.Sprintf("the command ended at %s while no daemon ran (%s, as its terminal holder recorded)", ex.ExitedAt.Format(time.RFC3339), ex))
-		s.ckpt.last = s.startedAt
-		reason := reasonOf(exit.Code)
-		if r := Reason(s.rec.EndReason); s.rec.State == ipc.StateStopping && r.Valid() {
-			reason = r // the stop an earlier daemon began
-		}
-		s.end(reason, exit)
-	}()
-}
-
 // termCredential is who the holder runs the command as: the session's
 // user's ids and groups, nil for the daemon's own.
 func (s *Session) termCredential() *term.Credential {

@@ -98,32 +98,10 @@ const recoverTimeout = time.Minute
 // recoverLive adopts a live session (true) or ends one whose process is
 // gone (false).
 func (d *Service) recoverLive(s *session.Session) bool {
-	rec := s.Snapshot()
-	if rec.State == ipc.StateStarting {
-		// Its command may have been spawned just before the crash; the
-		// sweep kills it, as it belongs to no live session.
-		s.Recover()
-		return false
-	}
-	if rec.TTY {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		return s.RecoverTerminal(ctx)
-	}
-	if rec.PID > 0 && rec.BootID == d.deps.BootID && proc.Alive(rec.PID, rec.StartTime) {
-		child, err := proc.Adopt(rec.PID, rec.StartTime)
-		if err == nil {
-			d.logs.Adopt(s.LogPath())
-			s.Adopt(child)
-			return true
-		}
-		d.log.Warn("cannot adopt live session; killing it", zap.String("session", rec.ID), zap.Error(err))
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		proc.KillSession(ctx, rec.ID, rec.PID, false)
-		cancel()
-	}
-	s.Recover()
-	return false
+	// A terminal holder is asked over its socket: bounded.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return s.Recover(ctx)
 }
 
 // sweepOrphans kills processes of this daemon's sessions (known by the

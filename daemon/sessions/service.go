@@ -30,12 +30,6 @@ type Notifications interface {
 	LoadProject(p *state.Project)
 }
 
-// LogAdopter is told of the log of a session adopted from an earlier
-// daemon, before it is watched.
-type LogAdopter interface {
-	Adopt(path string)
-}
-
 // Options are what the sessions service is built from.
 type Options struct {
 	Config   *config.Config
@@ -46,7 +40,6 @@ type Options struct {
 	Deps          *session.Deps
 	Worktrees     *worktree.Service
 	Notifications Notifications
-	Logs          LogAdopter
 	// Events is where the restart policy's events go.
 	Events restart.Publisher
 }
@@ -60,7 +53,6 @@ type Service struct {
 	deps      *session.Deps
 	worktrees *worktree.Service
 	notes     Notifications
-	logs      LogAdopter
 	restarts  *restart.Restarter
 	usage     *usageMeter
 	trim      historyTrimmer
@@ -82,7 +74,7 @@ var (
 func New(opt Options) *Service {
 	s := &Service{
 		cfg: opt.Config, log: opt.Log, clock: opt.Deps.Clock, reg: opt.Registry, deps: opt.Deps,
-		worktrees: opt.Worktrees, notes: opt.Notifications, logs: opt.Logs, usage: newUsageMeter(opt.Deps.Clock),
+		worktrees: opt.Worktrees, notes: opt.Notifications, usage: newUsageMeter(opt.Deps.Clock),
 	}
 	s.trim.clock = opt.Deps.Clock
 	s.restarts = restart.New(s, opt.Events, opt.Deps.Clock, opt.Log.Named("restart"))
