@@ -196,6 +196,10 @@ type SkippedProc struct {
 	Reason string `json:"reason"`
 }
 
+// ResumeLast is StartRequest.Resume for the project's last conversation
+// (--resume without a value).
+const ResumeLast = "last"
+
 // StartRequest asks for a new session. Empty fields take the project's
 // sessiond.toml value, else the daemon's default.
 type StartRequest struct {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/ipc"
+	"github.com/sessiond/sessiond/ipc/startflags"
 )
 
 func (a *app) printJSON(v any) error {
@@ -46,7 +47,7 @@ func (a *app) passJSON(data []byte, err error) error {
 }
 
 func (a *app) startCmd() *cobra.Command {
-	var flags ipc.StartFlags
+	var flags startflags.Flags
 	var wait, quiet bool
 	var count int
 	cmd := &cobra.Command{
@@ -148,7 +149,7 @@ func dirsAndCommand(cmd *cobra.Command, args []string) (dirs, command []string, 
 
 // startBatch starts count sessions in each of dirs in one request, and
 // prints each one's id, or why it did not start.
-func (a *app) startBatch(ctx context.Context, flags *ipc.StartFlags, dirs, command []string, count int, quiet bool) error {
+func (a *app) startBatch(ctx context.Context, flags *startflags.Flags, dirs, command []string, count int, quiet bool) error {
 	var reqs []ipc.StartRequest
 	for _, dir := range dirs {
 		abs, err := absDir(dir)

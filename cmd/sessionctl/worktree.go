@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sessiond/sessiond/ipc"
+	"github.com/sessiond/sessiond/ipc/startflags"
 )
 
 // worktreesCmd is `sessionctl worktrees [REPO]`.
@@ -174,7 +175,7 @@ func worktreeLine(w *ipc.Worktree) string {
 
 // worktreeHint adds to a start's usage error with two arguments what
 // --worktree NAME (with a space) did: pflag took NAME as the directory.
-func worktreeHint(cmd *cobra.Command, flags *ipc.StartFlags, err error) error {
+func worktreeHint(cmd *cobra.Command, flags *startflags.Flags, err error) error {
 	pos := cmd.Flags().Args()
 	if dash := cmd.ArgsLenAtDash(); dash >= 0 {
 		pos = pos[:dash]

@@ -19,12 +19,13 @@ import (
 	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/daemon"
 	"github.com/sessiond/sessiond/ipc"
+	"github.com/sessiond/sessiond/ipc/startflags"
 )
 
 // execFlags are sessiond exec's own flags, beside the session's.
 type execFlags struct {
 	run             runFlags
-	start           ipc.StartFlags
+	start           startflags.Flags
 	deadlineFromEnv string
 	quiet           bool
 	json            bool

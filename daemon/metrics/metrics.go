@@ -65,8 +65,8 @@ func New(src Sources) *Metrics {
 	m.restarts = counter("session_restarts_total", "Sessions restarted by their restart policy or by sessionctl restart.")
 	m.warnings = counter("session_warnings_total", "Warnings given before a deadline.")
 	m.ends = newCounterVec("sessiond_session_ends_total", "Sessions ended, by end reason.", "reason")
-	for _, r := range []string{ipc.EndComplete, ipc.EndError, ipc.EndTimeout, ipc.EndIdle, ipc.EndInterrupted, ipc.EndCrashed, ipc.EndBudget, ipc.EndWaiting} {
-		m.ends.with(r)
+	for _, e := range ipc.Ends {
+		m.ends.with(e.Reason)
 	}
 	m.warningLate = hist("warning_lateness_seconds", "How late the warning was given, after its scheduled time.", latenessBuckets)
 	m.deadlineLate = hist("deadline_lateness_seconds", "How late a session's stop began, after its deadline.", latenessBuckets)

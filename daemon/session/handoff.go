@@ -265,7 +265,7 @@ func taskStatus(reason Reason, rep ipc.Report) string {
 	case state.TaskCompleted, state.TaskInProgress, state.TaskBlocked, state.TaskFailed:
 		return rep.Status
 	}
-	return reason.policy().status
+	return reason.policy().Status
 }
 
 func featureLine(f state.Feature) string {

@@ -10,8 +10,8 @@ import (
 	"github.com/sessiond/sessiond/ipc"
 )
 
-// Reason is why a session ended. Each carries its policies, in the table
-// below: adding an end reason is one entry there.
+// Reason is why a session ended; what follows from each is its entry in
+// ipc.Ends, and the warning its handoff gives (warnings).
 type Reason string
 
 // End reasons (DESIGN §4).
@@ -26,38 +26,26 @@ const (
 	Budget      Reason = ipc.EndBudget
 )
 
-// policy is what follows from an end reason.
-type policy struct {
-	// failure: restart = "on-failure" restarts the session after it.
-	failure bool
-	// requested: the end was asked for; no restart policy restarts it.
-	requested bool
-	// status is the task status when the agent reported none.
-	status string
-	// warning is what the handoff tells the next session, "" for nothing.
-	warning func(spec config.Spec, end string) string
-}
-
-var policies = map[Reason]policy{
-	Complete: {status: state.TaskCompleted},
-	Error: {failure: true, status: state.TaskFailed, warning: func(_ config.Spec, end string) string {
+// warnings are what the handoff tells the next session after an end of
+// each reason (ipc.Ends holds the rest of what follows from it); a reason
+// without one tells nothing.
+var warnings = map[Reason]func(spec config.Spec, end string) string{
+	Error: func(_ config.Spec, end string) string {
 		return "the command failed (" + end + "): see log_tail"
-	}},
-	Timeout: {status: state.TaskInProgress, warning: func(spec config.Spec, _ string) string {
+	},
+	Timeout: func(spec config.Spec, _ string) string {
 		return "the session hit its deadline (" + spec.Timeout.String() + "): work may be unfinished mid-step"
-	}},
-	Idle: {status: state.TaskInProgress, warning: func(spec config.Spec, _ string) string {
+	},
+	Idle: func(spec config.Spec, _ string) string {
 		return "the session was stopped after " + spec.IdleTimeout.String() + " without output or file changes: it may have been stuck"
-	}},
-	Interrupted: {requested: true, status: state.TaskInProgress},
-	Crashed: {failure: true, status: state.TaskInProgress, warning: func(config.Spec, string) string {
+	},
+	Crashed: func(config.Spec, string) string {
 		return "the session's end was not observed (the daemon stopped): check the work tree before going on"
-	}},
-	Waiting: {status: state.TaskInProgress, warning: func(spec config.Spec, _ string) string {
+	},
+	Waiting: func(spec config.Spec, _ string) string {
 		return "the session was stopped after its agent waited " + spec.WaitingTimeout.String() + " for input (waiting_timeout): answer what it asked, then resume its conversation"
-	}},
-	// A spent budget is not restarted: a restart would spend more.
-	Budget: {requested: true, status: state.TaskInProgress, warning: func(spec config.Spec, _ string) string {
+	},
+	Budget: func(spec config.Spec, _ string) string {
 		var caps []string
 		if spec.MaxTokens > 0 {
 			caps = append(caps, fmt.Sprintf("max_tokens %d", spec.MaxTokens))
@@ -66,19 +54,26 @@ var policies = map[Reason]policy{
 			caps = append(caps, fmt.Sprintf("max_cost_usd %.2f", spec.MaxCostUSD))
 		}
 		return "the session was stopped at its budget (" + strings.Join(caps, ", ") + "): work may be unfinished mid-step"
-	}},
+	},
+}
+
+// policy is what follows from an end reason.
+type policy struct {
+	ipc.End
+	// warning is what the handoff tells the next session, nil for nothing.
+	warning func(spec config.Spec, end string) string
 }
 
 func (r Reason) policy() policy {
-	if p, ok := policies[r]; ok {
-		return p
+	if e, ok := ipc.EndOf(string(r)); ok {
+		return policy{End: e, warning: warnings[r]}
 	}
-	return policy{status: state.TaskInProgress}
+	return policy{End: ipc.End{Status: state.TaskInProgress}}
 }
 
 // Valid reports whether r is a known end reason.
 func (r Reason) Valid() bool {
-	_, ok := policies[r]
+	_, ok := ipc.EndOf(string(r))
 	return ok
 }
 
@@ -99,9 +94,9 @@ func reasonOf(code int) Reason {
 func RestartDecision(spec config.Spec, reason Reason, exitKnown bool, history []time.Time, now time.Time) Restart {
 	p := reason.policy()
 	switch {
-	case p.requested || spec.Restart == config.RestartNo || spec.Restart == "":
+	case p.Requested || spec.Restart == config.RestartNo || spec.Restart == "":
 		return Restart{}
-	case spec.Restart == config.RestartOnFailure && !p.failure:
+	case spec.Restart == config.RestartOnFailure && !p.Failure:
 		return Restart{}
 	case spec.Restart == config.RestartOnFailure && reason == Error && !exitKnown:
 		return Restart{Why: "not restarted: exit status unknown (adopted session)"}

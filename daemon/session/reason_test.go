@@ -58,12 +58,22 @@ func TestRestartDelay(t *testing.T) {
 }
 
 func TestEveryReasonHasAPolicy(t *testing.T) {
-	for _, r := range []Reason{Complete, Error, Timeout, Idle, Interrupted, Crashed} {
-		if !r.Valid() || r.policy().status == "" {
+	for _, r := range []Reason{Complete, Error, Timeout, Idle, Interrupted, Crashed, Waiting, Budget} {
+		if !r.Valid() || r.policy().Status == "" {
 			t.Errorf("reason %s has no policy", r)
 		}
 	}
 	if Reason("bogus").Valid() {
 		t.Error("an unknown reason is valid")
+	}
+}
+
+// TestWarningsAreOfEndReasons: a handoff warning is only ever given for an
+// end reason of ipc.Ends, the one table of them.
+func TestWarningsAreOfEndReasons(t *testing.T) {
+	for r := range warnings {
+		if !r.Valid() {
+			t.Errorf("a warning for %q, which is no end reason of ipc.Ends", r)
+		}
 	}
 }

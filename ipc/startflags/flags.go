@@ -1,4 +1,8 @@
-package ipc
+// Package startflags holds the flags that say how to run a session,
+// shared by `sessionctl start` and `sessiond exec` so that both take the
+// same spec and make the same ipc.StartRequest of it. It keeps the flag
+// library out of package ipc.
+package startflags
 
 import (
 	"fmt"
@@ -7,12 +11,13 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sessiond/sessiond/config"
+	"github.com/sessiond/sessiond/ipc"
 )
 
-// StartFlags are the flags that say how to run a session, shared by
+// Flags are the flags that say how to run a session, shared by
 // `sessionctl start` and `sessiond exec` so that both take the same spec.
-type StartFlags struct {
-	req        StartRequest
+type Flags struct {
+	req        ipc.StartRequest
 	env        []string
 	checkpoint string
 	tty        bool
@@ -21,11 +26,8 @@ type StartFlags struct {
 	fs         *pflag.FlagSet
 }
 
-// ResumeLast is --resume without a value: the project's last conversation.
-const ResumeLast = "last"
-
 // Bind adds the flags to fs.
-func (f *StartFlags) Bind(fs *pflag.FlagSet) {
+func (f *Flags) Bind(fs *pflag.FlagSet) {
 	f.fs = fs
 	fs.StringVar(&f.req.Name, "name", "", "session name (default the project directory's name)")
 	fs.StringVar(&f.req.Timeout, "timeout", "", "deadline after start (default 4h)")
@@ -43,7 +45,7 @@ func (f *StartFlags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.req.Agent, "agent", "", "the agent the command runs: auto, claude-code, codex, generic (default auto)")
 	fs.BoolVar(&f.noAgent, "no-agent-integration", false, "run even a recognised agent untouched (no hooks, no session id, no MCP server)")
 	fs.StringVar(&f.req.Resume, "resume", "", "continue an agent conversation: its id, a session's, or a project directory's last (no value: this project's last)")
-	fs.Lookup("resume").NoOptDefVal = ResumeLast
+	fs.Lookup("resume").NoOptDefVal = ipc.ResumeLast
 	fs.StringVar(&f.req.WaitingTimeout, "waiting-timeout", "", "stop when the agent has waited this long for input (default off)")
 	fs.Int64Var(&f.req.MaxTokens, "max-tokens", 0, "token budget of the agent (default none)")
 	fs.Float64Var(&f.req.MaxCostUSD, "max-cost-usd", 0, "cost budget of the agent in USD, where it reports cost (default none)")
@@ -53,11 +55,11 @@ func (f *StartFlags) Bind(fs *pflag.FlagSet) {
 // Request returns the start request the flags describe for the project
 // directory dir and the command (nil: the project's). A malformed value is
 // an error naming the flag, found before any request is sent.
-func (f *StartFlags) Request(dir string, command []string) (StartRequest, error) {
+func (f *Flags) Request(dir string, command []string) (ipc.StartRequest, error) {
 	req := f.req
 	req.Dir, req.Command = dir, command
 	if req.Name != "" {
-		if err := CheckName(req.Name); err != nil {
+		if err := ipc.CheckName(req.Name); err != nil {
 			return req, fmt.Errorf("--%w", err)
 		}
 	}

@@ -1,4 +1,4 @@
-package ipc
+package startflags
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sessiond/sessiond/config"
+	"github.com/sessiond/sessiond/ipc"
 )
 
 // worktreeByID is --worktree given without a name: the worktree is named
@@ -15,14 +16,14 @@ import (
 const worktreeByID = "@id"
 
 // bindWorktree adds --worktree[=NAME] and --from REF.
-func (f *StartFlags) bindWorktree(fs *pflag.FlagSet) {
+func (f *Flags) bindWorktree(fs *pflag.FlagSet) {
 	fs.StringVar(&f.worktree, "worktree", "", "run in a git worktree of DIR's repository on branch sessiond/NAME, made if new (--worktree alone: NAME is the session id)")
 	fs.Lookup("worktree").NoOptDefVal = worktreeByID
 	fs.StringVar(&f.req.From, "from", "", "with --worktree: the ref a new worktree starts from (default HEAD)")
 }
 
 // worktreeRequest puts the worktree flags into req.
-func (f *StartFlags) worktreeRequest(req *StartRequest) error {
+func (f *Flags) worktreeRequest(req *ipc.StartRequest) error {
 	given := f.fs != nil && f.fs.Changed("worktree")
 	if !given {
 		if req.From != "" {
@@ -45,6 +46,6 @@ func (f *StartFlags) worktreeRequest(req *StartRequest) error {
 
 // WorktreeNameGiven reports whether --worktree was given without a value
 // (pflag then takes a NAME after a space for a positional argument).
-func (f *StartFlags) WorktreeNameGiven() bool {
+func (f *Flags) WorktreeNameGiven() bool {
 	return f.fs != nil && f.fs.Changed("worktree") && f.worktree != worktreeByID
 }
