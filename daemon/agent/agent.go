@@ -2,7 +2,11 @@ package agent
 
 import (
 	"context"
+	"io/fs"
+	"os"
 	"time"
+
+	"github.com/sessiond/sessiond/daemon/state"
 )
 
 // Adapter is what sessiond knows of one agent. Its methods are safe for
@@ -73,7 +77,33 @@ type Launch struct {
 	// where the agent, running as another user than the daemon, can read
 	// them. It returns the file's path.
 	Write func(name string, data []byte) (path string, err error)
+	// Files reads the user's own files the command line or the environment
+	// names (--settings, $CODEX_HOME/config.toml) with the session user's
+	// rights; nil is the daemon's own.
+	Files FS
 }
+
+// FS is how an adapter reads a user's files: with the session user's
+// rights, non-blocking, regular files only, bounded (state.Files is one).
+type FS interface {
+	Open(path string) (*os.File, error)
+	ReadFile(path string, limit int64) ([]byte, error)
+	Stat(path string) (fs.FileInfo, error)
+	ReadDir(path string, max int) ([]fs.FileInfo, error)
+	Resolve(path string) (string, error)
+}
+
+// filesOr is f, or for nil the daemon's own files.
+func filesOr(f FS) FS {
+	if f == nil {
+		return state.FilesOf(nil)
+	}
+	return f
+}
+
+// maxListed bounds the entries an adapter reads of one directory of an
+// agent's home.
+const maxListed = 100000
 
 // Budget is a session's cap on tokens and cost; zero fields are no cap.
 type Budget struct {
@@ -187,6 +217,9 @@ type Query struct {
 	Since      time.Time
 	// Env is the agent's environment (K=V); nil means this process's.
 	Env []string
+	// Files reads the agent's home with the session user's rights; nil is
+	// the daemon's own.
+	Files FS
 }
 
 // Conversation is an agent's conversation on disk.
@@ -202,4 +235,7 @@ type TranscriptOptions struct {
 	// EventsSince drops the events of lines stamped before it (a resumed
 	// conversation's history); their usage is still counted.
 	EventsSince time.Time
+	// Files opens the transcript with the session user's rights; nil is
+	// the daemon's own.
+	Files FS
 }

@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -181,7 +179,7 @@ func (a claudeCode) Prepare(ctx context.Context, l Launch) (Plan, error) {
 	}
 
 	args := c.args
-	settings, err := claudeUserSettings(c, l.ProjectDir)
+	settings, err := claudeUserSettings(c, l.ProjectDir, filesOr(l.Files))
 	if err != nil {
 		p.Notices = append(p.Notices, fmt.Sprintf("sessiond's hooks are left out: %v", err))
 	} else {
@@ -255,7 +253,7 @@ func (claudeCode) Resume(argv []string, conversationID string) ([]string, error)
 // claudeUserSettings reads the user's own --settings (a file, or JSON given
 // inline), which sessiond's settings file must include: Claude Code keeps
 // only the last --settings it is given. No --settings is an empty object.
-func claudeUserSettings(c claudeCommand, projectDir string) (map[string]any, error) {
+func claudeUserSettings(c claudeCommand, projectDir string, files FS) (map[string]any, error) {
 	o, ok := c.scan.last("--settings")
 	if !ok {
 		return map[string]any{}, nil
@@ -269,7 +267,7 @@ func claudeUserSettings(c claudeCommand, projectDir string) (map[string]any, err
 		}
 		where = "--settings " + path
 		var err error
-		if data, err = readCapped(path, 1<<20); err != nil {
+		if data, err = files.ReadFile(path, 1<<20); err != nil {
 			return nil, fmt.Errorf("read %s: %w", where, err)
 		}
 	}
@@ -286,30 +284,6 @@ func claudeUserSettings(c claudeCommand, projectDir string) (map[string]any, err
 		}
 	}
 	return m, nil
-}
-
-// readCapped reads a regular file of at most limit bytes.
-func readCapped(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("larger than %d bytes", limit)
-	}
-	return data, nil
 }
 
 // claudeSettings is the user's settings with sessiond's hooks added after
@@ -389,16 +363,17 @@ func claudeTranscriptPath(env []string, projectDir, id string) string {
 }
 
 func (claudeCode) Locate(ctx context.Context, q Query) (Conversation, error) {
+	files := filesOr(q.Files)
 	projects := filepath.Join(claudeConfigDir(q.Env), "projects")
 	if q.ConversationID != "" {
 		id, err := ParseConversationID(q.ConversationID)
 		if err != nil {
 			return Conversation{}, err
 		}
-		if p := claudeTranscriptPath(q.Env, q.ProjectDir, id); p != "" && isRegular(p) {
+		if p := claudeTranscriptPath(q.Env, q.ProjectDir, id); p != "" && isRegular(files, p) {
 			return Conversation{ID: id, TranscriptPath: p}, nil
 		}
-		entries, err := os.ReadDir(projects)
+		entries, err := files.ReadDir(projects, maxListed)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return Conversation{}, fmt.Errorf("look for conversation %s: %w", id, err)
 		}
@@ -406,7 +381,7 @@ func (claudeCode) Locate(ctx context.Context, q Query) (Conversation, error) {
 			if err := ctx.Err(); err != nil {
 				return Conversation{}, err
 			}
-			if p := filepath.Join(projects, e.Name(), id+".jsonl"); e.IsDir() && isRegular(p) {
+			if p := filepath.Join(projects, e.Name(), id+".jsonl"); e.IsDir() && isRegular(files, p) {
 				return Conversation{ID: id, TranscriptPath: p}, nil
 			}
 		}
@@ -416,7 +391,7 @@ func (claudeCode) Locate(ctx context.Context, q Query) (Conversation, error) {
 		return Conversation{}, fmt.Errorf("%w: neither a conversation id nor a project to look in", ErrNoConversation)
 	}
 	dir := filepath.Join(projects, claudeProjectKey(q.ProjectDir))
-	entries, err := os.ReadDir(dir)
+	entries, err := files.ReadDir(dir, maxListed)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return Conversation{}, fmt.Errorf("look for conversations in %s: %w", dir, err)
 	}
@@ -430,8 +405,7 @@ func (claudeCode) Locate(ctx context.Context, q Query) (Conversation, error) {
 		if err != nil {
 			continue
 		}
-		fi, err := e.Info()
-		if err != nil || !fi.Mode().IsRegular() || fi.ModTime().Before(q.Since) {
+		if !e.Mode().IsRegular() || e.ModTime().Before(q.Since) {
 			continue
 		}
 		found = append(found, Conversation{ID: id, TranscriptPath: filepath.Join(dir, e.Name())})
@@ -454,8 +428,8 @@ func oneConversation(found []Conversation, where string, q Query) (Conversation,
 	return Conversation{}, fmt.Errorf("%w: %s in %s", ErrAmbiguousConversation, strings.Join(ids, ", "), where)
 }
 
-func isRegular(path string) bool {
-	fi, err := os.Stat(path)
+func isRegular(files FS, path string) bool {
+	fi, err := files.Stat(path)
 	return err == nil && fi.Mode().IsRegular()
 }
 

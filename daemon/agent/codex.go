@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -246,7 +245,7 @@ func (a codex) Prepare(ctx context.Context, l Launch) (Plan, error) {
 	}
 	p.Interactive = l.TTY && c.interactive()
 
-	userNotify, err := codexUserNotify(c, l.Env)
+	userNotify, err := codexUserNotify(c, l.Env, filesOr(l.Files))
 	if err != nil {
 		p.Notices = append(p.Notices, err.Error())
 	}
@@ -298,7 +297,7 @@ func isNotifyOverride(kv string) bool {
 
 // codexUserNotify is the user's own notify program: the last -c notify=...
 // on the command line, else the notify of $CODEX_HOME/config.toml.
-func codexUserNotify(c codexCommand, env []string) ([]string, error) {
+func codexUserNotify(c codexCommand, env []string, files FS) ([]string, error) {
 	var value string
 	for _, o := range c.options {
 		if (o.Name == "-c" || o.Name == "--config") && len(o.Values) > 0 && isNotifyOverride(o.Values[0]) {
@@ -313,7 +312,7 @@ func codexUserNotify(c codexCommand, env []string) ([]string, error) {
 		return v.Notify, nil
 	}
 	path := filepath.Join(codexHome(env), "config.toml")
-	data, err := readCapped(path, 1<<20)
+	data, err := files.ReadFile(path, 1<<20)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
@@ -419,6 +418,7 @@ const codexMetaLimit = 1 << 20
 // the file name, or by the first line's working directory and time, never
 // reading more of a file than that first line.
 func (codex) Locate(ctx context.Context, q Query) (Conversation, error) {
+	files := filesOr(q.Files)
 	sessions := filepath.Join(codexHome(q.Env), "sessions")
 	if q.ConversationID != "" {
 		id, err := ParseConversationID(q.ConversationID)
@@ -434,16 +434,15 @@ func (codex) Locate(ctx context.Context, q Query) (Conversation, error) {
 			days = codexDays(sessions, time.Unix(sec, nsec), time.Unix(sec, nsec))
 		}
 		for _, d := range days {
-			if c, ok := codexFind(d, suffix, id); ok {
+			if c, ok := codexFind(files, d, suffix, id); ok {
 				return c, nil
 			}
 		}
-		all, _ := filepath.Glob(filepath.Join(globEscape(sessions), "[0-9]*", "[0-9]*", "[0-9]*"))
-		for _, d := range all {
+		for _, d := range codexAllDays(files, sessions) {
 			if err := ctx.Err(); err != nil {
 				return Conversation{}, err
 			}
-			if c, ok := codexFind(d, suffix, id); ok {
+			if c, ok := codexFind(files, d, suffix, id); ok {
 				return c, nil
 			}
 		}
@@ -452,11 +451,11 @@ func (codex) Locate(ctx context.Context, q Query) (Conversation, error) {
 	if q.ProjectDir == "" {
 		return Conversation{}, fmt.Errorf("%w: neither a conversation id nor a project to look in", ErrNoConversation)
 	}
-	want := sameDir(q.ProjectDir)
+	want := sameDir(files, q.ProjectDir)
 	since := q.Since.Add(-time.Second)
 	var found []Conversation
 	for _, d := range codexDays(sessions, q.Since, time.Now()) {
-		entries, err := os.ReadDir(d)
+		entries, err := files.ReadDir(d, maxListed)
 		if err != nil {
 			continue
 		}
@@ -468,12 +467,11 @@ func (codex) Locate(ctx context.Context, q Query) (Conversation, error) {
 			if !strings.HasPrefix(name, "rollout-") || !strings.HasSuffix(name, ".jsonl") {
 				continue
 			}
-			fi, err := e.Info()
-			if err != nil || !fi.Mode().IsRegular() || fi.ModTime().Before(since) {
+			if !e.Mode().IsRegular() || e.ModTime().Before(since) {
 				continue
 			}
 			path := filepath.Join(d, name)
-			meta, err := readCodexMeta(path)
+			meta, err := readCodexMeta(files, path)
 			if err != nil || !want(meta.Payload.Cwd) {
 				continue
 			}
@@ -515,26 +513,43 @@ func codexDays(sessions string, from, to time.Time) []string {
 }
 
 // codexFind looks in one day directory for the rollout ending in suffix.
-func codexFind(dir, suffix, id string) (Conversation, bool) {
-	entries, err := os.ReadDir(dir)
+func codexFind(files FS, dir, suffix, id string) (Conversation, bool) {
+	entries, err := files.ReadDir(dir, maxListed)
 	if err != nil {
 		return Conversation{}, false
 	}
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "rollout-") && strings.HasSuffix(e.Name(), suffix) {
-			p := filepath.Join(dir, e.Name())
-			if isRegular(p) {
-				return Conversation{ID: id, TranscriptPath: p}, true
-			}
+		if strings.HasPrefix(e.Name(), "rollout-") && strings.HasSuffix(e.Name(), suffix) && e.Mode().IsRegular() {
+			return Conversation{ID: id, TranscriptPath: filepath.Join(dir, e.Name())}, true
 		}
 	}
 	return Conversation{}, false
 }
 
+// codexAllDays are the day directories (YYYY/MM/DD) under sessions.
+func codexAllDays(files FS, sessions string) []string {
+	var out []string
+	level := []string{sessions}
+	for range 3 {
+		var next []string
+		for _, d := range level {
+			entries, _ := files.ReadDir(d, maxListed)
+			for _, e := range entries {
+				if e.IsDir() && e.Name() != "" && e.Name()[0] >= '0' && e.Name()[0] <= '9' {
+					next = append(next, filepath.Join(d, e.Name()))
+				}
+			}
+		}
+		level = next
+	}
+	out = append(out, level...)
+	return out
+}
+
 // readCodexMeta reads a rollout's first line, and no more.
-func readCodexMeta(path string) (codexSessionMeta, error) {
+func readCodexMeta(files FS, path string) (codexSessionMeta, error) {
 	var m codexSessionMeta
-	f, err := os.Open(path)
+	f, err := files.Open(path)
 	if err != nil {
 		return m, err
 	}
@@ -558,18 +573,19 @@ func readCodexMeta(path string) (codexSessionMeta, error) {
 }
 
 // sameDir returns a test of whether a directory is dir, symlinks resolved.
-func sameDir(dir string) func(string) bool {
+// A directory a rollout names is resolved with the user's rights.
+func sameDir(files FS, dir string) func(string) bool {
 	dir = filepath.Clean(dir)
-	real, _ := filepath.EvalSymlinks(dir)
+	real, _ := files.Resolve(dir)
 	return func(d string) bool {
-		if d == "" {
+		if d == "" || !filepath.IsAbs(d) {
 			return false
 		}
 		d = filepath.Clean(d)
 		if d == dir || d == real {
 			return true
 		}
-		r, err := filepath.EvalSymlinks(d)
+		r, err := files.Resolve(d)
 		return err == nil && (r == dir || r == real)
 	}
 }

@@ -112,7 +112,7 @@ func (t *Transcript) Read(ctx context.Context) (TranscriptUpdate, error) {
 }
 
 func (t *Transcript) read(ctx context.Context) error {
-	f, err := os.Open(t.path)
+	f, err := filesOr(t.opts.Files).Open(t.path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("%w: %s: %w", ErrNoTranscript, t.path, fs.ErrNotExist)
@@ -123,9 +123,6 @@ func (t *Transcript) read(ctx context.Context) error {
 	fi, err := f.Stat()
 	if err != nil {
 		return fmt.Errorf("read transcript %s: %w", t.path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("read transcript %s: not a regular file", t.path)
 	}
 	switch {
 	case t.fi != nil && !os.SameFile(t.fi, fi):

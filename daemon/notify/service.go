@@ -42,9 +42,11 @@ type Subject struct {
 }
 
 // Sessions says what notifications need to know of a session: the
-// registry's answer, through the daemon's wiring.
+// registry's answer, through the daemon's wiring. Without full, Env and
+// HandoffFile are left out (what decides whether a rule wants the event
+// costs no more than a lookup).
 type Sessions interface {
-	Subject(id string) (Subject, bool)
+	Subject(id string, full bool) (Subject, bool)
 }
 
 // Service feeds the daemon's events to its notifier and serves the
@@ -172,7 +174,7 @@ func (x *Service) Observe(ev ipc.Event) {
 	default:
 		return
 	}
-	sub, found := x.sessions.Subject(ev.SessionID)
+	sub, found := x.sessions.Subject(ev.SessionID, false)
 	var rules []config.NotifyRule
 	if found {
 		rules = x.rulesFor(sub, out.Type)
@@ -186,11 +188,14 @@ func (x *Service) Observe(ev ipc.Event) {
 		x.n.Publish(out, nil)
 		return
 	}
-	rec := sub.Rec
-	if out.Type == config.NotifyStarted && rec.RestartOf != "" {
+	if out.Type == config.NotifyStarted && sub.Rec.RestartOf != "" {
 		// A restart: "restarted" tells of it.
 		return
 	}
+	if sub, found = x.sessions.Subject(ev.SessionID, true); !found {
+		return
+	}
+	rec := sub.Rec
 	out.Name, out.ProjectDir, out.ProjectID = rec.Name, rec.ProjectDir, rec.ProjectID
 	out.Owner = x.ownerOf(rec.UID, sub.Owner)
 	out.Env = sub.Env

@@ -78,6 +78,7 @@ func (s *Session) prepareAgent() error {
 			Argv: s.spec.Command, SessionID: s.id, SessionDir: s.dir, ProjectDir: s.projectDir,
 			Sessionctl: s.deps.Sessionctl, Socket: s.deps.Socket, Resume: s.resume, MCP: true, TTY: s.spec.OnTerminal(),
 			Budget: agent.Budget{MaxTokens: s.spec.MaxTokens, MaxCostUSD: s.spec.MaxCostUSD}, Env: s.env(),
+			Files: s.files(),
 		}
 		if s.owner != nil {
 			// A root daemon's state dir is closed to the user the agent
@@ -133,7 +134,7 @@ func (s *Session) openTranscript(path string) {
 		}
 		a.prior = a.prior.Add(a.tr.Usage().Since(a.base))
 	}
-	a.tr = a.adapter.Transcript(path, agent.TranscriptOptions{Interactive: a.plan.Interactive, EventsSince: a.since})
+	a.tr = a.adapter.Transcript(path, agent.TranscriptOptions{Interactive: a.plan.Interactive, EventsSince: a.since, Files: s.files()})
 	a.base, a.baseKnown = agent.Usage{}, false
 	if a.tr == nil {
 		return
@@ -196,7 +197,7 @@ func (s *Session) agentEvent(payload []byte) (ipc.AgentHookResponse, bool, error
 		// (Codex's notify) has them looked for on disk, once.
 		a.located = true
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		conv, err := a.adapter.Locate(ctx, agent.Query{ConversationID: s.rec.Agent.ConversationID, ProjectDir: s.projectDir, Since: a.since, Env: s.env()})
+		conv, err := a.adapter.Locate(ctx, agent.Query{ConversationID: s.rec.Agent.ConversationID, ProjectDir: s.projectDir, Since: a.since, Env: s.env(), Files: s.files()})
 		cancel()
 		if err == nil {
 			s.rec.Agent.ConversationID = conv.ID
@@ -485,7 +486,7 @@ func (s *Session) restoreAgent() {
 	if rec.TranscriptPath == "" {
 		return
 	}
-	s.agent.tr = a.Transcript(rec.TranscriptPath, agent.TranscriptOptions{Interactive: rec.Interactive, EventsSince: s.deps.Clock.Now()})
+	s.agent.tr = a.Transcript(rec.TranscriptPath, agent.TranscriptOptions{Interactive: rec.Interactive, EventsSince: s.deps.Clock.Now(), Files: s.files()})
 	if s.agent.tr == nil {
 		return
 	}

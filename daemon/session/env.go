@@ -65,6 +65,10 @@ func GitAccess(owner *state.Owner) (cred *checkpoint.Credential, shadowRoot stri
 	return owner, shadowRoot
 }
 
+// files reads what the session's user names outside the project (an
+// agent's settings, home and transcripts) with that user's rights.
+func (s *Session) files() state.Files { return state.FilesOf(s.owner) }
+
 // gitCredential and shadowRoot are the session's GitAccess, looked up once.
 func (s *Session) gitCredential() *checkpoint.Credential {
 	s.gitOnce.Do(func() { s.gitCred, s.gitShadow = GitAccess(s.owner) })

@@ -73,8 +73,8 @@ func (r *checkpointRequest) refuse(err error) { r.reply <- result[checkpoint.Res
 func (r *hookRequest) refuse(err error)       { r.reply <- result[ipc.AgentHookResponse]{err: err} }
 
 // inboxSize is how many requests wait for a busy session before their
-// senders wait too.
-const inboxSize = 16
+// senders wait too (an idle session's inbox is most of what it holds).
+const inboxSize = 4
 
 // ErrEnded is returned for a request that reaches a session after its end.
 var ErrEnded = errors.New("session has ended")

@@ -143,6 +143,9 @@ func (s *Session) release() {
 // work runs f on a worker goroutine, which owns the session's state until
 // it returns what to apply on the session's goroutine.
 func (s *Session) work(f func() func()) {
+	if s.worked == nil {
+		s.worked = make(chan func(), 1)
+	}
 	s.working = true
 	go func() {
 		apply := f()

@@ -95,8 +95,10 @@ type Session struct {
 	// answers requests, and takes nothing else, meanwhile.
 	working bool
 	// stopAsked is a stop asked for while the session starts, to begin
-	// once its command runs.
+	// once its command runs; deferred are the other requests that came
+	// meanwhile, answered then.
 	stopAsked *stopRequest
+	deferred  []request
 	// stop is the stop under way (phase stopping), end the end (ending).
 	stop *stopping
 	end  *ending
@@ -226,7 +228,7 @@ func newSession(id string, uid int, projectDir string, startedAt time.Time, spec
 	s := &Session{
 		id: id, uid: uid, projectDir: projectDir, projectID: state.ProjectID(projectDir), startedAt: startedAt, spec: spec, deps: deps,
 		dir:     filepath.Join(deps.StateDir, "sessions", id),
-		started: make(chan struct{}), done: make(chan struct{}), exited: make(chan struct{}), worked: make(chan func(), 1),
+		started: make(chan struct{}), done: make(chan struct{}), exited: make(chan struct{}),
 		startCtx: context.Background(), cancelStart: func() {},
 	}
 	s.wakes.Store(1) // held by its maker

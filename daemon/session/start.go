@@ -106,7 +106,9 @@ func (s *Session) start() (err error) {
 }
 
 // stepStarting: the start's worker runs; a stop cancels it (or, once the
-// command runs, stops the session), anything else waits for the start.
+// command runs, stops the session), anything else waits for the start: the
+// command may ask about its session (an agent's first hooks) the moment it
+// runs, before its start is over here.
 func (s *Session) stepStarting(ev event) {
 	if ev.what != gotRequest {
 		return
@@ -119,7 +121,7 @@ func (s *Session) stepStarting(ev event) {
 		}
 		r.reply <- nil
 	default:
-		r.refuse(ipc.Conflict("session %s is still starting (preflight, sidecars); try again once it runs", s.id))
+		s.deferred = append(s.deferred, r)
 	}
 }
 
@@ -127,8 +129,13 @@ func (s *Session) stepStarting(ev event) {
 // supervises its command from now on (and stops it at once if a stop came
 // meanwhile), or it failed.
 func (s *Session) startDone(err error) {
+	deferred := s.deferred
+	s.deferred = nil
 	if err != nil {
 		s.fail(err)
+		for _, r := range deferred {
+			r.refuse(ErrEnded)
+		}
 		return
 	}
 	s.schedule()
@@ -150,6 +157,9 @@ func (s *Session) startDone(err error) {
 	if r := s.stopAsked; r != nil {
 		s.stopAsked = nil
 		s.beginStop(r.reason, r.grace)
+	}
+	for _, r := range deferred {
+		s.step(event{what: gotRequest, req: r})
 	}
 }
 

@@ -149,14 +149,15 @@ func (s *Service) EndAll(ctx context.Context, leave bool, hurry <-chan struct{})
 
 // Subject implements notify.Sessions: what a notification tells of the
 // session id.
-func (s *Service) Subject(id string) (notify.Subject, bool) {
+func (s *Service) Subject(id string, full bool) (notify.Subject, bool) {
 	sess := s.reg.Get(id)
 	if sess == nil {
 		return notify.Subject{}, false
 	}
 	rec := sess.Snapshot()
-	return notify.Subject{
-		Rec: rec, Owner: sess.Owner(), OnWarning: sess.Spec().OnWarning, Env: sess.NotifyEnv(&rec),
-		LogPath: sess.LogPath(), HandoffFile: sess.HandoffFile(&rec),
-	}, true
+	sub := notify.Subject{Rec: rec, Owner: sess.Owner(), OnWarning: sess.Spec().OnWarning, LogPath: sess.LogPath()}
+	if full {
+		sub.Env, sub.HandoffFile = sess.NotifyEnv(&rec), sess.HandoffFile(&rec)
+	}
+	return sub, true
 }
