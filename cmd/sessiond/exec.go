@@ -18,6 +18,7 @@ import (
 
 	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/daemon"
+	"github.com/sessiond/sessiond/daemon/state"
 	"github.com/sessiond/sessiond/ipc"
 	"github.com/sessiond/sessiond/ipc/startflags"
 )
@@ -98,10 +99,22 @@ func runExec(cmd *cobra.Command, args []string, f *execFlags) error {
 		}
 	}
 	if f.run.stateDir == "" && os.Getenv(config.EnvStateDir) == "" {
-		f.run.stateDir = filepath.Join(dir, ".sessiond", "exec")
+		// Made as .sessiond is: no symlink in its place is followed.
+		p, err := state.OpenProject(dir, nil)
+		if err == nil {
+			f.run.stateDir, err = p.EnsureSubdir("exec")
+		}
+		if err != nil {
+			return &exitError{1, fmt.Errorf("state dir of %s: %w", dir, err)}
+		}
 	}
 	if f.run.socket == "" && os.Getenv(config.EnvSocket) == "" {
-		f.run.socket = filepath.Join(os.TempDir(), "sessiond-"+ipc.ProjectID(dir)+".sock")
+		sock, cleanup, err := execSocket(dir)
+		if err != nil {
+			return &exitError{1, err}
+		}
+		defer cleanup()
+		f.run.socket = sock
 	}
 	cfg, err := loadConfig(f.run)
 	if err != nil {
@@ -194,6 +207,26 @@ func runExec(cmd *cobra.Command, args []string, f *execFlags) error {
 		return &exitError{code, nil}
 	}
 	return nil
+}
+
+// execSocket is the default socket of sessiond exec: in $XDG_RUNTIME_DIR
+// when it is a private directory of this user's, else in a private
+// directory of a random name made now (removed by cleanup): never at a
+// predictable name where another user could make it first.
+func execSocket(dir string) (sock string, cleanup func(), err error) {
+	name := "sessiond-exec-" + ipc.ProjectID(dir) + ".sock"
+	if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" && filepath.IsAbs(rt) {
+		if fi, err := os.Lstat(rt); err == nil && fi.IsDir() && fi.Mode().Perm()&0o077 == 0 {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == os.Geteuid() {
+				return filepath.Join(rt, name), func() {}, nil
+			}
+		}
+	}
+	priv, err := os.MkdirTemp("", "sessiond-exec-")
+	if err != nil {
+		return "", nil, fmt.Errorf("make a private directory for the socket: %w", err)
+	}
+	return filepath.Join(priv, name), func() { _ = os.RemoveAll(priv) }, nil
 }
 
 // execArgs splits `[DIR] [-- CMD ARGS...]` and resolves DIR.

@@ -181,15 +181,15 @@ func (s *Session) endCheckpoints() {
 func (s *Session) endRecord() {
 	e := s.end
 	e.stage = endRecord
-	if s.watch != nil {
-		_ = s.watch.Close()
-		applyStats(&s.rec, s.watch.Stats())
-		// What it saw is in the record now: an ended session, kept in the
-		// history, does not hold its watch's maps.
-		s.watchP.Store(nil)
-		s.watch = nil
-	}
 	s.work(func() func() {
+		if s.watch != nil {
+			_ = s.watch.Close()
+			applyStats(&s.rec, s.watch.Stats())
+			// What it saw is in the record now: an ended session, kept in
+			// the history, does not hold its watch's maps.
+			s.watchP.Store(nil)
+			s.watch = nil
+		}
 		// The agent's last turn counts in its tokens.
 		s.readTranscript()
 		s.removeAgentFiles()

@@ -289,7 +289,7 @@ func (s *Session) prepareFiles(p *state.Project, now time.Time, gitLog []string,
 // watchProject starts watching the project; without a watch, idle
 // detection sees output only and checkpoints run at every schedule tick.
 func (s *Session) watchProject() {
-	w, err := s.deps.Watches.Watch(s.projectDir, watch.Options{Ignore: s.spec.Watch.Ignore, LeaveOut: s.deps.LeaveOut, OnActivity: s.onActivity})
+	w, err := s.deps.Watches.Watch(s.projectDir, watch.Options{Ignore: s.spec.Watch.Ignore, LeaveOut: s.deps.LeaveOut, OnActivity: s.onActivity, User: s.owner})
 	if err != nil {
 		s.logger().Warn("project not watched: idle detection sees output only, checkpoints run on every schedule tick", zap.Error(err))
 		return

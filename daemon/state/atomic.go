@@ -60,16 +60,25 @@ func EnsureDir(path string) error {
 			return fmt.Errorf("create directory %s: %w", path, err)
 		}
 	}
-	// Chmod only when needed: a needless one still dirties the inode, and
-	// the next directory fsync then has to write it.
-	fi, err := os.Stat(path)
+	// A symlink in the directory's place is refused, and the mode is set
+	// through the descriptor checked: nothing else is ever changed. Chmod
+	// only when needed: a needless one still dirties the inode, and the
+	// next directory fsync then has to write it.
+	fd, err := openat(unix.AT_FDCWD, path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
 	if err != nil {
+		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("refused: %s is a symlink, not a directory: %w", path, ErrFileType)
+		}
 		return fmt.Errorf("create directory %s: %w", path, err)
 	}
-	if fi.Mode().Perm() != 0o700 {
-		if err := os.Chmod(path, 0o700); err != nil {
-			return fmt.Errorf("set mode of directory %s: %w", path, err)
-		}
+	var st unix.Stat_t
+	err = unix.Fstat(fd, &st)
+	if err == nil && st.Mode&0o7777 != 0o700 {
+		err = unix.Fchmod(fd, 0o700)
+	}
+	unix.Close(fd)
+	if err != nil {
+		return fmt.Errorf("set mode of directory %s: %w", path, err)
 	}
 	if !made {
 		return nil

@@ -239,6 +239,40 @@ func (p *Project) EnsureStateDir() error {
 	})
 }
 
+// EnsureSubdir makes the directory name in the project's .sessiond (mode
+// 0700, as the owner; a symlink or a non-directory in the way of either is
+// refused) and returns its path: sessiond exec keeps its state there.
+func (p *Project) EnsureSubdir(name string) (string, error) {
+	if name == "" || name != filepath.Base(name) || name == "." || name == ".." {
+		return "", fmt.Errorf("make %q in %s: not a file name", name, p.StateDir())
+	}
+	path := filepath.Join(p.StateDir(), name)
+	err := p.do(func(root int) error {
+		sfd, err := p.stateDir(root, true)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(sfd)
+		if err := unix.Mkdirat(sfd, name, 0o700); err != nil && err != unix.EEXIST {
+			return &fs.PathError{Op: "create", Path: path, Err: err}
+		}
+		fd, err := openat(sfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			return openError(sfd, name, path, err)
+		}
+		defer unix.Close(fd)
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return &fs.PathError{Op: "stat", Path: path, Err: err}
+		}
+		if st.Mode&0o7777 != 0o700 {
+			return unix.Fchmod(fd, 0o700)
+		}
+		return nil
+	})
+	return path, err
+}
+
 // excludeError says that .sessiond could not be kept out of git.
 type excludeError struct {
 	dir string

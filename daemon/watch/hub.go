@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/sessiond/sessiond/daemon/identity"
+	"github.com/sessiond/sessiond/daemon/state"
 	"go.uber.org/zap"
 )
 
@@ -428,35 +430,73 @@ func (h *Hub) tempDir() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("make temporary dir for the watcher: %w", err)
 	}
+	// Traversable, not listable: users reach their own directories in it.
+	if err := os.Chmod(dir, 0o711); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("make temporary dir for the watcher: %w", err)
+	}
 	h.tmp = dir
+	return dir, nil
+}
+
+// userTemp is the temporary directory of the files the watcher's git
+// reads for user (its excludes, its empty repository): the hub's own for
+// the daemon's user; for another, a directory of the user's in it, made
+// with the user's rights, which git running as the user can read.
+func (h *Hub) userTemp(user *identity.User) (string, error) {
+	tmp, err := h.tempDir()
+	if err != nil || !user.Switches() {
+		return tmp, err
+	}
+	dir := filepath.Join(tmp, "u"+strconv.Itoa(user.UID))
+	err = state.FilesOf(user).Do(func() error {
+		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		fi, err := os.Lstat(dir)
+		if err != nil {
+			return err
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); !fi.IsDir() || !ok || int(st.Uid) != user.UID {
+			return fmt.Errorf("%s is not a directory of uid %d", dir, user.UID)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("make the watcher's directory for uid %d: %w", user.UID, err)
+	}
 	return dir, nil
 }
 
 // emptyRepo returns the git directory of an empty repository: git
 // check-ignore needs a repository, and one that is not a git work tree is
 // checked against this one (its .gitignore files, the extra patterns), never
-// against a repository made inside the project.
-func (h *Hub) emptyRepo() (string, error) {
-	tmp, err := h.tempDir()
+// against a repository made inside the project. It is made in user's
+// directory, with the user's rights.
+func (h *Hub) emptyRepo(user *identity.User) (string, error) {
+	tmp, err := h.userTemp(user)
 	if err != nil {
 		return "", err
 	}
 	dir := filepath.Join(tmp, "empty.git")
-	if _, err := os.Stat(filepath.Join(dir, "HEAD")); err == nil {
-		return dir, nil
-	}
-	for _, d := range []string{"objects", "refs", "info"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
-			return "", fmt.Errorf("make empty repository in %s: %w", dir, err)
+	err = state.FilesOf(user).Do(func() error {
+		if _, err := os.Stat(filepath.Join(dir, "HEAD")); err == nil {
+			return nil
 		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config"), []byte("[core]\n\trepositoryformatversion = 0\n\tbare = true\n"), 0o600); err != nil {
-		return "", fmt.Errorf("make empty repository in %s: %w", dir, err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "HEAD"), []byte("ref: refs/heads/main\n"), 0o600); err != nil {
-		return "", fmt.Errorf("make empty repository in %s: %w", dir, err)
-	}
-	return dir, nil
+		for _, d := range []string{"objects", "refs", "info"} {
+			if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+				return fmt.Errorf("make empty repository in %s: %w", dir, err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, "config"), []byte("[core]\n\trepositoryformatversion = 0\n\tbare = true\n"), 0o600); err != nil {
+			return fmt.Errorf("make empty repository in %s: %w", dir, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "HEAD"), []byte("ref: refs/heads/main\n"), 0o600); err != nil {
+			return fmt.Errorf("make empty repository in %s: %w", dir, err)
+		}
+		return nil
+	})
+	return dir, err
 }
 
 // isLimit reports whether an error from adding a watch means a kernel limit

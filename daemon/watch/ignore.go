@@ -3,6 +3,7 @@ package watch
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -17,7 +18,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sessiond/sessiond/daemon/gitignore"
+	"github.com/sessiond/sessiond/daemon/identity"
 	"github.com/sessiond/sessiond/daemon/proc"
+	"github.com/sessiond/sessiond/daemon/state"
 )
 
 // alwaysIgnored reports whether a relative, slash-separated path lies in a
@@ -51,17 +54,23 @@ type ignorer struct {
 	patterns []string // extra patterns, relative to root
 	hub      *Hub
 	name     string // unique per Watch, to name the excludes files
-	domains  map[string]*checker
-	warned   bool
+	// user is the project's, whom git runs as (nil: the daemon's own).
+	user    *identity.User
+	domains map[string]*checker
+	warned  bool
 }
 
-func newIgnorer(h *Hub, log func() *zap.Logger, root string, patterns []string, name string) *ignorer {
+func newIgnorer(h *Hub, log func() *zap.Logger, root string, patterns []string, name string, user *identity.User) *ignorer {
+	if !user.Switches() {
+		user = nil
+	}
 	return &ignorer{
 		log:      log,
 		root:     root,
 		patterns: patterns,
 		hub:      h,
 		name:     name,
+		user:     user,
 	}
 }
 
@@ -262,7 +271,7 @@ func (c *checker) configure() error {
 			ig.log().Warn("not a usable git repository; using ignore files without it",
 				zap.String("dir", top))
 		}
-		empty, err := ig.hub.emptyRepo()
+		empty, err := ig.hub.emptyRepo(ig.user)
 		if err != nil {
 			return err
 		}
@@ -271,20 +280,28 @@ func (c *checker) configure() error {
 	pats := gitignore.Rebase(ig.patterns, prefix, c.rel)
 	c.excludes = os.DevNull
 	if len(pats) > 0 {
-		tmp, err := ig.hub.tempDir()
+		tmp, err := ig.hub.userTemp(ig.user)
 		if err != nil {
 			return err
 		}
-		f, err := os.CreateTemp(tmp, ig.name+"-*.exclude")
+		// Written as the user, in the user's own directory: git, running
+		// as the user, reads it.
+		err = state.FilesOf(ig.user).Do(func() error {
+			f, err := os.CreateTemp(tmp, ig.name+"-*.exclude")
+			if err != nil {
+				return fmt.Errorf("write ignore patterns for %s: %w", c.dir, err)
+			}
+			_, werr := f.WriteString(strings.Join(pats, "\n") + "\n")
+			cerr := f.Close()
+			if err := errors.Join(werr, cerr); err != nil {
+				return fmt.Errorf("write ignore patterns to %s: %w", f.Name(), err)
+			}
+			c.excludes = f.Name()
+			return nil
+		})
 		if err != nil {
-			return fmt.Errorf("write ignore patterns for %s: %w", c.dir, err)
+			return err
 		}
-		_, werr := f.WriteString(strings.Join(pats, "\n") + "\n")
-		cerr := f.Close()
-		if err := errors.Join(werr, cerr); err != nil {
-			return fmt.Errorf("write ignore patterns to %s: %w", f.Name(), err)
-		}
-		c.excludes = f.Name()
 	}
 	c.configured = true
 	return nil
@@ -339,6 +356,16 @@ var hardening = []string{
 	"-c", "safe.directory=*",
 }
 
+// gitTimeout bounds one git command of the watcher, and one batch of
+// questions to its check-ignore.
+const gitTimeout = 10 * time.Second
+
+// sysProcAttr starts the watcher's git as the project's user, in a
+// process group of its own.
+func (ig *ignorer) sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Credential: ig.user.Credential()}
+}
+
 // gitEnv is a small, clean environment for the watcher's git: none of the
 // daemon's variables that would point git at another repository, index or
 // config, no system or global config (the ignore rules must not depend on
@@ -384,6 +411,7 @@ func (c *checker) start() error {
 	cmd := exec.Command("git", append(args, "check-ignore", "--stdin", "-z", "--verbose", "--non-matching", "--no-index")...)
 	cmd.Dir = c.dir
 	cmd.Env = gitEnv()
+	cmd.SysProcAttr = c.ig.sysProcAttr()
 	c.stderr = &limitedBuffer{max: 4096}
 	cmd.Stderr = c.stderr
 	in, err := cmd.StdinPipe()
@@ -490,7 +518,12 @@ func (c *checker) roundTrip(paths []string, res []bool) (int, error) {
 		}
 		werr <- bw.Flush()
 	}()
+	// A git that answers nothing (its repository's info/exclude a FIFO,
+	// say) is killed: a question never holds the watch up for long.
+	cmd := c.cmd
+	stuck := time.AfterFunc(gitTimeout, func() { _ = cmd.Process.Kill() })
 	n, err := c.readAnswers(paths, res)
+	stuck.Stop()
 	if err != nil {
 		// Unblock the writer before waiting for it.
 		_ = c.cmd.Process.Kill()
@@ -526,9 +559,12 @@ func (c *checker) readAnswers(paths []string, res []bool) (int, error) {
 // trackedIgnored lists the tracked files of the domain that ignore rules
 // match: to git they are not ignored.
 func (c *checker) trackedIgnored(args []string) (map[string]bool, error) {
-	cmd := exec.Command("git", append(args, "ls-files", "-z", "-c", "-i", "--exclude-standard")...)
+	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", append(args, "ls-files", "-z", "-c", "-i", "--exclude-standard")...)
 	cmd.Dir = c.dir
 	cmd.Env = gitEnv()
+	cmd.SysProcAttr = c.ig.sysProcAttr()
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &limitedBuffer{max: 4096}

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sessiond/sessiond/daemon/state"
 	"go.uber.org/zap"
 )
 
@@ -33,7 +34,19 @@ var errAborted = errors.New("watch closed during a scan")
 // mode says, and with prune forgets the directories under rel that it no
 // longer finds. Symlinks are never followed. Only a failure on rel itself is
 // returned; the others are logged and skipped.
+// scan lists and watches the tree at rel with the project user's rights:
+// the kernel refuses, as it would refuse the user, a directory swapped for
+// a symlink to one the user cannot read.
 func (w *Watch) scan(rel string, mode scanMode, since time.Time, prune bool) error {
+	var err error
+	_ = state.FilesOf(w.opt.User).Do(func() error {
+		err = w.scanTree(rel, mode, since, prune)
+		return nil
+	})
+	return err
+}
+
+func (w *Watch) scanTree(rel string, mode scanMode, since time.Time, prune bool) error {
 	var seen map[string]struct{}
 	if prune {
 		seen = make(map[string]struct{})
@@ -260,6 +273,14 @@ func changeTime(info fs.FileInfo) time.Time {
 // removed names) and the files' times with the last rescan's time. It also
 // tries to watch them again, in case the limit was raised or watches freed.
 func (w *Watch) poll() {
+	_ = state.FilesOf(w.opt.User).Do(func() error {
+		w.pollDirs()
+		return nil
+	})
+}
+
+// pollDirs is poll with the project user's rights.
+func (w *Watch) pollDirs() {
 	since := w.lastPoll.Add(-fsTimeSlack)
 	w.lastPoll = time.Now()
 	dirs := make([]string, 0, len(w.polled))

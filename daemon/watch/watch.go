@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/sessiond/sessiond/daemon/identity"
 	"github.com/sessiond/sessiond/daemon/lazylog"
+	"github.com/sessiond/sessiond/daemon/state"
 	"go.uber.org/zap"
 )
 
@@ -64,6 +66,10 @@ type Options struct {
 	// the file that changed last. It is called from the watch's goroutine,
 	// never concurrently for one Watch, and must not block long.
 	OnActivity func(Activity)
+	// User is whom the project belongs to, nil for the daemon's own user:
+	// the watch lists its directories and runs its git with that user's
+	// rights, so that it never sees what the user could not.
+	User *identity.User
 }
 
 func (o Options) withDefaults() Options {
@@ -206,11 +212,12 @@ func (h *Hub) Watch(root string, opt Options) (*Watch, error) {
 	if !filepath.IsAbs(root) {
 		return nil, fmt.Errorf("watch %q: not an absolute path", root)
 	}
-	real, err := filepath.EvalSymlinks(root)
+	files := state.FilesOf(opt.User)
+	real, err := files.Resolve(root)
 	if err != nil {
 		return nil, fmt.Errorf("watch %s: %w", root, err)
 	}
-	fi, err := os.Stat(real)
+	fi, err := files.Stat(real)
 	if err != nil {
 		return nil, fmt.Errorf("watch %s: %w", root, err)
 	}
@@ -238,7 +245,7 @@ func (h *Hub) Watch(root string, opt Options) (*Watch, error) {
 	if err := h.register(w); err != nil {
 		return nil, fmt.Errorf("watch %s: %w", root, err)
 	}
-	w.ign = newIgnorer(h, w.logger, real, w.opt.Ignore, fmt.Sprintf("w%d", w.id))
+	w.ign = newIgnorer(h, w.logger, real, w.opt.Ignore, fmt.Sprintf("w%d", w.id), opt.User)
 	w.started = time.Now()
 	w.lastPoll = w.started
 	if err := w.scan("", scanQuiet, time.Time{}, false); err != nil {
