@@ -44,6 +44,11 @@ type Config struct {
 	Defaults      Spec   `toml:"defaults" json:"defaults"`
 	// Notify are the daemon's [[notify]] rules, for every session.
 	Notify []NotifyRule `toml:"notify" json:"notify,omitempty"`
+	// NotifyAllowHosts are the destinations a project's webhook may reach
+	// under a root daemon although they are loopback, link-local or one of
+	// the daemon's own listeners: host names, IP addresses or CIDR
+	// prefixes, each optionally with :PORT.
+	NotifyAllowHosts []string `toml:"notify_allow_hosts" json:"notify_allow_hosts,omitempty"`
 }
 
 // FieldError is a value that fails validation, named by its dotted key, so
@@ -103,6 +108,11 @@ func (c *Config) Validate() error {
 	}
 	if err := c.validateMetrics(); err != nil {
 		return err
+	}
+	for i, h := range c.NotifyAllowHosts {
+		if _, err := ParseHostPattern(h); err != nil {
+			return &FieldError{fmt.Sprintf("notify_allow_hosts[%d]", i), err.Error()}
+		}
 	}
 	if err := c.Defaults.Validate(); err != nil {
 		fe := err.(*FieldError)

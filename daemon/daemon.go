@@ -157,6 +157,7 @@ func (d *Daemon) Logs() *logs.Service { return d.logs }
 // signal on hurry (e.g. a second SIGTERM) cuts stop grace periods short
 // without losing any session's end.
 func (d *Daemon) Run(ctx context.Context, hurry <-chan struct{}) error {
+	proc.CloseOnExec()
 	if err := proc.EnableSubreaper(); err != nil {
 		d.log.Warn("cannot become a child subreaper; escaped descendants go to init", zap.Error(err))
 	}

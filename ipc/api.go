@@ -43,8 +43,9 @@ type LogOptions struct {
 	Timestamps bool
 	// Since and Until, when set, send only the lines seen in that range.
 	Since, Until time.Time
-	// Raw keeps the terminal control sequences of a tty session's output,
-	// which are otherwise stripped.
+	// Raw sends the log's bytes as they are; otherwise its control
+	// sequences are stripped (the output of another user's session never
+	// reaches a terminal raw).
 	Raw bool
 }
 

@@ -86,6 +86,14 @@ func Ambiguous(prefix string, candidates []string) *Error {
 	return e
 }
 
+// AmbiguousName returns the error for a name that live sessions of several
+// users hold; holders are their USER/NAME, which selects one.
+func AmbiguousName(name string, holders []string) *Error {
+	e := newError(http.StatusConflict, CodeAmbiguous, "session name %q is held by %d users' live sessions: say which as USER/NAME", name, len(holders))
+	e.Candidates = holders
+	return e
+}
+
 // Unavailable returns a 503 error.
 func Unavailable(format string, args ...any) *Error {
 	return newError(http.StatusServiceUnavailable, CodeUnavailable, format, args...)

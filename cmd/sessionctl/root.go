@@ -144,11 +144,17 @@ latest) session of that project.`,
 
 // isDirArg reports whether an ID|DIR argument names a directory.
 func isDirArg(arg string) bool {
-	if arg == "." || arg == ".." || strings.ContainsRune(arg, '/') {
+	if arg == "." || arg == ".." || strings.HasPrefix(arg, "/") || strings.HasPrefix(arg, "./") || strings.HasPrefix(arg, "../") {
 		return true
 	}
 	fi, err := os.Stat(arg)
-	return err == nil && fi.IsDir()
+	if err == nil && fi.IsDir() {
+		return true
+	}
+	// USER/NAME names a session of USER's; another path is a directory
+	// (and an error, when it is not one).
+	owner, name, ok := strings.Cut(arg, "/")
+	return ok && (ipc.CheckName(name) != nil || strings.ContainsRune(name, '/') || owner == "")
 }
 
 // absDir resolves a DIR argument as the daemon will see it.

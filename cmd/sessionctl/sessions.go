@@ -15,6 +15,7 @@ import (
 
 	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/ipc"
+	"github.com/sessiond/sessiond/ipc/escape"
 	"github.com/sessiond/sessiond/ipc/startflags"
 )
 
@@ -365,7 +366,15 @@ func (a *app) logsCmd() *cobra.Command {
 			}
 			defer rc.Close()
 			a.noteStamps(id, opt, rc.Stamps)
-			_, err = io.Copy(a.out, rc)
+			out := a.out
+			if !raw {
+				// What is left of a user's control characters is shown,
+				// not obeyed.
+				ew := escape.NewWriter(a.out)
+				defer func() { _ = ew.Flush() }()
+				out = ew
+			}
+			_, err = io.Copy(out, rc)
 			if cmd.Context().Err() != nil {
 				return nil
 			}
@@ -374,7 +383,7 @@ func (a *app) logsCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing output as it comes, until the session ends")
 	cmd.Flags().IntVarP(&tail, "lines", "n", 0, "print only the last N lines")
-	cmd.Flags().BoolVar(&raw, "raw", false, "keep a terminal session's control sequences (colours, cursor movement), which are stripped by default")
+	cmd.Flags().BoolVar(&raw, "raw", false, "print the log's raw bytes, control sequences and all (colours, cursor movement, titles); by default they are stripped and any other control character is shown escaped")
 	times.register(cmd)
 	return cmd
 }

@@ -178,9 +178,10 @@ func runExec(cmd *cobra.Command, args []string, f *execFlags) error {
 	if !f.quiet {
 		go func() {
 			defer close(followDone)
-			// A terminal session's output reaches a terminal as it is, and
-			// anything else (a container's log) as text.
-			raw := term.IsTerminal(int(os.Stdout.Fd()))
+			// The session's own output, to its own user: as it is, but a
+			// terminal session's when it goes elsewhere than a terminal (a
+			// container's log), which gets it as text.
+			raw := !resp.Session.TTY || term.IsTerminal(int(os.Stdout.Fd()))
 			_ = d.Logs().SessionLogs(ctx, self, id, ipc.LogOptions{Follow: true, Raw: raw}, os.Stdout)
 		}()
 	} else {

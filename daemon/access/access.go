@@ -49,7 +49,11 @@ func CheckDir(c ipc.Caller, dir string) error {
 	if c.Root() || c.UID == os.Geteuid() {
 		return nil
 	}
-	fi, err := os.Stat(dir)
+	owner, err := Owner(c.UID)
+	if err != nil {
+		return ipc.Forbidden("%w", err)
+	}
+	fi, err := state.FilesOf(owner).Stat(dir)
 	if err != nil {
 		return ipc.BadRequest("%w", err)
 	}

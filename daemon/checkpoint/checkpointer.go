@@ -192,7 +192,7 @@ func (c *Checkpointer) resolve(ctx context.Context, w where, create bool) (*repo
 
 // resolvedRepo is resolve with the cache of resolutions.
 func (c *Checkpointer) resolvedRepo(ctx context.Context, w where, create bool) (*repo, bool, error) {
-	p, err := projectPath(w.dir)
+	p, err := projectPath(w.dir, w.cred)
 	if err != nil {
 		return nil, false, err
 	}

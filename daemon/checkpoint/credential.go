@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/daemon/identity"
+	"github.com/sessiond/sessiond/daemon/state"
 )
 
 // Credential is the user that every git process of one call runs as, and
@@ -115,26 +117,25 @@ func mayWriteDir(c *Credential, uid, gid, mode uint32) bool {
 }
 
 // openUserFile opens a file of the user's repository (its index) for
-// reading on the daemon's side: never through a symlink, only a regular
-// file, and only one the credential's user may read, so that a root daemon
-// reads nothing for the user that the user could not read.
+// reading on the daemon's side, through state.Files with the credential's
+// user's rights: only a regular file, never blocking, and only one the
+// user may read.
 func openUserFile(c *Credential, path string) (*os.File, os.FileInfo, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := state.FilesOf(c).Open(path)
 	if err != nil {
+		if errors.Is(err, state.ErrFileType) {
+			return nil, nil, fmt.Errorf("%s: not a regular file", path)
+		}
+		var pe *fs.PathError
+		if errors.As(err, &pe) && errors.Is(pe.Err, syscall.EACCES) {
+			return nil, nil, fmt.Errorf("%s: %w (not readable by uid %d)", path, os.ErrPermission, c.ID())
+		}
 		return nil, nil, err
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
 		return nil, nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s: not a regular file", path)
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && !mayRead(c, st) {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s: %w (not readable by uid %d)", path, os.ErrPermission, c.UID)
 	}
 	return f, fi, nil
 }

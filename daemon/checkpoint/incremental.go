@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sessiond/sessiond/daemon/state"
 )
 
 // An incremental checkpoint costs what changed, not what the repository
@@ -172,7 +174,10 @@ func (c *Checkpointer) incremental(ctx context.Context, r *repo, req *TakeReques
 				return inc, err
 			}
 		} else {
-			lo = leftOutFiles(r.top, specs, paths, isFile, pol)
+			_ = state.FilesOf(r.cred).Do(func() error {
+				lo = leftOutFiles(r.top, specs, paths, isFile, pol)
+				return nil
+			})
 		}
 		if len(df) > 0 {
 			more, err := c.leftOutUnder(ctx, r, tmp, pol, df)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/sessiond/sessiond/daemon/state"
 )
 
 // leftOut finds the untracked content that stays out of a checkpoint, in
@@ -46,28 +48,13 @@ func (c *Checkpointer) leftOut(ctx context.Context, r *repo, env []string, pol p
 		}
 	}
 	var found []string // in untracked directories: may still be ignored
-	for _, p := range splitNUL(res.stdout) {
-		isDir := strings.HasSuffix(p, "/")
-		p = strings.TrimSuffix(p, "/")
-		if d := heavyDir(p, isDir, pol.leaveOut); d != "" {
-			add(p, d+"/", isDir)
-			continue
-		}
-		if isDir {
-			if _, err := os.Lstat(filepath.Join(r.top, filepath.FromSlash(p), ".git")); err == nil {
-				lo.nested = append(lo.nested, p) // git adds it as a gitlink
-				continue
-			}
-			more, repos := searchUntracked(r.top, p, pol)
-			found = append(found, more...)
-			lo.nested = append(lo.nested, repos...)
-			continue
-		}
-		fi, err := os.Lstat(filepath.Join(r.top, filepath.FromSlash(p)))
-		if err == nil && fi.Mode().IsRegular() && fi.Size() > pol.maxFile {
-			add(p, p, false)
-		}
-	}
+	// The tree is the user's, looked at with the user's rights: a
+	// directory swapped for a link to one the user cannot read shows
+	// nothing of it.
+	_ = state.FilesOf(r.cred).Do(func() error {
+		found = c.untracked(r, splitNUL(res.stdout), pol, &lo, add)
+		return nil
+	})
 	if len(found) > 0 {
 		var stdin strings.Builder
 		for _, p := range found {
@@ -94,6 +81,36 @@ func (c *Checkpointer) leftOut(ctx context.Context, r *repo, env []string, pol p
 	return lo, nil
 }
 
+// untracked goes through what git ls-files -o --directory listed: dependency
+// directories and large files are left out (add), nested repositories
+// noted, and the untracked directories searched; it returns what it found
+// in them, which git may still ignore. It runs with the user's rights.
+func (c *Checkpointer) untracked(r *repo, listed []string, pol policy, lo *leftOutScan, add func(exclude, rep string, isDir bool)) (found []string) {
+	for _, p := range listed {
+		isDir := strings.HasSuffix(p, "/")
+		p = strings.TrimSuffix(p, "/")
+		if d := heavyDir(p, isDir, pol.leaveOut); d != "" {
+			add(p, d+"/", isDir)
+			continue
+		}
+		if isDir {
+			if _, err := os.Lstat(filepath.Join(r.top, filepath.FromSlash(p), ".git")); err == nil {
+				lo.nested = append(lo.nested, p) // git adds it as a gitlink
+				continue
+			}
+			more, repos := searchUntracked(r.top, p, pol)
+			found = append(found, more...)
+			lo.nested = append(lo.nested, repos...)
+			continue
+		}
+		fi, err := os.Lstat(filepath.Join(r.top, filepath.FromSlash(p)))
+		if err == nil && fi.Mode().IsRegular() && fi.Size() > pol.maxFile {
+			add(p, p, false)
+		}
+	}
+	return found
+}
+
 // leftOutUnder finds what stays out under directories that replaced tracked
 // files. git ls-files -o --directory lists nothing under such a directory
 // (git drops an untracked directory whose name is an index entry), while
@@ -110,7 +127,18 @@ func (c *Checkpointer) leftOutUnder(ctx context.Context, r *repo, tmp string, po
 		return lo, err
 	}
 	seen := map[string]bool{}
-	for _, p := range splitNUL(res.stdout) {
+	listed := splitNUL(res.stdout)
+	// Sizes are looked at with the user's rights.
+	_ = state.FilesOf(r.cred).Do(func() error {
+		lo = under(r, listed, pol, seen, lo)
+		return nil
+	})
+	return lo, nil
+}
+
+// under is leftOutUnder's look at each file git listed.
+func under(r *repo, listed []string, pol policy, seen map[string]bool, lo leftOutScan) leftOutScan {
+	for _, p := range listed {
 		if strings.HasSuffix(p, "/") {
 			lo.nested = append(lo.nested, strings.TrimSuffix(p, "/")) // a repository: a gitlink
 			continue
@@ -131,7 +159,7 @@ func (c *Checkpointer) leftOutUnder(ctx context.Context, r *repo, tmp string, po
 			lo.report = append(lo.report, p)
 		}
 	}
-	return lo, nil
+	return lo
 }
 
 // dirsReplacingFiles returns the tracked files of f that the index at file

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/sessiond/sessiond/daemon/state"
 )
 
 // RefPrefix is the namespace of checkpoint refs: one ref per session,
@@ -41,7 +43,7 @@ type where struct {
 // ProjectID is the id of a project directory: the first 12 hex digits of the
 // sha256 of its absolute, symlink-resolved path.
 func ProjectID(dir string) (string, error) {
-	p, err := projectPath(dir)
+	p, err := projectPath(dir, nil)
 	if err != nil {
 		return "", err
 	}
@@ -55,16 +57,17 @@ func projectIDOf(path string) string {
 
 // projectPath returns dir absolute with symlinks resolved, and checks that it
 // is a directory.
-func projectPath(dir string) (string, error) {
+func projectPath(dir string, cred *Credential) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", fmt.Errorf("project dir %s: %w", dir, err)
 	}
-	p, err := filepath.EvalSymlinks(abs)
+	files := state.FilesOf(cred)
+	p, err := files.Resolve(abs)
 	if err != nil {
 		return "", fmt.Errorf("project dir %s: %w", dir, err)
 	}
-	fi, err := os.Stat(p)
+	fi, err := files.Stat(p)
 	if err != nil {
 		return "", fmt.Errorf("project dir %s: %w", dir, err)
 	}
@@ -91,7 +94,7 @@ func ShadowPath(shadowRoot, projectID string) string {
 // when create is set (a list of a project that never had a checkpoint
 // creates nothing). exists is false when the shadow repository is absent.
 func resolve(ctx context.Context, w where, stateDir string, timeout time.Duration, create bool) (r *repo, exists bool, err error) {
-	p, err := projectPath(w.dir)
+	p, err := projectPath(w.dir, w.cred)
 	if err != nil {
 		return nil, false, err
 	}
@@ -133,8 +136,8 @@ func resolve(ctx context.Context, w where, stateDir string, timeout time.Duratio
 	sd := ShadowPath(root, projectIDOf(p))
 	r = &repo{project: p, top: p, gitDir: sd, commonDir: sd, index: filepath.Join(sd, "index"),
 		shadow: true, hashLen: 20, timeout: timeout, cred: w.cred}
-	if _, serr := os.Stat(filepath.Join(sd, "HEAD")); serr == nil {
-		if f, ferr := os.ReadFile(filepath.Join(sd, "config")); ferr == nil && strings.Contains(string(f), "sha256") {
+	if _, serr := state.FilesOf(w.cred).Stat(filepath.Join(sd, "HEAD")); serr == nil {
+		if f, ferr := state.FilesOf(w.cred).ReadFile(filepath.Join(sd, "config"), 64<<10); ferr == nil && strings.Contains(string(f), "sha256") {
 			r.hashLen = 32
 		}
 		return r, true, nil

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/sessiond/sessiond/daemon/state"
 )
 
 // StatsRequest names the project whose checkpoint storage Stats measures.
@@ -108,9 +110,14 @@ func (c *Checkpointer) Stats(ctx context.Context, req StatsRequest) (Stats, erro
 	if err != nil {
 		return st, fmt.Errorf("checkpoint stats of %s: %w", r.top, err)
 	}
-	for _, p := range lo.report {
-		st.LeftOut = append(st.LeftOut, measure(r.top, p))
-	}
+	// Measured with the user's rights: what the user cannot read is not
+	// counted.
+	_ = state.FilesOf(r.cred).Do(func() error {
+		for _, p := range lo.report {
+			st.LeftOut = append(st.LeftOut, measure(r.top, p))
+		}
+		return nil
+	})
 	slices.SortStableFunc(st.LeftOut, func(a, b LeftOutEntry) int {
 		if a.Bytes != b.Bytes {
 			if a.Bytes > b.Bytes {

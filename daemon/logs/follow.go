@@ -43,12 +43,18 @@ func NewService(sessions Sessions, w *Watcher, keep int, log *zap.Logger) *Servi
 
 // SessionLogs implements ipc.Logs: the log read across its rotated files,
 // from the last opt.Tail lines (0: all that is kept), and with opt.Follow
-// what is written next, until the session ends. A tty session's log is
-// text (control sequences stripped) unless opt.Raw.
+// what is written next, until the session ends. The log is text (control
+// sequences stripped: a user's output never reaches another user's
+// terminal raw) unless opt.Raw.
 func (l *Service) SessionLogs(ctx context.Context, c ipc.Caller, id string, opt ipc.LogOptions, w io.Writer) error {
 	s, err := l.sessions.Lookup(c, id)
 	if err != nil {
 		return err
+	}
+	if !opt.Raw {
+		st := term.NewStripper(w)
+		defer func() { _ = st.Flush() }()
+		w = st
 	}
 	if s.Snapshot().TTY {
 		return l.terminalLogs(ctx, s, opt, w)
@@ -95,11 +101,6 @@ func (l *Service) terminalLogs(ctx context.Context, s *session.Session, opt ipc.
 		return err
 	}
 	defer r.Close()
-	if !opt.Raw {
-		st := term.NewStripper(w)
-		defer func() { _ = st.Flush() }()
-		w = st
-	}
 	buf := make([]byte, 32*1024)
 	return l.watcher.follow(ctx, s, opt.Follow, nil, func() (bool, error) {
 		_, err := io.CopyBuffer(w, r, buf)

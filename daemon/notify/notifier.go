@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"os"
 	"slices"
 	"sync"
@@ -48,6 +49,10 @@ type Options struct {
 	// RetryBackoff is the delay before a webhook's first retry, doubled
 	// for each next one up to 30s (1s when 0).
 	RetryBackoff time.Duration
+	// AllowHosts are notify_allow_hosts; OwnListeners the daemon's own TCP
+	// listeners, which another user's project may not reach either.
+	AllowHosts   []config.HostPattern
+	OwnListeners []netip.AddrPort
 	// Now is the clock that min_interval is measured with (time.Now when nil).
 	Now func() time.Time
 }
@@ -82,8 +87,11 @@ type Notifier struct {
 	log    *zap.Logger
 	opt    Options
 	client *http.Client
-	rates  *rateLog
-	idle   time.Duration // workerIdle; tests shorten it
+	// guarded sends the webhooks of other users' projects under a root
+	// daemon (projectGuard).
+	guarded *http.Client
+	rates   *rateLog
+	idle    time.Duration // workerIdle; tests shorten it
 
 	// ctx ends when Close gives up waiting: sends in flight stop, and the
 	// commands they run are killed.
@@ -144,7 +152,7 @@ func New(rules []config.NotifyRule, opt Options) (*Notifier, error) {
 		opt.Now = time.Now
 	}
 	n := &Notifier{
-		log: opt.Logger.Named("notify"), opt: opt, client: newHTTPClient(),
+		log: opt.Logger.Named("notify"), opt: opt, client: newHTTPClient(nil), guarded: newHTTPClient(projectGuard(opt.AllowHosts, opt.OwnListeners)),
 		rates:  newRateLog(logEvery, opt.Now),
 		queues: map[string]*queue{}, spells: map[string]map[string]string{}, quiet: map[string]time.Time{},
 		quietPrune: 1024, idle: workerIdle,
@@ -386,7 +394,7 @@ func (n *Notifier) sinkFor(c *compiled) sink {
 		}
 		return &commandSink{argv: slices.Clone(c.rule.Command), timeout: timeout}
 	case config.SinkWebhook:
-		return newWebhookSink(c, n.client, n.opt.RetryBackoff)
+		return newWebhookSink(c, n.client, n.guarded, n.opt.RetryBackoff)
 	default:
 		if timeout == 0 {
 			timeout = defaultDesktopTimeout
@@ -486,6 +494,7 @@ func (n *Notifier) Close(ctx context.Context) error {
 	}
 	n.cancel()
 	n.client.CloseIdleConnections()
+	n.guarded.CloseIdleConnections()
 	return err
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/daemon/proc"
+	"github.com/sessiond/sessiond/daemon/state"
 )
 
 // waitDelay is how long a process's output may stay open after it exited
@@ -156,7 +157,7 @@ func workDir(ev *Event) string {
 		if d == "" {
 			continue
 		}
-		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+		if fi, err := state.FilesOf(ev.Owner).Stat(d); err == nil && fi.IsDir() {
 			return d
 		}
 	}

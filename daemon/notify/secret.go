@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"os"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/sessiond/sessiond/daemon/state"
 )
 
 // maxSecret bounds a secret: it is one header value.
@@ -60,9 +61,13 @@ func readSecret(ctx context.Context, c *compiled, ev *Event) (string, error) {
 		}
 		var err error
 		if cred := credential(ev.Owner); c.origin == FromProject && cred != nil {
-			raw, err = readFileAs(ctx, path, cred)
+			raw, err = readSecretFile(state.FilesOf(ev.Owner), path)
+			if err != nil {
+				err = fmt.Errorf("cannot be read as user %d (%v)", cred.Uid, plainError(err))
+			}
 		} else {
-			raw, err = readSecretFile(path)
+			raw, err = readSecretFile(state.FilesOf(nil), path)
+			err = plainError(err)
 		}
 		if err != nil {
 			return "", fmt.Errorf("%w: %s: %v", errSecret, src, err)
@@ -80,55 +85,25 @@ func readSecret(ctx context.Context, c *compiled, ev *Event) (string, error) {
 	return s, nil
 }
 
-// readSecretFile reads a secret file with the daemon's rights: a regular
-// file, opened without blocking (a FIFO cannot hold the sender), at most
-// maxSecret bytes.
-func readSecretFile(path string) (string, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return "", err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	if !fi.Mode().IsRegular() {
-		return "", errors.New("not a regular file")
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxSecret+1))
-	if err != nil {
-		return "", errors.New("read failed")
-	}
-	if len(b) > maxSecret {
+// readSecretFile reads a secret file through files (the one way in): a
+// regular file, opened without blocking (a FIFO cannot hold the sender),
+// at most maxSecret bytes.
+func readSecretFile(files state.Files, path string) (string, error) {
+	b, err := files.ReadFile(path, maxSecret)
+	if errors.Is(err, state.ErrTooLarge) {
 		return "", fmt.Errorf("larger than %d bytes", maxSecret)
 	}
-	return string(b), nil
+	return string(b), err
 }
 
-// readFileAs reads a secret file as another user, through a shell running
-// with that user's uid, gid and groups. Its errors never quote the output.
-func readFileAs(ctx context.Context, path string, cred *syscall.Credential) (string, error) {
-	p := process{
-		argv: []string{"/bin/sh", "-c",
-			`[ -f "$1" ] && [ -r "$1" ] || exit 3; exec head -c "$2" -- "$1" 2>/dev/null`,
-			"sh", path, fmt.Sprint(maxSecret + 1)},
-		dir: "/", env: []string{"PATH=/usr/bin:/bin"}, cred: cred,
-		timeout: secretReadTimeout, keep: maxSecret + 1,
+// plainError is err without the path it names (the caller names it).
+func plainError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
 	}
-	out, err := p.run(ctx)
-	if err != nil {
-		if errors.Is(ctx.Err(), context.Canceled) {
-			return "", ctx.Err()
-		}
-		return "", fmt.Errorf("cannot be read as user %d (not a regular file, not readable by that user, or no answer within %s)", cred.Uid, secretReadTimeout)
+	if errors.Is(err, state.ErrFileType) {
+		return errors.New("not a regular file")
 	}
-	if len(out) > maxSecret {
-		return "", fmt.Errorf("larger than %d bytes", maxSecret)
-	}
-	return string(out), nil
+	return err
 }

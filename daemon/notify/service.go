@@ -3,7 +3,11 @@ package notify
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -79,7 +83,15 @@ var _ ipc.Notifications = (*Service)(nil)
 // NewService returns the notifications of the daemon configured by cfg
 // for the sessions it is told of.
 func NewService(cfg *config.Config, sessions Sessions, log *zap.Logger) (*Service, error) {
-	n, err := New(cfg.Notify, Options{Logger: log})
+	var allow []config.HostPattern
+	for _, h := range cfg.NotifyAllowHosts {
+		p, err := config.ParseHostPattern(h)
+		if err != nil {
+			return nil, fmt.Errorf("notify_allow_hosts: %w", err)
+		}
+		allow = append(allow, p)
+	}
+	n, err := New(cfg.Notify, Options{Logger: log, AllowHosts: allow, OwnListeners: listeners(cfg.MetricsListen)})
 	if err != nil {
 		// Parse validates the rules with their lines; this is a config
 		// assembled elsewhere.
@@ -97,6 +109,33 @@ func NewService(cfg *config.Config, sessions Sessions, log *zap.Logger) (*Servic
 		}
 	}
 	return x, nil
+}
+
+// listeners are the addresses of the daemon's own TCP listener (its
+// metrics_listen), resolved.
+func listeners(hostport string) []netip.AddrPort {
+	host, port, err := net.SplitHostPort(hostport)
+	if hostport == "" || err != nil {
+		return nil
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		return nil
+	}
+	var out []netip.AddrPort
+	addrs := []string{host}
+	if _, err := netip.ParseAddr(host); err != nil {
+		addrs, _ = net.LookupHost(host)
+	}
+	if host == "" {
+		addrs = []string{"0.0.0.0", "::"}
+	}
+	for _, a := range addrs {
+		if ip, err := netip.ParseAddr(a); err == nil {
+			out = append(out, netip.AddrPortFrom(ip.Unmap(), uint16(n)))
+		}
+	}
+	return out
 }
 
 // Close sends what is queued, within flushTimeout, then stops the rest.

@@ -6,10 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/sessiond/sessiond/config"
@@ -27,36 +31,91 @@ const (
 	// maxDrain is how much of a response body is read, so that the
 	// connection can be reused and a huge body costs nothing.
 	maxDrain = 64 << 10
-	// maxSnippet is how much of an error response's body an error quotes.
-	maxSnippet = 200
 )
 
 // newHTTPClient returns the client webhooks are sent with: no redirects (a
 // secret header must not follow a redirect to another host, and Go only
 // strips Authorization and Cookie), no kept-alive connections
 // (notifications are rare, and nothing lingers after Close), proxies from
-// the environment.
-func newHTTPClient() *http.Client {
+// the environment. A guard, when set, checks every address the client
+// connects to, once resolved (so that a name that resolves anew cannot
+// slip past it).
+func newHTTPClient(guard func(host string, addr netip.AddrPort) error) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.DisableKeepAlives = true
+	if guard != nil {
+		t.DialContext = func(ctx context.Context, network, address string) (net.Conn, error) {
+			host, _, _ := net.SplitHostPort(address)
+			d := net.Dialer{Timeout: 30 * time.Second, Control: func(_, resolved string, _ syscall.RawConn) error {
+				ap, err := netip.ParseAddrPort(resolved)
+				if err != nil {
+					return err
+				}
+				return guard(host, ap)
+			}}
+			return d.DialContext(ctx, network, address)
+		}
+	}
 	return &http.Client{
 		Transport:     t,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
 
+// ErrDestination is matched by errors.Is when a project's webhook under a
+// root daemon would reach what it may not: loopback, link-local, an
+// unspecified address or the daemon's own listener.
+var ErrDestination = errors.New("destination not allowed")
+
+// projectGuard is the guard of a root daemon's webhooks for another
+// user's project: no loopback, link-local or unspecified address, nor one
+// of the daemon's own listeners, unless notify_allow_hosts allows it.
+func projectGuard(allow []config.HostPattern, own []netip.AddrPort) func(string, netip.AddrPort) error {
+	return func(host string, ap netip.AddrPort) error {
+		a := ap.Addr().Unmap()
+		for _, p := range allow {
+			if p.Allows(host, a, int(ap.Port())) {
+				return nil
+			}
+		}
+		switch {
+		case a.IsLoopback(), a.IsLinkLocalUnicast(), a.IsLinkLocalMulticast(), a.IsUnspecified(), a.IsInterfaceLocalMulticast():
+			return fmt.Errorf("%w: %s is %s; notify_allow_hosts in the daemon's config can allow it", ErrDestination, ap, addrKind(a))
+		}
+		for _, o := range own {
+			if o.Port() == ap.Port() && (o.Addr().IsUnspecified() || o.Addr().Unmap() == a) {
+				return fmt.Errorf("%w: %s is the daemon's own listener", ErrDestination, ap)
+			}
+		}
+		return nil
+	}
+}
+
+func addrKind(a netip.Addr) string {
+	switch {
+	case a.IsLoopback():
+		return "a loopback address"
+	case a.IsUnspecified():
+		return "the unspecified address"
+	}
+	return "a link-local address"
+}
+
 // webhookSink POSTs the event to a URL, retrying with exponential backoff
 // after network errors, 5xx and 429, never after another 4xx.
 type webhookSink struct {
-	rule    *compiled
-	client  *http.Client
+	rule   *compiled
+	client *http.Client
+	// guarded is the client of another user's project under a root
+	// daemon (projectGuard).
+	guarded *http.Client
 	backoff time.Duration // the first retry's delay; it doubles
 	timeout time.Duration // per attempt
 	retries int
 }
 
-func newWebhookSink(c *compiled, client *http.Client, backoff time.Duration) *webhookSink {
-	s := &webhookSink{rule: c, client: client, backoff: backoff, timeout: c.rule.Timeout.Duration, retries: defaultRetries}
+func newWebhookSink(c *compiled, client, guarded *http.Client, backoff time.Duration) *webhookSink {
+	s := &webhookSink{rule: c, client: client, guarded: guarded, backoff: backoff, timeout: c.rule.Timeout.Duration, retries: defaultRetries}
 	if s.timeout == 0 {
 		s.timeout = defaultWebhookTimeout
 	}
@@ -87,10 +146,14 @@ func (s *webhookSink) send(ctx context.Context, d *delivery) error {
 		}
 		req.header.Set(h, secret)
 	}
+	client := s.client
+	if s.rule.origin == FromProject && d.ev.Owner.Switches() && os.Geteuid() == 0 {
+		client = s.guarded
+	}
 	backoff := s.backoff
 	var last error
 	for attempt := 0; attempt <= s.retries; attempt++ {
-		retry, after, err := s.attempt(ctx, req)
+		retry, after, err := s.attempt(ctx, client, req)
 		if err == nil {
 			return nil
 		}
@@ -122,7 +185,7 @@ func (s *webhookSink) send(ctx context.Context, d *delivery) error {
 
 // attempt sends the request once. It says whether a failure is worth a
 // retry, and after how long when the server said (Retry-After).
-func (s *webhookSink) attempt(ctx context.Context, r request) (retry bool, after time.Duration, err error) {
+func (s *webhookSink) attempt(ctx context.Context, client *http.Client, r request) (retry bool, after time.Duration, err error) {
 	actx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(actx, http.MethodPost, s.rule.rule.Webhook, bytes.NewReader(r.body))
@@ -131,7 +194,7 @@ func (s *webhookSink) attempt(ctx context.Context, r request) (retry bool, after
 		return false, 0, errors.New("invalid URL")
 	}
 	req.Header = r.header.Clone()
-	resp, err := s.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return false, 0, ctx.Err()
@@ -144,12 +207,16 @@ func (s *webhookSink) attempt(ctx context.Context, r request) (retry bool, after
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
+		if errors.Is(err, ErrDestination) {
+			return false, 0, err
+		}
 		return true, 0, err
 	}
 	defer resp.Body.Close()
-	// A read error is ignored: the status says whether the notification
-	// arrived, the body only explains a failure.
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxDrain))
+	// Drained (a read error is ignored), never quoted: the status says
+	// whether the notification arrived, and what a server answers is not
+	// for the rule's owner to read through the daemon.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
 	switch code := resp.StatusCode; {
 	case code >= 200 && code < 300:
 		return false, 0, nil
@@ -157,9 +224,9 @@ func (s *webhookSink) attempt(ctx context.Context, r request) (retry bool, after
 		return false, 0, fmt.Errorf("%s: redirected to %s; redirects are not followed (so a secret never goes elsewhere): give the final URL",
 			resp.Status, config.RedactURL(resp.Header.Get("Location")))
 	case code == http.StatusTooManyRequests || code >= 500:
-		return true, retryAfter(resp.Header.Get("Retry-After")), fmt.Errorf("%s%s", resp.Status, snippet(body))
+		return true, retryAfter(resp.Header.Get("Retry-After")), errors.New(resp.Status)
 	default:
-		return false, 0, fmt.Errorf("%s (not retried)%s", resp.Status, snippet(body))
+		return false, 0, fmt.Errorf("%s (not retried)", resp.Status)
 	}
 }
 
@@ -170,18 +237,6 @@ func retryAfter(v string) time.Duration {
 		return 0
 	}
 	return time.Duration(n) * time.Second
-}
-
-// snippet quotes the start of an error response's body, on one line.
-func snippet(body []byte) string {
-	s := strings.Join(strings.Fields(string(body)), " ")
-	if s == "" {
-		return ""
-	}
-	if len(s) > maxSnippet {
-		s = s[:maxSnippet] + "…"
-	}
-	return ": " + s
 }
 
 // scrub removes the secret from an error's text, should a server have

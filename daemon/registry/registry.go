@@ -8,7 +8,9 @@ package registry
 import (
 	"crypto/rand"
 	"fmt"
+	"os/user"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -131,9 +133,18 @@ func (r *Registry) Ended() int {
 	return n
 }
 
-// Lookup finds a session visible to c by its exact id, else by its name
-// (the live session of that name, else the newest one), else as the only
-// one whose id starts with ref.
+// Lookup finds the session visible to c that ref names, in this order:
+//
+//  1. the session whose id is ref;
+//  2. for "USER/NAME", user USER's session named NAME (the live one, else
+//     the newest);
+//  3. the session named ref: the live one, else the newest; when the live
+//     sessions of that name belong to several users (only root sees them
+//     all), it is an error that lists them as USER/NAME;
+//  4. the only session whose id starts with ref.
+//
+// A ref that is both a name (3) and the prefix of another session's id (4)
+// is an error that names both: neither shadows the other.
 func (r *Registry) Lookup(c ipc.Caller, ref string) (*session.Session, error) {
 	if ref == "" {
 		return nil, ipc.BadRequest("empty session id")
@@ -143,27 +154,35 @@ func (r *Registry) Lookup(c ipc.Caller, ref string) (*session.Session, error) {
 	if s, ok := r.sessions[ref]; ok && Visible(c, s) {
 		return s, nil
 	}
-	var named *session.Session
-	for _, s := range r.sessions {
-		if s.Name() != ref || !Visible(c, s) {
-			continue
+	if owner, name, ok := strings.Cut(ref, "/"); ok {
+		u, err := user.Lookup(owner)
+		if err != nil {
+			return nil, ipc.NotFound("no session %q: no user %q", ref, owner)
 		}
-		if ipc.Live(s.State()) {
-			named = s
-			break
+		uid, _ := strconv.Atoi(u.Uid)
+		if s := r.named(c, name, uid); s != nil {
+			return s, nil
 		}
-		if named == nil || s.StartedAt().After(named.StartedAt()) {
-			named = s
-		}
+		return nil, ipc.NotFound("no session %q (sessionctl ps -a lists them)", ref)
 	}
-	if named != nil {
-		return named, nil
+	named := r.named(c, ref, -1)
+	if named == nil {
+		// The name may be held by several users' live sessions.
+		if holders := r.liveHolders(c, ref); len(holders) > 1 {
+			return nil, ipc.AmbiguousName(ref, holders)
+		}
 	}
 	var found []*session.Session
 	for sid, s := range r.sessions {
-		if strings.HasPrefix(sid, ref) && Visible(c, s) {
+		if strings.HasPrefix(sid, ref) && Visible(c, s) && s != named {
 			found = append(found, s)
 		}
+	}
+	if named != nil {
+		if len(found) > 0 {
+			return nil, ipc.Ambiguous(ref, append([]string{named.ID() + " (named " + ref + ")"}, ids(found)...))
+		}
+		return named, nil
 	}
 	switch len(found) {
 	case 0:
@@ -171,12 +190,60 @@ func (r *Registry) Lookup(c ipc.Caller, ref string) (*session.Session, error) {
 	case 1:
 		return found[0], nil
 	}
-	ids := make([]string, len(found))
-	for i, s := range found {
-		ids[i] = s.ID()
+	return nil, ipc.Ambiguous(ref, ids(found))
+}
+
+// named is the session visible to c named name, of user uid (-1: any
+// user): the live one, else the newest; nil when there is none, or when
+// the live ones of that name are several users'.
+func (r *Registry) named(c ipc.Caller, name string, uid int) *session.Session {
+	var live, newest *session.Session
+	for _, s := range r.sessions {
+		if s.Name() != name || !Visible(c, s) || (uid >= 0 && s.UID() != uid) {
+			continue
+		}
+		if ipc.Live(s.State()) {
+			if live != nil && live.UID() != s.UID() {
+				return nil
+			}
+			live = s
+			continue
+		}
+		if newest == nil || s.StartedAt().After(newest.StartedAt()) {
+			newest = s
+		}
 	}
-	sort.Strings(ids)
-	return nil, ipc.Ambiguous(ref, ids)
+	if live != nil {
+		return live
+	}
+	return newest
+}
+
+// liveHolders are the live sessions visible to c named name, as
+// USER/NAME, sorted.
+func (r *Registry) liveHolders(c ipc.Caller, name string) []string {
+	var out []string
+	for _, s := range r.sessions {
+		if s.Name() == name && Visible(c, s) && ipc.Live(s.State()) {
+			who := strconv.Itoa(s.UID())
+			if u, err := user.LookupId(who); err == nil {
+				who = u.Username
+			}
+			out = append(out, who+"/"+name+" ("+s.ID()+")")
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ids are the sessions' ids, sorted.
+func ids(ss []*session.Session) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = s.ID()
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Live returns the live sessions, in the project dir if it is not "".

@@ -211,7 +211,7 @@ func TestDeadlineWarningAndExtendOnAFakeClock(t *testing.T) {
 		t.Errorf("warning.json = %+v, %v; want 600 s left", w, err)
 	}
 
-	rec, err := s.Extend(context.Background(), 30*time.Minute, false)
+	rec, err := s.Extend(context.Background(), 30*time.Minute, false, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestDeadlineWarningAndExtendOnAFakeClock(t *testing.T) {
 		t.Errorf("events = %s, want %s", got, want)
 	}
 	<-s.Exited()
-	if _, err := s.Extend(context.Background(), time.Minute, false); !errors.Is(err, ErrEnded) {
+	if _, err := s.Extend(context.Background(), time.Minute, false, 0); !errors.Is(err, ErrEnded) {
 		t.Errorf("extend after the end: %v, want ErrEnded", err)
 	}
 }
@@ -353,7 +353,7 @@ func TestParkedSessions(t *testing.T) {
 	parked("after the start")
 
 	// A request is answered by a parked session.
-	rec, err := ss[0].Extend(context.Background(), 30*time.Minute, false)
+	rec, err := ss[0].Extend(context.Background(), 30*time.Minute, false, 0)
 	if err != nil || !rec.Deadline.Equal(t0.Add(90*time.Minute)) {
 		t.Fatalf("extend a parked session: %v, deadline %v", err, rec.Deadline)
 	}

@@ -30,9 +30,11 @@ type leaveRequest struct{ reply chan error }
 
 type extendRequest struct {
 	by time.Duration
-	// byAgent is an extension the agent asked for, held to the spec's
-	// agent_may_extend.
+	// byAgent is an extension the agent asked for; pid is the process that
+	// asked. Either way, one asked from inside the session is the agent's,
+	// held to the spec's agent_may_extend.
 	byAgent bool
+	pid     int
 	reply   chan result[ipc.Session]
 }
 
@@ -49,7 +51,10 @@ type reportRequest struct {
 }
 
 type checkpointRequest struct {
-	why   string
+	why string
+	// pid is the process that asked: one inside the session is the agent,
+	// held to the spec's checkpoints.
+	pid   int
 	reply chan result[checkpoint.Result]
 }
 
@@ -141,9 +146,11 @@ func (s *Session) Leave(ctx context.Context) error {
 }
 
 // Extend moves the deadline and the warning later by by; byAgent is the
-// agent's own request, capped by the spec's agent_may_extend.
-func (s *Session) Extend(ctx context.Context, by time.Duration, byAgent bool) (ipc.Session, error) {
-	r := &extendRequest{by: by, byAgent: byAgent, reply: make(chan result[ipc.Session], 1)}
+// agent's own request, capped by the spec's agent_may_extend, as is every
+// request of a process of the session (pid; 0 for none), whatever it
+// claims.
+func (s *Session) Extend(ctx context.Context, by time.Duration, byAgent bool, pid int) (ipc.Session, error) {
+	r := &extendRequest{by: by, byAgent: byAgent, pid: pid, reply: make(chan result[ipc.Session], 1)}
 	return answer(ask(ctx, s, r, r.reply))
 }
 
@@ -168,9 +175,11 @@ func (s *Session) Report(ctx context.Context, rep ipc.Report, pid int, root bool
 	return answer(ask(ctx, s, r, r.reply))
 }
 
-// Checkpoint takes a checkpoint of the project now.
-func (s *Session) Checkpoint(ctx context.Context) (checkpoint.Result, error) {
-	r := &checkpointRequest{why: "requested", reply: make(chan result[checkpoint.Result], 1)}
+// Checkpoint takes a checkpoint of the project now; pid is the process
+// that asks (0 for none): one of the session's gets one only if its spec
+// takes checkpoints.
+func (s *Session) Checkpoint(ctx context.Context, pid int) (checkpoint.Result, error) {
+	r := &checkpointRequest{why: "requested", pid: pid, reply: make(chan result[checkpoint.Result], 1)}
 	return answer(ask(ctx, s, r, r.reply))
 }
 

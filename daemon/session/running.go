@@ -61,7 +61,7 @@ func (s *Session) onRequest(req request) {
 		r.reply <- nil
 		s.beginLeave()
 	case *extendRequest:
-		rec, err := s.extend(r.by, r.byAgent)
+		rec, err := s.extend(r.by, r.byAgent || (r.pid > 0 && s.owns(r.pid)))
 		r.reply <- result[ipc.Session]{rec, err}
 		s.arm(&s.sv)
 	case *hookRequest:
@@ -78,6 +78,10 @@ func (s *Session) onRequest(req request) {
 		rep, err := s.report(r)
 		r.reply <- result[ipc.Report]{rep, err}
 	case *checkpointRequest:
+		if r.pid > 0 && s.spec.Checkpoint == "" && len(s.spec.CheckpointOn) == 0 && s.owns(r.pid) {
+			r.refuse(ipc.Conflict("checkpoint refused: session %s's spec takes no checkpoints (checkpoint = \"\"), and its agent is held to its spec", s.id))
+			return
+		}
 		s.requestCheckpoint(r)
 	}
 }

@@ -268,7 +268,7 @@ func (d *Service) ExtendSession(ctx context.Context, c ipc.Caller, id string, re
 	if err != nil {
 		return nil, err
 	}
-	rec, err := s.Extend(ctx, by.Duration, req.ByAgent)
+	rec, err := s.Extend(ctx, by.Duration, req.ByAgent, c.PID)
 	if err != nil {
 		return nil, ended(s, err, what)
 	}
@@ -300,7 +300,7 @@ func (d *Service) CheckpointSession(ctx context.Context, c ipc.Caller, id string
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.Checkpoint(ctx)
+	res, err := s.Checkpoint(ctx, c.PID)
 	if err != nil {
 		return nil, ended(s, err, what)
 	}

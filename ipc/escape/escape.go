@@ -8,6 +8,7 @@
 package escape
 
 import (
+	"io"
 	"strings"
 	"unicode/utf8"
 )
@@ -126,4 +127,65 @@ func writeHex(b *strings.Builder, prefix string, v uint32, digits int) {
 	for i := digits - 1; i >= 0; i-- {
 		b.WriteByte(hex[v>>(4*i)&0xf])
 	}
+}
+
+// Writer escapes text for a terminal as it is written through it, as
+// Terminal does: newlines and tabs pass, every other control character
+// and every byte that is not UTF-8 is written out visibly. A character cut
+// in two by a write is completed by the next.
+type Writer struct {
+	w       io.Writer
+	partial []byte // the start of a UTF-8 sequence the next write completes
+}
+
+// NewWriter returns a Writer escaping to w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+// Write escapes p and writes it. It reports len(p) unless the underlying
+// writer fails.
+func (e *Writer) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(e.partial) > 0 {
+		p = append(e.partial, p...)
+		e.partial = nil
+	}
+	// Hold back a UTF-8 sequence the write cut short.
+	if cut := incompleteTail(p); cut > 0 {
+		e.partial = append([]byte(nil), p[len(p)-cut:]...)
+		p = p[:len(p)-cut]
+	}
+	if len(p) > 0 {
+		if _, err := io.WriteString(e.w, Terminal(string(p))); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
+}
+
+// Flush writes what a last, incomplete character left, escaped.
+func (e *Writer) Flush() error {
+	if len(e.partial) == 0 {
+		return nil
+	}
+	_, err := io.WriteString(e.w, Terminal(string(e.partial)))
+	e.partial = nil
+	return err
+}
+
+// incompleteTail is how many bytes at the end of p begin a UTF-8 sequence
+// that is not complete yet (0 when none).
+func incompleteTail(p []byte) int {
+	for i := 1; i <= utf8.UTFMax-1 && i <= len(p); i++ {
+		c := p[len(p)-i]
+		if c < utf8.RuneSelf {
+			return 0
+		}
+		if utf8.RuneStart(c) {
+			if !utf8.FullRune(p[len(p)-i:]) {
+				return i
+			}
+			return 0
+		}
+	}
+	return 0
 }

@@ -1,6 +1,7 @@
 package escape
 
 import (
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -32,4 +33,21 @@ func FuzzTerminalText(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestWriterSplits: what the Writer writes does not depend on how the
+// text was cut into writes.
+func TestWriterSplits(t *testing.T) {
+	in := "a\x1b[31mred\x1b]0;title\x07 日本\u202e!\xff\n\tend"
+	want := Terminal(in)
+	for cut := 0; cut <= len(in); cut++ {
+		var b strings.Builder
+		w := NewWriter(&b)
+		_, _ = w.Write([]byte(in[:cut]))
+		_, _ = w.Write([]byte(in[cut:]))
+		_ = w.Flush()
+		if b.String() != want {
+			t.Fatalf("cut at %d: %q, want %q", cut, b.String(), want)
+		}
+	}
 }
