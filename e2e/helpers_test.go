@@ -90,9 +90,21 @@ func startDaemonWith(t testing.TB, stateDir, sock, configTOML string) *daemon {
 	return startBuild(t, sessiondBin, nil, stateDir, sock, configTOML)
 }
 
+// startDaemonExtra is startDaemon with files inherited by the daemon's
+// process, open and not close-on-exec (descriptors 3 and up).
+func startDaemonExtra(t testing.TB, files ...*os.File) *daemon {
+	t.Helper()
+	return startProcess(t, sessiondBin, nil, filepath.Join(t.TempDir(), "state"), newSocketPath(t), "", files)
+}
+
 // startBuild is startDaemonWith for the sessiond executable bin, with env
 // added to the daemon's environment.
 func startBuild(t testing.TB, bin string, env []string, stateDir, sock, configTOML string) *daemon {
+	t.Helper()
+	return startProcess(t, bin, env, stateDir, sock, configTOML, nil)
+}
+
+func startProcess(t testing.TB, bin string, env []string, stateDir, sock, configTOML string, extra []*os.File) *daemon {
 	t.Helper()
 	tmp := t.TempDir()
 	d := &daemon{t: t, sock: sock, stateDir: stateDir, logPath: filepath.Join(tmp, "sessiond.log"), exited: make(chan struct{})}
@@ -111,6 +123,7 @@ func startBuild(t testing.TB, bin string, env []string, stateDir, sock, configTO
 		"--state-dir", stateDir, "--socket", sock, "--log-level", "debug")
 	d.cmd.Env = append(cleanEnv(), env...)
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
+	d.cmd.ExtraFiles = extra
 	if err := d.cmd.Start(); err != nil {
 		t.Fatalf("start sessiond: %v", err)
 	}

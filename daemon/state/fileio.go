@@ -128,7 +128,7 @@ func readAt(dirfd int, name, display string, limit int64, nofollow bool) ([]byte
 // openError turns a failed open into an error naming display; ELOOP from
 // O_NOFOLLOW is a refused symlink.
 func openError(dirfd int, name, display string, err error) error {
-	if err == unix.ELOOP {
+	if err == unix.ELOOP || err == unix.ENOTDIR {
 		var st unix.Stat_t
 		if fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
 			return fmt.Errorf("refused: %s is a symlink: %w", display, ErrFileType)

@@ -55,12 +55,14 @@ type ignorer struct {
 	hub      *Hub
 	name     string // unique per Watch, to name the excludes files
 	// user is the project's, whom git runs as (nil: the daemon's own).
-	user    *identity.User
+	user *identity.User
+	// quit is closed when the watch closes: a git still asked is killed.
+	quit    <-chan struct{}
 	domains map[string]*checker
 	warned  bool
 }
 
-func newIgnorer(h *Hub, log func() *zap.Logger, root string, patterns []string, name string, user *identity.User) *ignorer {
+func newIgnorer(h *Hub, log func() *zap.Logger, root string, patterns []string, name string, user *identity.User, quit <-chan struct{}) *ignorer {
 	if !user.Switches() {
 		user = nil
 	}
@@ -71,6 +73,7 @@ func newIgnorer(h *Hub, log func() *zap.Logger, root string, patterns []string, 
 		hub:      h,
 		name:     name,
 		user:     user,
+		quit:     quit,
 	}
 }
 
@@ -356,9 +359,13 @@ var hardening = []string{
 	"-c", "safe.directory=*",
 }
 
-// gitTimeout bounds one git command of the watcher, and one batch of
-// questions to its check-ignore.
-const gitTimeout = 10 * time.Second
+// gitTimeout bounds one git command of the watcher (ls-files of a large
+// repository takes seconds); askTimeout one batch of questions to its
+// check-ignore, which git answers in milliseconds.
+const (
+	gitTimeout = 10 * time.Second
+	askTimeout = 5 * time.Second
+)
 
 // sysProcAttr starts the watcher's git as the project's user, in a
 // process group of its own.
@@ -467,6 +474,11 @@ func (c *checker) query(paths []string) ([]bool, error) {
 	res := make([]bool, len(paths))
 	var lastErr error
 	for i, fails := 0, 0; i < len(paths); {
+		select {
+		case <-c.ig.quit:
+			return res, ErrClosed
+		default:
+		}
 		if c.cmd == nil {
 			if err := c.start(); err != nil {
 				return res, err
@@ -521,9 +533,20 @@ func (c *checker) roundTrip(paths []string, res []bool) (int, error) {
 	// A git that answers nothing (its repository's info/exclude a FIFO,
 	// say) is killed: a question never holds the watch up for long.
 	cmd := c.cmd
-	stuck := time.AfterFunc(gitTimeout, func() { _ = cmd.Process.Kill() })
+	answered := make(chan struct{})
+	go func() {
+		t := time.NewTimer(askTimeout)
+		defer t.Stop()
+		select {
+		case <-answered:
+			return
+		case <-c.ig.quit:
+		case <-t.C:
+		}
+		_ = cmd.Process.Kill()
+	}()
 	n, err := c.readAnswers(paths, res)
-	stuck.Stop()
+	close(answered)
 	if err != nil {
 		// Unblock the writer before waiting for it.
 		_ = c.cmd.Process.Kill()
@@ -561,6 +584,13 @@ func (c *checker) readAnswers(paths []string, res []bool) (int, error) {
 func (c *checker) trackedIgnored(args []string) (map[string]bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
 	defer cancel()
+	go func() {
+		select {
+		case <-c.ig.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	cmd := exec.CommandContext(ctx, "git", append(args, "ls-files", "-z", "-c", "-i", "--exclude-standard")...)
 	cmd.Dir = c.dir
 	cmd.Env = gitEnv()

@@ -245,7 +245,7 @@ func (h *Hub) Watch(root string, opt Options) (*Watch, error) {
 	if err := h.register(w); err != nil {
 		return nil, fmt.Errorf("watch %s: %w", root, err)
 	}
-	w.ign = newIgnorer(h, w.logger, real, w.opt.Ignore, fmt.Sprintf("w%d", w.id), opt.User)
+	w.ign = newIgnorer(h, w.logger, real, w.opt.Ignore, fmt.Sprintf("w%d", w.id), opt.User, w.quit)
 	w.started = time.Now()
 	w.lastPoll = w.started
 	if err := w.scan("", scanQuiet, time.Time{}, false); err != nil {

@@ -650,7 +650,7 @@ func TestCheckerSurvivesGitDying(t *testing.T) {
 	if err := os.Symlink("/tmp", filepath.Join(root, "lnk")); err != nil {
 		t.Fatal(err)
 	}
-	ig := newIgnorer(h, func() *zap.Logger { return h.log }, root, nil, "t", nil)
+	ig := newIgnorer(h, func() *zap.Logger { return h.log }, root, nil, "t", nil, nil)
 	defer ig.close()
 	got := ig.ignored([]string{"a.log", "lnk/x.log", "b.log", "c.txt"})
 	if want := []bool{true, false, true, false}; !slices.Equal(got, want) {
