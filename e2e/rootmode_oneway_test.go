@@ -160,7 +160,8 @@ func TestRootDaemonOneWayIn(t *testing.T) {
 
 	t.Run("CODEX_HOME naming a root-only directory", func(t *testing.T) {
 		home := filepath.Dir(rootFile(t, "config.toml", `notify = ["/bin/echo", "TOPSECRET_NOTIFY"]`+"\n"))
-		bin := userBin(t, "codex", "exec sleep 1000")
+		// The shell stays, with the command line it was given.
+		bin := userBin(t, "codex", "sleep 1000")
 		dir := u.project(t)
 		id := lastID(t, u.ctl(t, d.sock, "start", "--env", "PATH="+bin+":/usr/bin:/bin", "--env", "CODEX_HOME="+home, dir, "--", "codex", "exec", "hi"))
 		d.waitState(id, 10*time.Second, "running")
