@@ -111,7 +111,7 @@ func (c *Config) Validate() error {
 	}
 	for i, h := range c.NotifyAllowHosts {
 		if _, err := ParseHostPattern(h); err != nil {
-			return &FieldError{fmt.Sprintf("notify_allow_hosts[%d]", i), err.Error()}
+			return &FieldError{"notify_allow_hosts", fmt.Sprintf("entry %d: %v", i+1, err)}
 		}
 	}
 	if err := c.Defaults.Validate(); err != nil {

@@ -32,3 +32,24 @@ func TestMetricsKeys(t *testing.T) {
 		}
 	}
 }
+
+func TestNotifyAllowHosts(t *testing.T) {
+	c, err := Parse("test.toml", []byte("notify_allow_hosts = [\"127.0.0.1:8080\", \"10.0.0.0/8\", \"hooks.internal\", \"[::1]:9\", \"fe80::/10:443\"]\n"))
+	if err != nil || len(c.NotifyAllowHosts) != 5 {
+		t.Fatalf("Parse = %+v, %v", c.NotifyAllowHosts, err)
+	}
+	for _, tc := range []struct {
+		src string
+		msg string
+	}{
+		{"log_level = \"info\"\nnotify_allow_hosts = [\"ok\", \"bad host!\"]\n", "neither a host name"},
+		{"log_level = \"info\"\nnotify_allow_hosts = [\"127.0.0.1:99999\"]\n", "port"},
+		{"log_level = \"info\"\nnotify_allow_hosts = [\"\"]\n", "empty"},
+	} {
+		_, err := Parse("test.toml", []byte(tc.src))
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Line != 2 || !strings.Contains(err.Error(), tc.msg) || !strings.Contains(err.Error(), "notify_allow_hosts") {
+			t.Errorf("Parse(%q) = %v; want line 2 naming notify_allow_hosts, saying %q", tc.src, err, tc.msg)
+		}
+	}
+}
