@@ -54,7 +54,11 @@ func (l *Service) SessionLogs(ctx context.Context, c ipc.Caller, id string, opt 
 	if !opt.Raw {
 		st := term.NewStripper(w)
 		defer func() { _ = st.Flush() }()
-		w = st
+		if rep, ok := w.(ipc.StampsReporter); ok {
+			w = reportingWriter{st, rep}
+		} else {
+			w = st
+		}
 	}
 	if s.Snapshot().TTY {
 		return l.terminalLogs(ctx, s, opt, w)
@@ -141,4 +145,11 @@ func (o *Watcher) follow(ctx context.Context, s *session.Session, more bool, unt
 			return nil
 		}
 	}
+}
+
+// reportingWriter is a writer that passes the coverage of the log's times
+// on to the stream's own writer.
+type reportingWriter struct {
+	io.Writer
+	ipc.StampsReporter
 }

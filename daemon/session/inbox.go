@@ -51,10 +51,7 @@ type reportRequest struct {
 }
 
 type checkpointRequest struct {
-	why string
-	// pid is the process that asked: one inside the session is the agent,
-	// held to the spec's checkpoints.
-	pid   int
+	why   string
 	reply chan result[checkpoint.Result]
 }
 
@@ -175,11 +172,10 @@ func (s *Session) Report(ctx context.Context, rep ipc.Report, pid int, root bool
 	return answer(ask(ctx, s, r, r.reply))
 }
 
-// Checkpoint takes a checkpoint of the project now; pid is the process
-// that asks (0 for none): one of the session's gets one only if its spec
-// takes checkpoints.
-func (s *Session) Checkpoint(ctx context.Context, pid int) (checkpoint.Result, error) {
-	r := &checkpointRequest{why: "requested", pid: pid, reply: make(chan result[checkpoint.Result], 1)}
+// Checkpoint takes a checkpoint of the project now, as the spec takes
+// them, whoever asks.
+func (s *Session) Checkpoint(ctx context.Context) (checkpoint.Result, error) {
+	r := &checkpointRequest{why: "requested", reply: make(chan result[checkpoint.Result], 1)}
 	return answer(ask(ctx, s, r, r.reply))
 }
 

@@ -78,10 +78,8 @@ func (s *Session) onRequest(req request) {
 		rep, err := s.report(r)
 		r.reply <- result[ipc.Report]{rep, err}
 	case *checkpointRequest:
-		if r.pid > 0 && s.spec.Checkpoint == "" && len(s.spec.CheckpointOn) == 0 && s.owns(r.pid) {
-			r.refuse(ipc.Conflict("checkpoint refused: session %s's spec takes no checkpoints (checkpoint = \"\"), and its agent is held to its spec", s.id))
-			return
-		}
+		// Whoever asks, a checkpoint is the spec's (its mode, its
+		// maximum file, its ignores) and joins one under way.
 		s.requestCheckpoint(r)
 	}
 }

@@ -300,7 +300,7 @@ func (d *Service) CheckpointSession(ctx context.Context, c ipc.Caller, id string
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.Checkpoint(ctx, c.PID)
+	res, err := s.Checkpoint(ctx)
 	if err != nil {
 		return nil, ended(s, err, what)
 	}
