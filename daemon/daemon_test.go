@@ -629,6 +629,9 @@ func TestSweepOrphans(t *testing.T) {
 	other := exec.Command("sleep", "100")
 	other.Env = []string{"SESSIOND_SOCKET=/elsewhere.sock", "SESSIOND_SESSION_ID=ghost123"}
 	for _, c := range []*exec.Cmd{ours, other} {
+		// A session's processes are never in the daemon's process group,
+		// which the daemon never signals.
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := proc.Start(c); err != nil {
 			t.Fatal(err)
 		}

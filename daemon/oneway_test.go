@@ -55,7 +55,6 @@ var sanctioned = map[string]struct {
 	"notify/desktop.go":          {"the fixed paths of the desktop notifiers' executables", []string{"checkDesktop"}},
 	"notify/run.go":              {"the one runner of notification commands: the session user's credential, a process group, a timeout", []string{"process.run"}},
 	"proc/cloexec.go":            {"/proc/self/fd", []string{"CloseOnExec"}},
-	"proc/foreground_linux.go":   {"/proc of the session's processes, read by the daemon that started them", []string{"ForegroundGroup"}},
 	"proc/proc_linux.go":         {"/proc of processes and the kernel's boot id: nothing of a user's files", []string{"BootID", "Catches", "SessionsByEnv", "allStats", "childrenOf", "envSession", "hasMarker", "readStat"}},
 	"proc/spawn.go":              {"the one spawner of sessions' commands (the user's credential) and /dev/null; the lookup of the command", []string{"Spawn", "executable"}},
 	"proc/usage_linux.go":        {"/proc of the session's processes", []string{"envSessionID"}},

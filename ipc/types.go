@@ -79,6 +79,10 @@ type Session struct {
 	// with BootID tells a live child from a reused pid.
 	StartTime uint64 `json:"start_time,omitempty"`
 	BootID    string `json:"boot_id,omitempty"`
+	// PIDIno is the child's pidfd inode where the kernel gives each
+	// process its own (Linux 6.9 and later): two processes of one boot
+	// never share it, even when they start in the same clock tick.
+	PIDIno uint64 `json:"pid_ino,omitempty"`
 	// Error says why a session failed to start, or what went wrong at its end.
 	Error string `json:"error,omitempty"`
 	// EnvKeys names the variables given with --env; their values are never

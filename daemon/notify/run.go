@@ -65,13 +65,13 @@ func (p *process) run(ctx context.Context) ([]byte, error) {
 		cmd.Stdout, cmd.Stderr = tail, tail
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: p.cred}
-	cmd.Cancel = func() error { return proc.SignalGroup(cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.Cancel = proc.CancelGroup(cmd)
 	cmd.WaitDelay = waitDelay
 	if err := proc.Start(cmd); err != nil {
 		return nil, fmt.Errorf("start %s: %w", p.argv[0], err)
 	}
-	err = proc.Wait(cmd)
-	_ = proc.SignalGroup(cmd.Process.Pid, syscall.SIGKILL)
+	// What the command left running in its group goes with it.
+	err = proc.WaitGroup(cmd)
 	out := tail.bytes()
 	switch {
 	case isSuccess(err):

@@ -2,8 +2,8 @@ package proc
 
 import "errors"
 
-// Adopt is not supported on macOS: a recorded live session is then killed
-// and ended as crashed.
-func Adopt(pid int, startTime uint64) (*Child, error) {
+// Adopt is not supported on macOS: a recorded live session then ends as
+// crashed, its process left alone.
+func Adopt(p Process) (*Child, error) {
 	return nil, errors.New("adopting a running session is not supported on this platform")
 }

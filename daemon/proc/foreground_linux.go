@@ -1,33 +1,32 @@
 package proc
 
 import (
-	"bytes"
-	"os"
-	"strconv"
-	"strings"
+	"errors"
+
+	"golang.org/x/sys/unix"
 )
 
-// ForegroundGroup returns the foreground process group of pid's controlling
-// terminal (the tpgid of /proc/PID/stat), or 0 when pid has no terminal or
-// is gone. A shell on a terminal runs its jobs in groups of their own, and
-// the one in the foreground is the one a person's ctrl-C would reach.
-func ForegroundGroup(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
+// SignalForeground sends sig to the foreground process group of the
+// terminal c's process has, when that is not c's own group: a shell on a
+// terminal runs its jobs in groups of their own, and the one in the
+// foreground is the one a person's ctrl-C would reach. c is proven first,
+// and each process of that group is proven to be in it and in c's
+// terminal session.
+func (c *Child) SignalForeground(sig unix.Signal) error {
+	st, err := readStat(c.PID)
+	if err != nil || !leaderProven(c) {
+		return nil
 	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return 0
+	fg, sid := st.tpgid, st.sid
+	if fg <= 1 || fg == c.PID || sid <= 1 {
+		return nil
 	}
-	// After the command name: state ppid pgrp session tty_nr tpgid.
-	f := strings.Fields(string(b[i+2:]))
-	if len(f) < 6 {
-		return 0
+	ours := func(s stat) bool { return s.pgrp == fg && s.sid == sid }
+	var errs []error
+	for _, m := range allStats() {
+		if ours(m) && !gone(m) {
+			errs = append(errs, Process{PID: m.pid, Start: m.start}.signalIf(sig, ours))
+		}
 	}
-	tpgid, err := strconv.Atoi(f[5])
-	if err != nil || tpgid <= 1 {
-		return 0
-	}
-	return tpgid
+	return errors.Join(errs...)
 }

@@ -2,6 +2,8 @@
 
 package proc
 
-// ForegroundGroup returns 0 where the platform does not tell a process's
-// terminal's foreground group.
-func ForegroundGroup(pid int) int { return 0 }
+import "golang.org/x/sys/unix"
+
+// SignalForeground does nothing where the platform does not tell a
+// process's terminal's foreground group.
+func (c *Child) SignalForeground(sig unix.Signal) error { return nil }

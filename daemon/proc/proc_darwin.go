@@ -9,22 +9,40 @@ import (
 // EnableSubreaper is a no-op on macOS, which has no subreapers.
 func EnableSubreaper() error { return nil }
 
-// StartTime is not tracked on macOS.
-func StartTime(pid int) (uint64, error) { return 0, nil }
-
-// Alive reports whether pid exists.
-func Alive(pid int, startTime uint64) bool {
-	return unix.Kill(pid, 0) == nil || errors.Is(unix.Kill(pid, 0), unix.EPERM)
+// StartTime returns the process's start time, in microseconds since the
+// epoch.
+func StartTime(pid int) (uint64, error) {
+	kp, err := unix.SysctlKinfoProc("kern.proc.pid", pid)
+	if err != nil {
+		return 0, err
+	}
+	if kp.Proc.P_pid != int32(pid) {
+		return 0, unix.ESRCH
+	}
+	t := kp.Proc.P_starttime
+	return uint64(t.Sec)*1e6 + uint64(t.Usec), nil
 }
 
-// BootID is not tracked on macOS.
-func BootID() string { return "" }
+// Alive reports whether pid is a live process that started at startTime.
+func Alive(pid int, startTime uint64) bool {
+	start, err := StartTime(pid)
+	return err == nil && startTime != 0 && start == startTime
+}
+
+// BootID identifies the running boot.
+func BootID() string {
+	id, err := unix.Sysctl("kern.bootsessionuuid")
+	if err != nil {
+		return ""
+	}
+	return id
+}
 
 func reapOrphans() {}
 
 // SessionProcs returns nothing beyond the process group on macOS: the group
 // is signalled directly.
-func SessionProcs(sessionID string, pgid int, spawned bool) []int { return nil }
+func SessionProcs(sessionID string, leader *Child, spawned bool) []Process { return nil }
 
 // Catches cannot tell on macOS.
 func Catches(pid int, sig unix.Signal) (bool, error) {
@@ -35,4 +53,4 @@ func Catches(pid int, sig unix.Signal) (bool, error) {
 const CatchesSupported = false
 
 // SessionsByEnv cannot read other processes' environments on macOS.
-func SessionsByEnv(socket string) map[int]string { return nil }
+func SessionsByEnv(socket string) []Found { return nil }

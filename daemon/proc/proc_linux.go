@@ -22,8 +22,11 @@ func EnableSubreaper() error {
 // stat is what the supervisor needs from /proc/PID/stat.
 type stat struct {
 	pid, ppid, pgrp int
-	state           byte
-	start           uint64
+	// sid is the process's session; tpgid its terminal's foreground
+	// process group (0 for none).
+	sid, tpgid int
+	state      byte
+	start      uint64
 	// cpu is utime+stime in clock ticks; rss is in pages.
 	cpu uint64
 	rss int64
@@ -52,6 +55,8 @@ func parseStat(pid int, b []byte) (stat, error) {
 	s := stat{pid: pid, state: f[0][0]}
 	s.ppid, _ = strconv.Atoi(f[1])
 	s.pgrp, _ = strconv.Atoi(f[2])
+	s.sid, _ = strconv.Atoi(f[3])
+	s.tpgid, _ = strconv.Atoi(f[5])
 	s.start, _ = strconv.ParseUint(f[19], 10, 64)
 	utime, _ := strconv.ParseUint(f[11], 10, 64)
 	stime, _ := strconv.ParseUint(f[12], 10, 64)
@@ -69,13 +74,14 @@ func StartTime(pid int) (uint64, error) {
 }
 
 // Alive reports whether pid is a live (not zombie) process that started at
-// startTime; a pid reused by another process is not alive.
+// startTime; a pid reused by another process is not alive, and a start
+// time of 0 proves nothing.
 func Alive(pid int, startTime uint64) bool {
 	s, err := readStat(pid)
 	if err != nil || s.state == 'Z' || s.state == 'X' {
 		return false
 	}
-	return startTime == 0 || s.start == startTime
+	return startTime != 0 && s.start == startTime
 }
 
 // BootID identifies the running kernel boot; start times compare only
@@ -306,69 +312,101 @@ func hasMarker(pid int, marker []byte) bool {
 }
 
 // SessionProcs returns the live processes of a session whose leader (and
-// process group) is pgid. spawned says the daemon started the leader
+// process group) is leader. spawned says the daemon started the leader
 // itself: then, as a subreaper, every process of the session is below the
 // leader or below an orphan that came back to the daemon, and only those
 // are looked at. Otherwise (an adopted session, no subreaper) every
-// process is: its process group, the leader's descendants, and every
+// process is: the leader's group, the leader's descendants, and every
 // process whose environment carries SESSIOND_SESSION_ID=sessionID (which
-// survives setsid and double forks).
-func SessionProcs(sessionID string, pgid int, spawned bool) []int {
+// survives setsid and double forks). The leader and its group count only
+// while the leader is proven (its start time); a process counts as a
+// descendant only while its parent is still the one it was found under.
+// Each is returned with its start time, as read when it was found.
+func SessionProcs(sessionID string, leader *Child, spawned bool) []Process {
 	if !spawned || !subreaper {
-		return scanSessionProcs(sessionID, pgid)
+		return scanSessionProcs(sessionID, leader)
 	}
+	type found struct{ pid, parent int }
 	member := map[int]bool{}
-	var queue []int
-	if pgid > 1 {
-		queue = append(queue, pgid)
+	var queue []found
+	if leader != nil && leaderProven(leader) {
+		queue = append(queue, found{leader.PID, -1})
 	}
 	kids := selfChildren()
 	for _, pid := range kids.pids {
 		// Helper commands run with the session's environment (its hook,
 		// its preflight) belong to it too.
-		if pid == pgid || isChild(pid) {
+		if (leader != nil && pid == leader.PID) || isChild(pid) {
 			continue
 		}
 		if sessionID != "" && kids.session(pid) == sessionID {
-			queue = append(queue, pid)
+			queue = append(queue, found{pid, self})
 		}
 	}
+	var out []Process
 	for len(queue) > 0 {
-		pid := queue[0]
+		f := queue[0]
 		queue = queue[1:]
-		if member[pid] {
+		if member[f.pid] {
 			continue
 		}
-		member[pid] = true
-		queue = append(queue, childrenOf(pid)...)
-	}
-	out := make([]int, 0, len(member))
-	for pid := range member {
-		if s, err := readStat(pid); err == nil && s.state != 'Z' && s.state != 'X' {
-			out = append(out, pid)
+		st, err := readStat(f.pid)
+		if err != nil || (f.parent >= 0 && st.ppid != f.parent) {
+			continue
+		}
+		member[f.pid] = true
+		if !gone(st) {
+			p := Process{PID: f.pid, Start: st.start}
+			if f.parent < 0 {
+				p = leader.Process()
+			}
+			out = append(out, p)
+		}
+		for _, k := range childrenOf(f.pid) {
+			queue = append(queue, found{k, f.pid})
 		}
 	}
 	return out
 }
 
+// leaderProven reports whether the leader's pid is still its process: the
+// daemon's own unreaped child, or a process with its start time.
+func leaderProven(c *Child) bool {
+	if c.own {
+		children.mu.Lock()
+		mine := children.m[c.PID] == c
+		children.mu.Unlock()
+		if mine {
+			return true
+		}
+	}
+	return c.Process().Alive()
+}
+
 // scanSessionProcs finds a session's processes by scanning all of /proc.
-func scanSessionProcs(sessionID string, pgid int) []int {
+func scanSessionProcs(sessionID string, leader *Child) []Process {
 	stats := allStats()
 	kids := map[int][]int{}
+	byPID := make(map[int]stat, len(stats))
 	member := map[int]bool{}
+	pgid := 0
+	if leader != nil {
+		pgid = leader.PID
+	}
+	proven := leader != nil && leaderProven(leader)
 	for _, s := range stats {
-		if s.state == 'Z' || s.state == 'X' {
+		if gone(s) {
 			continue
 		}
+		byPID[s.pid] = s
 		kids[s.ppid] = append(kids[s.ppid], s.pid)
-		if pgid > 1 && (s.pgrp == pgid || s.pid == pgid) {
+		if proven && (s.pgrp == pgid || s.pid == pgid) {
 			member[s.pid] = true
 		}
 	}
 	marker := []byte("SESSIOND_SESSION_ID=" + sessionID + "\x00")
-	self := os.Getpid()
 	for _, s := range stats {
-		if member[s.pid] || s.state == 'Z' || s.pid == self || sessionID == "" {
+		if member[s.pid] || gone(s) || s.pid == self || sessionID == "" {
 			continue
 		}
 		if hasMarker(s.pid, marker) {
@@ -391,9 +429,13 @@ func scanSessionProcs(sessionID string, pgid int) []int {
 		}
 	}
 	delete(member, self)
-	out := make([]int, 0, len(member))
+	out := make([]Process, 0, len(member))
 	for pid := range member {
-		out = append(out, pid)
+		p := Process{PID: pid, Start: byPID[pid].start}
+		if proven && pid == pgid {
+			p = leader.Process()
+		}
+		out = append(out, p)
 	}
 	return out
 }
@@ -422,23 +464,28 @@ func Catches(pid int, sig unix.Signal) (bool, error) {
 const CatchesSupported = true
 
 // SessionsByEnv returns the live processes whose environment carries
-// SESSIOND_SOCKET=socket, with the SESSIOND_SESSION_ID each carries: the
-// processes of every session started by a daemon on that socket.
-func SessionsByEnv(socket string) map[int]string {
+// SESSIOND_SOCKET=socket, with the SESSIOND_SESSION_ID each carries and
+// the user it runs as: the processes of every session started by a daemon
+// on that socket (or of anyone who copied those variables).
+func SessionsByEnv(socket string) []Found {
 	marker := []byte("SESSIOND_SOCKET=" + socket + "\x00")
-	self := os.Getpid()
-	out := map[int]string{}
+	var out []Found
 	for _, s := range allStats() {
-		if s.pid == self || s.state == 'Z' || s.state == 'X' {
+		if s.pid == self || gone(s) {
 			continue
 		}
-		env, err := os.ReadFile("/proc/" + strconv.Itoa(s.pid) + "/environ")
+		dir := "/proc/" + strconv.Itoa(s.pid)
+		env, err := os.ReadFile(dir + "/environ")
 		if err != nil || !(bytes.Contains(env, marker) || bytes.HasSuffix(env, marker[:len(marker)-1])) {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Stat(dir, &st) != nil {
 			continue
 		}
 		for _, kv := range bytes.Split(env, []byte{0}) {
 			if id, ok := bytes.CutPrefix(kv, []byte("SESSIOND_SESSION_ID=")); ok {
-				out[s.pid] = string(id)
+				out = append(out, Found{Process: Process{PID: s.pid, Start: s.start}, Session: string(id), UID: int(st.Uid)})
 			}
 		}
 	}

@@ -33,7 +33,7 @@ func spawn(t *testing.T, env []string, script string) (*Child, *os.File) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { KillSession(context.Background(), "", c.PID, true) })
+	t.Cleanup(func() { KillSession(context.Background(), "", c, true) })
 	return c, out
 }
 
@@ -124,12 +124,12 @@ func TestSessionProcsFindEscapees(t *testing.T) {
 	c, _ := spawn(t, env, script)
 	g := readPid(t, gc)
 	for _, spawned := range []bool{true, false} {
-		procs := SessionProcs("testsess", c.PID, spawned)
+		procs := pids(SessionProcs("testsess", c, spawned))
 		if !slices.Contains(procs, c.PID) || !slices.Contains(procs, g) {
 			t.Errorf("spawned=%v: SessionProcs = %v, want leader %d and setsid grandchild %d", spawned, procs, c.PID, g)
 		}
 	}
-	if left := KillSession(context.Background(), "testsess", c.PID, true); len(left) > 0 {
+	if left := KillSession(context.Background(), "testsess", c, true); len(left) > 0 {
 		t.Fatalf("left alive: %v", left)
 	}
 	wait(t, c)
@@ -167,7 +167,7 @@ func TestAliveAndStartTime(t *testing.T) {
 	if Alive(c.PID, c.StartTime+1) {
 		t.Error("Alive = true with another start time (a reused pid)")
 	}
-	_ = SignalGroup(c.PID, unix.SIGKILL)
+	_ = c.SignalGroup(unix.SIGKILL)
 	wait(t, c)
 	if Alive(c.PID, c.StartTime) {
 		t.Error("Alive = true after exit")
@@ -176,17 +176,17 @@ func TestAliveAndStartTime(t *testing.T) {
 
 func TestAdopt(t *testing.T) {
 	c, _ := spawn(t, nil, "sleep 1000")
-	a, err := Adopt(c.PID, c.StartTime)
+	a, err := Adopt(c.Process())
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = SignalGroup(c.PID, unix.SIGKILL)
+	_ = c.SignalGroup(unix.SIGKILL)
 	select {
 	case <-a.Done():
 	case <-time.After(5 * time.Second):
 		t.Fatal("adopted process exit not seen")
 	}
-	if _, err := Adopt(c.PID, c.StartTime); err == nil {
+	if _, err := Adopt(c.Process()); err == nil {
 		t.Error("Adopt of an ended process succeeded")
 	}
 }
@@ -223,9 +223,9 @@ func TestUsageOf(t *testing.T) {
 	// A child that burns CPU for a moment, then sleeps, and one grandchild;
 	// and a second session of one process.
 	c, _ := spawn(t, nil, "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; sleep 100 & sleep 100")
-	defer func() { _ = SignalGroup(c.PID, unix.SIGKILL); wait(t, c) }()
+	defer func() { _ = c.SignalGroup(unix.SIGKILL); wait(t, c) }()
 	c2, _ := spawn(t, nil, "exec sleep 100")
-	defer func() { _ = SignalGroup(c2.PID, unix.SIGKILL); wait(t, c2) }()
+	defer func() { _ = c2.SignalGroup(unix.SIGKILL); wait(t, c2) }()
 	for _, spawned := range []bool{true, false} {
 		var us []Usage
 		deadline := time.Now().Add(10 * time.Second)

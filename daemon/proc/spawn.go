@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -38,6 +39,12 @@ type Child struct {
 	// (0 where the platform does not tell), which tells it from a later
 	// process that reuses its pid.
 	StartTime uint64
+	// Ino is as Process.Ino.
+	Ino uint64
+
+	// own says the daemon spawned it: until reaped, its pid is the
+	// daemon's to signal.
+	own bool
 
 	done chan struct{}
 	exit Exit
@@ -172,35 +179,32 @@ func Spawn(spec Spec) (*Child, error) {
 		helpers.mu.RUnlock()
 		return nil, fmt.Errorf("start %s: %w", spec.Argv[0], err)
 	}
-	c := &Child{PID: p.Pid, done: make(chan struct{})}
+	c := &Child{PID: p.Pid, own: true, done: make(chan struct{})}
 	children.mu.Lock()
 	children.m[c.PID] = c
 	children.mu.Unlock()
 	helpers.mu.RUnlock()
 	// The reaper collects the status with wait4; the handle is not needed.
 	_ = p.Release()
-	c.StartTime, _ = StartTime(c.PID)
+	if p, err := Identify(c.PID); err == nil {
+		c.StartTime, c.Ino = p.Start, p.Ino
+	}
 	return c, nil
 }
 
-// SignalGroup sends sig to the process group pgid.
-func SignalGroup(pgid int, sig unix.Signal) error {
-	if pgid <= 1 {
-		return fmt.Errorf("refusing to signal process group %d", pgid)
+// CancelGroup is a Cancel for a helper command started with Setpgid (and
+// Start): it kills the command's process group. exec.Cmd calls it before
+// Wait reaps the command, so the group is still the command's.
+func CancelGroup(cmd *exec.Cmd) func() error {
+	return func() error {
+		if cmd.Process == nil || refuse(cmd.Process.Pid) != nil {
+			return nil
+		}
+		return ignoreESRCH(unix.Kill(-cmd.Process.Pid, unix.SIGKILL))
 	}
-	err := unix.Kill(-pgid, sig)
-	if errors.Is(err, unix.ESRCH) {
-		return nil
-	}
-	return err
 }
 
-// Signal sends sig to one process; a process already gone is not an error.
-func Signal(pid int, sig unix.Signal) error {
-	if pid <= 1 {
-		return fmt.Errorf("refusing to signal pid %d", pid)
-	}
-	err := unix.Kill(pid, sig)
+func ignoreESRCH(err error) error {
 	if errors.Is(err, unix.ESRCH) {
 		return nil
 	}

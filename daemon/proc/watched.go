@@ -6,8 +6,8 @@ import "sync"
 // own child, such as the command a terminal holder runs: someone else learns
 // how it ends and says so through report, which closes Done. Only the first
 // report counts.
-func Watched(pid int, startTime uint64) (c *Child, report func(Exit)) {
-	c = &Child{PID: pid, StartTime: startTime, done: make(chan struct{})}
+func Watched(p Process) (c *Child, report func(Exit)) {
+	c = &Child{PID: p.PID, StartTime: p.Start, Ino: p.Ino, done: make(chan struct{})}
 	var once sync.Once
 	return c, func(e Exit) {
 		once.Do(func() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"go.uber.org/zap"
@@ -20,43 +21,95 @@ type logAdopter interface {
 	Adopt(path string)
 }
 
+// Recovery is what Recover did with a session an earlier daemon recorded
+// as live.
+type Recovery int
+
+const (
+	// Adopted: its command still runs and is supervised on.
+	Adopted Recovery = iota
+	// Finished: the end the earlier daemon recorded is finished.
+	Finished
+	// Exited: its command ended while no daemon ran, with the status its
+	// terminal holder recorded.
+	Exited
+	// Gone: its process is gone, or its pid cannot be proven to be its
+	// process any more; it ends as crashed, its exit status unknown, and
+	// nothing is signalled.
+	Gone
+)
+
 // Recover takes over a session that an earlier daemon recorded as live,
-// after a restart, and reports whether it was adopted: its command still
-// running (the same pid, start time and boot, or its terminal holder still
-// there) is supervised on; one that is gone ends — with the end the
-// earlier daemon recorded and did not finish, with the status its terminal
-// holder recorded, or as crashed.
-func (s *Session) Recover(ctx context.Context) bool {
+// after a restart, and says what it did. Its command is adopted only if it
+// is proven to be the one recorded: the same boot, pid and start time (or
+// its terminal holder there, running that pid); whatever a pid names now
+// otherwise, it is never signalled: the session ends as crashed, with the
+// end the earlier daemon recorded and did not finish, or the status its
+// terminal holder recorded.
+func (s *Session) Recover(ctx context.Context) Recovery {
 	rec := s.rec
 	close(s.started)
 	switch {
 	case rec.EndedAt != nil && Reason(rec.EndReason).Valid():
-		s.logger().Info("finishing the end an earlier daemon recorded", zap.String("reason", rec.EndReason))
+		s.logger().Debug("finishing the end an earlier daemon recorded", zap.String("reason", rec.EndReason))
 		s.child = proc.Gone(rec.PID)
 		s.finishRecordedEnd(Reason(rec.EndReason))
 		s.release()
-		return false
+		return Finished
 	case rec.State == ipc.StateStarting:
 		// Its command may have been spawned just before the crash; the
 		// daemon's sweep kills it, as it belongs to no live session.
 	case rec.TTY:
 		return s.recoverTerminal(ctx)
-	case rec.PID > 0 && rec.BootID == s.deps.BootID && proc.Alive(rec.PID, rec.StartTime):
-		child, err := proc.Adopt(rec.PID, rec.StartTime)
-		if err == nil {
-			if a, ok := s.deps.Output.(logAdopter); ok {
-				a.Adopt(s.logPath())
+	default:
+		why, proven := s.unproven()
+		if proven {
+			child, err := proc.Adopt(s.recorded())
+			if err == nil {
+				if a, ok := s.deps.Output.(logAdopter); ok {
+					a.Adopt(s.logPath())
+				}
+				s.adopt(child)
+				return Adopted
 			}
-			s.adopt(child)
-			return true
+			why = err.Error()
 		}
-		s.logger().Warn("cannot adopt live session; killing it", zap.Error(err))
-		kctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		proc.KillSession(kctx, rec.ID, rec.PID, false)
-		cancel()
+		if why != "" {
+			s.warnRecord("after a daemon restart its process could not be proven to be the one recorded, and was left alone; exit status unknown: " + why)
+		}
+		s.logger().Debug("recorded process gone or not proven; ending the session", zap.String("why", why))
 	}
 	s.crashed()
-	return false
+	return Gone
+}
+
+// unproven reports whether the recorded pid is proven to be the session's
+// process, and if not, why, where that is more than its being gone ("").
+func (s *Session) unproven() (why string, proven bool) {
+	rec := s.rec
+	switch {
+	case rec.PID <= 0:
+		return "no pid recorded", false
+	case rec.StartTime == 0 || rec.BootID == "":
+		return fmt.Sprintf("pid %d recorded without its start time and boot", rec.PID), false
+	case rec.BootID != s.deps.BootID:
+		return fmt.Sprintf("pid %d was of another boot", rec.PID), false
+	case rec.PID == os.Getpid():
+		return fmt.Sprintf("pid %d is the daemon's own", rec.PID), false
+	case !s.recorded().Alive():
+		// Gone (perhaps a zombie nobody reaped), unless the pid is
+		// another process's now.
+		if now, err := proc.Identify(rec.PID); err == nil && (now.Start != rec.StartTime || (rec.PIDIno != 0 && now.Ino != 0 && now.Ino != rec.PIDIno)) {
+			return fmt.Sprintf("pid %d is another process now", rec.PID), false
+		}
+		return "", false
+	}
+	return "", true
+}
+
+// recorded is the process the record names.
+func (s *Session) recorded() proc.Process {
+	return proc.Process{PID: s.rec.PID, Start: s.rec.StartTime, Ino: s.rec.PIDIno}
 }
 
 // crashed ends a session whose process is gone and whose end nobody saw.
@@ -93,14 +146,15 @@ func (s *Session) adopt(child *proc.Child) {
 }
 
 // recoverTerminal takes over a tty session: its holder is found again and
-// the session adopted, with the exit status still to come from the holder
-// (true). A command that ended while no daemon ran ends the session with
-// the status its holder recorded; a holder that is gone without one ends
-// it as crashed (false).
-func (s *Session) recoverTerminal(ctx context.Context) bool {
+// the session adopted, with the exit status still to come from the holder.
+// A command that ended while no daemon ran ends the session with the
+// status its holder recorded; a holder that is gone without one ends it as
+// crashed.
+func (s *Session) recoverTerminal(ctx context.Context) Recovery {
 	h, err := term.Connect(ctx, s.dir)
 	if err == nil {
-		if info := h.Info(); info.ChildPID != s.rec.PID || (s.rec.StartTime != 0 && info.ChildStart != s.rec.StartTime) {
+		if info := h.Info(); info.ChildPID != s.rec.PID || (s.rec.StartTime != 0 && info.ChildStart != s.rec.StartTime) ||
+			(s.rec.PIDIno != 0 && info.ChildIno != 0 && info.ChildIno != s.rec.PIDIno) {
 			err = fmt.Errorf("its holder runs pid %d, the record says %d", info.ChildPID, s.rec.PID)
 		}
 	}
@@ -108,21 +162,21 @@ func (s *Session) recoverTerminal(ctx context.Context) bool {
 	switch {
 	case err == nil:
 		s.adopt(s.attachHolder(h))
-		return true
+		return Adopted
 	case errors.As(err, &exited):
 		s.endObserved(exited.Exit)
-		return false
+		return Exited
 	}
-	s.warnRecord(fmt.Sprintf("the terminal holder was gone after a daemon restart: %v", err))
-	s.logger().Warn("terminal holder gone", zap.Error(err))
+	s.warnRecord(fmt.Sprintf("the terminal holder was gone after a daemon restart: %v; exit status unknown", err))
+	s.logger().Debug("terminal holder gone", zap.Error(err))
 	s.crashed()
-	return false
+	return Gone
 }
 
 // endObserved ends a session whose command ended while no daemon ran, with
 // the exit status its terminal holder recorded.
 func (s *Session) endObserved(ex ipc.TermExit) {
-	child, report := proc.Watched(s.rec.PID, s.rec.StartTime)
+	child, report := proc.Watched(s.recorded())
 	exit := proc.Exit{Code: ex.Code, Signal: ex.Signal}
 	report(exit)
 	s.child = child

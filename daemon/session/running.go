@@ -182,11 +182,11 @@ func (s *Session) signal(sig unix.Signal) error {
 }
 
 // procs returns the session's live processes, the leader first.
-func (s *Session) procs() []int {
-	out := []int{s.child.PID}
-	for _, pid := range proc.SessionProcs(s.id, s.child.PID, !s.adopted) {
-		if pid != s.child.PID {
-			out = append(out, pid)
+func (s *Session) procs() []proc.Process {
+	out := []proc.Process{s.child.Process()}
+	for _, p := range proc.SessionProcs(s.id, s.child, !s.adopted) {
+		if p.PID != s.child.PID {
+			out = append(out, p)
 		}
 	}
 	return out
@@ -194,7 +194,7 @@ func (s *Session) procs() []int {
 
 // owns reports whether pid is a process of the session.
 func (s *Session) owns(pid int) bool {
-	return slices.Contains(s.procs(), pid)
+	return slices.ContainsFunc(s.procs(), func(p proc.Process) bool { return p.PID == pid })
 }
 
 // beginLeave lets the session run on without this daemon, once the

@@ -166,7 +166,7 @@ func (s *Session) stopSidecars() (wereRunning bool) {
 // stopSidecar sends the stop signal to the service's group, waits up to the
 // spec's grace (at most 10 s), then kills what is left of it.
 func (s *Session) stopSidecar(sc *sidecar) {
-	_ = proc.SignalGroup(sc.child.PID, s.spec.StopSignal.Num)
+	_ = sc.child.SignalGroup(s.spec.StopSignal.Num)
 	grace := min(s.spec.StopGrace.Duration, 10*time.Second)
 	select {
 	case <-sc.child.Done():
@@ -174,10 +174,10 @@ func (s *Session) stopSidecar(sc *sidecar) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	proc.KillSession(ctx, "", sc.child.PID, true)
+	proc.KillSession(ctx, "", sc.child, true)
 	select {
 	case <-sc.child.Done():
 	case <-ctx.Done():
-		_ = proc.Signal(sc.child.PID, unix.SIGKILL)
+		_ = sc.child.Signal(unix.SIGKILL)
 	}
 }

@@ -97,7 +97,7 @@ func (s *Session) start() (err error) {
 	s.unwatchLog = s.watchLog()
 	s.rec.State = ipc.StateRunning
 	s.rec.PID = child.PID
-	s.rec.StartTime = child.StartTime
+	s.rec.StartTime, s.rec.PIDIno = child.StartTime, child.Ino
 	// The child may ask about its session the moment it runs: it sees
 	// itself running, not starting, even while the record is written.
 	s.publish()
@@ -338,7 +338,7 @@ func (s *Session) preflight(ctx context.Context, out *os.File) error {
 		cmd.Env = s.env()
 		cmd.Stdout, cmd.Stderr = out, out
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: s.credential()}
-		cmd.Cancel = func() error { return proc.SignalGroup(cmd.Process.Pid, syscall.SIGKILL) }
+		cmd.Cancel = proc.CancelGroup(cmd)
 		fmt.Fprintf(out, "sessiond: preflight: %s\n", c)
 		err := proc.Run(cmd)
 		cancel()

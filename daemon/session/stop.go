@@ -110,7 +110,7 @@ func (s *Session) stepStopping(ev event) {
 func (s *Session) killAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if left := proc.KillSession(ctx, s.id, s.child.PID, !s.adopted); len(left) > 0 {
+	if left := proc.KillSession(ctx, s.id, s.child, !s.adopted); len(left) > 0 {
 		s.logger().Error("processes of the session survived SIGKILL", zap.Ints("pids", left))
 	}
 }

@@ -84,7 +84,7 @@ func (s *Session) spawnOnTerminal(argv []string) (*proc.Child, error) {
 // a child whose end the holder reports.
 func (s *Session) attachHolder(h *term.Holder) *proc.Child {
 	info := h.Info()
-	child, report := proc.Watched(info.ChildPID, info.ChildStart)
+	child, report := proc.Watched(proc.Process{PID: info.ChildPID, Start: info.ChildStart, Ino: info.ChildIno})
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &terminal{holder: h, stopWait: cancel}
 	s.term = t
@@ -146,11 +146,9 @@ func (s *Session) releaseTerminal() {
 // in groups of their own, and the foreground one is what a person's key
 // would reach.
 func (s *Session) signalGroup(sig unix.Signal) error {
-	err := proc.SignalGroup(s.child.PID, sig)
+	err := s.child.SignalGroup(sig)
 	if s.term != nil {
-		if fg := proc.ForegroundGroup(s.child.PID); fg > 1 && fg != s.child.PID {
-			err = errors.Join(err, proc.SignalGroup(fg, sig))
-		}
+		err = errors.Join(err, s.child.SignalForeground(sig))
 	}
 	return err
 }

@@ -54,7 +54,8 @@ func (s *Session) give(wn warning) {
 	// session's (daemon/notifications.go), queued, never in the way.
 	s.emit(ipc.EventWarned, wn.text, w)
 	if sig := s.spec.WarnSignal; sig.Num != 0 {
-		for _, pid := range s.procs() {
+		for _, p := range s.procs() {
+			pid := p.PID
 			if !s.spec.WarnSignalForce {
 				catches, err := proc.Catches(pid, sig.Num)
 				if err != nil {
@@ -66,7 +67,7 @@ func (s *Session) give(wn warning) {
 					continue
 				}
 			}
-			if err := proc.Signal(pid, sig.Num); err != nil {
+			if err := p.Signal(sig.Num); err != nil {
 				w.Skipped = append(w.Skipped, ipc.SkippedProc{PID: pid, Reason: err.Error()})
 				continue
 			}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -20,16 +21,22 @@ import (
 )
 
 // Recover loads the records of earlier runs. A session recorded as live is
-// adopted if its process is still alive (same pid, start time and boot),
-// else it ended unobserved and is ended (crashed) — or, if the earlier
-// daemon had recorded its end, that end is finished.
+// adopted if its process is proven to be still the one recorded (same
+// pid, start time and boot), else it ended unobserved and is ended
+// (crashed) — or, if the earlier daemon had recorded its end, that end is
+// finished. Nothing a record says stops the daemon: unreadable and
+// mismatched records are skipped, and one line says what was done with
+// each.
 func (d *Service) Recover() {
 	root := filepath.Join(d.cfg.StateDir, "sessions")
 	entries, err := os.ReadDir(root)
 	if err != nil {
-		d.log.Warn("read sessions", zap.Error(err))
+		if !errors.Is(err, fs.ErrNotExist) {
+			d.log.Warn("read sessions", zap.Error(err))
+		}
 		return
 	}
+	var sum recoverySummary
 	var live []*session.Session
 	for _, e := range entries {
 		if !e.IsDir() {
@@ -39,14 +46,17 @@ func (d *Service) Recover() {
 		err := state.ReadJSON(filepath.Join(root, e.Name(), "session.json"), &rec)
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
-				d.log.Warn("skipping unreadable session record", zap.String("dir", e.Name()), zap.Error(err))
+				sum.unreadable++
+				d.log.Debug("skipping unreadable session record", zap.String("dir", e.Name()), zap.Error(err))
 			}
 			continue
 		}
 		if rec.ID != e.Name() {
-			d.log.Warn("skipping session record with a mismatched id", zap.String("dir", e.Name()), zap.String("id", rec.ID))
+			sum.mismatched++
+			d.log.Debug("skipping session record with a mismatched id", zap.String("dir", e.Name()), zap.String("id", rec.ID))
 			continue
 		}
+		sum.records++
 		sp := d.cfg.Defaults.Clone()
 		if rec.Spec != nil {
 			sp = *rec.Spec
@@ -57,7 +67,10 @@ func (d *Service) Recover() {
 			proj, err = state.OpenProject(rec.ProjectDir, owner)
 		}
 		if err != nil {
-			d.log.Warn("project of a recorded session unreachable", zap.String("session", rec.ID), zap.Error(err))
+			if ipc.Live(rec.State) {
+				sum.unreachable++
+			}
+			d.log.Debug("project of a recorded session unreachable", zap.String("session", rec.ID), zap.Error(err))
 		} else if p, err := spec.Project(proj, d.cfg.Defaults.Clone()); err == nil {
 			// Env values are never on disk: take the project's and the
 			// daemon's again (values given with --env are gone).
@@ -72,50 +85,124 @@ func (d *Service) Recover() {
 			live = append(live, s)
 		}
 	}
-	var ending []*session.Session
-	for _, s := range live {
-		if !d.recoverLive(s) {
-			ending = append(ending, s)
-		}
-	}
+	ending := d.recoverLive(live, &sum)
 	// The ends found are written before the daemon answers, so that
 	// nobody sees a dead session as running; they run in parallel.
-	deadline := time.After(recoverTimeout)
+	deadline := time.NewTimer(recoverTimeout)
+	defer deadline.Stop()
+	pending := 0
 	for _, s := range ending {
+		if pending > 0 {
+			select {
+			case <-s.Done():
+			default:
+				pending++
+			}
+			continue
+		}
 		select {
 		case <-s.Done():
-		case <-deadline:
-			d.log.Warn("ends of crashed sessions still being written", zap.Duration("after", recoverTimeout))
+		case <-deadline.C:
+			pending++
 		}
 	}
-	d.sweepOrphans()
+	sum.pending = pending
+	sum.swept = d.sweepOrphans()
 	d.trimHistory()
+	if sum.records+sum.unreadable+sum.mismatched+sum.swept > 0 {
+		d.log.Info("recovered session records", sum.fields()...)
+	}
 }
 
 // recoverTimeout bounds the wait for the ends found at start.
 const recoverTimeout = time.Minute
 
-// recoverLive adopts a live session (true) or ends one whose process is
-// gone (false).
-func (d *Service) recoverLive(s *session.Session) bool {
-	// A terminal holder is asked over its socket: bounded.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return s.Recover(ctx)
+// recoverWorkers is how many recorded live sessions are taken over at
+// once: a terminal holder is asked over its socket, which may not answer.
+const recoverWorkers = 16
+
+// recoverLive takes over the live sessions of the records, a few at a
+// time, counts what was done with each, and returns those that are ending.
+func (d *Service) recoverLive(live []*session.Session, sum *recoverySummary) []*session.Session {
+	results := make([]session.Recovery, len(live))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(recoverWorkers, len(live)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				// A terminal holder is asked over its socket: bounded.
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				results[i] = live[i].Recover(ctx)
+				cancel()
+			}
+		}()
+	}
+	for i := range live {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	var ending []*session.Session
+	for i, r := range results {
+		switch r {
+		case session.Adopted:
+			sum.adopted++
+			continue
+		case session.Finished:
+			sum.finished++
+		case session.Exited:
+			sum.exited++
+		default:
+			sum.gone++
+		}
+		ending = append(ending, live[i])
+	}
+	return ending
+}
+
+// recoverySummary counts what a recovery did with the records.
+type recoverySummary struct {
+	records, unreadable, mismatched, unreachable int
+	adopted, finished, exited, gone, pending     int
+	swept                                        int
+}
+
+func (r recoverySummary) fields() []zap.Field {
+	return []zap.Field{
+		zap.Int("records", r.records),
+		zap.Int("adopted", r.adopted),
+		zap.Int("ended_process_gone", r.gone),
+		zap.Int("ended_as_holder_recorded", r.exited),
+		zap.Int("recorded_ends_finished", r.finished),
+		zap.Int("ends_still_being_written", r.pending),
+		zap.Int("projects_unreachable", r.unreachable),
+		zap.Int("skipped_unreadable", r.unreadable),
+		zap.Int("skipped_mismatched_id", r.mismatched),
+		zap.Int("stray_processes_killed", r.swept),
+	}
 }
 
 // sweepOrphans kills processes of this daemon's sessions (known by the
 // socket in their environment) that belong to no live session: a child
 // spawned just before a crash, before its record said running, or a
-// descendant that outlived its session while no daemon ran.
-func (d *Service) sweepOrphans() {
-	for pid, id := range proc.SessionsByEnv(d.cfg.Socket) {
-		if s := d.reg.Get(id); s != nil {
-			if st := s.Snapshot().State; ipc.Live(st) && st != ipc.StateStarting {
+// descendant that outlived its session while no daemon ran. A process
+// that names a recorded session is killed only if it runs as that
+// session's user; each is proven (proc.Process) as it is killed. It
+// returns how many were.
+func (d *Service) sweepOrphans() int {
+	n := 0
+	for _, f := range proc.SessionsByEnv(d.cfg.Socket) {
+		if s := d.reg.Get(f.Session); s != nil {
+			if st := s.Snapshot().State; (ipc.Live(st) && st != ipc.StateStarting) || s.UID() != f.UID {
 				continue
 			}
 		}
-		d.log.Warn("killing a process of no live session", zap.Int("pid", pid), zap.String("session", id))
-		_ = proc.Signal(pid, syscall.SIGKILL)
+		d.log.Warn("killing a process of no live session", zap.Int("pid", f.PID), zap.String("session", f.Session))
+		if f.Signal(syscall.SIGKILL) == nil {
+			n++
+		}
 	}
+	return n
 }

@@ -106,9 +106,9 @@ func Start(ctx context.Context, spec Spec, opt StartOptions) (*Holder, error) {
 		// A holder that did not get as far as serving is of no use; its
 		// child, if any, goes with it.
 		if rec, rerr := ReadInfo(spec.SessionDir); rerr == nil && rec.HolderPID == holderPID {
-			_ = proc.SignalGroup(rec.ChildPID, syscall.SIGKILL)
+			_ = proc.Process{PID: rec.ChildPID, Start: rec.ChildStart, Ino: rec.ChildIno}.SignalGroup(syscall.SIGKILL)
 		}
-		_ = proc.Signal(holderPID, syscall.SIGKILL)
+		_ = cmd.Process.Kill()
 		return nil, fmt.Errorf("start terminal holder for %s: %w", spec.SessionDir, err)
 	}
 	h := &Holder{dir: spec.SessionDir, info: info}

@@ -19,12 +19,14 @@ type Info struct {
 	HolderPID int `json:"holder_pid"`
 	// HolderStart and ChildStart are start times in clock ticks after boot
 	// (0 where the platform does not tell).
-	HolderStart uint64    `json:"holder_start"`
-	ChildPID    int       `json:"child_pid"`
-	ChildStart  uint64    `json:"child_start"`
-	StartedAt   time.Time `json:"started_at"`
-	BootID      string    `json:"boot_id,omitempty"`
-	Socket      string    `json:"socket"`
+	HolderStart uint64 `json:"holder_start"`
+	ChildPID    int    `json:"child_pid"`
+	ChildStart  uint64 `json:"child_start"`
+	// ChildIno is the child's pidfd inode, as proc.Process.Ino.
+	ChildIno  uint64    `json:"child_ino,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	BootID    string    `json:"boot_id,omitempty"`
+	Socket    string    `json:"socket"`
 }
 
 // ReadInfo reads the holder record of a session directory. A directory

@@ -232,12 +232,13 @@ func (h *holder) setUp() error {
 	h.child = child
 	self := os.Getpid()
 	holderStart, _ := proc.StartTime(self)
-	childStart, _ := proc.StartTime(child.Pid)
+	childProc, _ := proc.Identify(child.Pid)
 	h.info = Info{
 		HolderPID:   self,
 		HolderStart: holderStart,
 		ChildPID:    child.Pid,
-		ChildStart:  childStart,
+		ChildStart:  childProc.Start,
+		ChildIno:    childProc.Ino,
 		StartedAt:   time.Now().UTC(),
 		BootID:      proc.BootID(),
 		Socket:      h.sock,

@@ -42,7 +42,7 @@ func runSetup(ctx context.Context, dir string, cmds config.SetupCommands, env []
 		cmd.Env = env
 		cmd.Stdout, cmd.Stderr = w, w
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred}
-		cmd.Cancel = func() error { return proc.SignalGroup(cmd.Process.Pid, syscall.SIGKILL) }
+		cmd.Cancel = proc.CancelGroup(cmd)
 		cmd.WaitDelay = 5 * time.Second
 		err := proc.Run(cmd)
 		timedOut := cctx.Err() == context.DeadlineExceeded
