@@ -10,16 +10,23 @@ const (
 
 // Config is the daemon configuration.
 type Config struct {
-	Socket        string   `toml:"socket" json:"socket"`
-	StateDir      string   `toml:"state_dir" json:"state_dir"`
-	LogLevel      string   `toml:"log_level" json:"log_level"`
-	LogFormat     string   `toml:"log_format" json:"log_format"`
-	MaxSessions   int      `toml:"max_sessions" json:"max_sessions"`
-	HistoryLimit  int      `toml:"history_limit" json:"history_limit"`
-	OnShutdown    string   `toml:"on_shutdown" json:"on_shutdown"`
-	AllowedGroups []string `toml:"allowed_groups" json:"allowed_groups"`
-	LogMaxSize    Size     `toml:"log_max_size" json:"log_max_size"`
-	LogKeep       int      `toml:"log_keep" json:"log_keep"`
+	Socket      string `toml:"socket" json:"socket"`
+	StateDir    string `toml:"state_dir" json:"state_dir"`
+	LogLevel    string `toml:"log_level" json:"log_level"`
+	LogFormat   string `toml:"log_format" json:"log_format"`
+	MaxSessions int    `toml:"max_sessions" json:"max_sessions"`
+	// MaxSessionsPerUser bounds one user's live sessions,
+	// MaxStartsPerMinutePerUser the sessions one user starts in a minute,
+	// MaxBatch the entries of one batch start: each 0 for no bound, none
+	// of them for root.
+	MaxSessionsPerUser        int      `toml:"max_sessions_per_user" json:"max_sessions_per_user"`
+	MaxStartsPerMinutePerUser int      `toml:"max_starts_per_minute_per_user" json:"max_starts_per_minute_per_user"`
+	MaxBatch                  int      `toml:"max_batch" json:"max_batch"`
+	HistoryLimit              int      `toml:"history_limit" json:"history_limit"`
+	OnShutdown                string   `toml:"on_shutdown" json:"on_shutdown"`
+	AllowedGroups             []string `toml:"allowed_groups" json:"allowed_groups"`
+	LogMaxSize                Size     `toml:"log_max_size" json:"log_max_size"`
+	LogKeep                   int      `toml:"log_keep" json:"log_keep"`
 	// MaxConnections bounds the API connections open at once, in total and
 	// per user other than root and the daemon's own (0: the default).
 	MaxConnections        int `toml:"max_connections" json:"max_connections"`
@@ -76,6 +83,15 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxSessions < 0 {
 		return &FieldError{"max_sessions", "must not be negative"}
+	}
+	if c.MaxSessionsPerUser < 0 {
+		return &FieldError{"max_sessions_per_user", "must not be negative"}
+	}
+	if c.MaxStartsPerMinutePerUser < 0 {
+		return &FieldError{"max_starts_per_minute_per_user", "must not be negative"}
+	}
+	if c.MaxBatch < 0 {
+		return &FieldError{"max_batch", "must not be negative"}
 	}
 	if c.HistoryLimit < 0 {
 		return &FieldError{"history_limit", "must not be negative"}

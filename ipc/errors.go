@@ -14,6 +14,7 @@ const (
 	CodeConflict    = "conflict"
 	CodeForbidden   = "forbidden"
 	CodeTooLarge    = "too_large"
+	CodeTooMany     = "too_many_requests"
 	CodeUnavailable = "unavailable"
 	CodeInternal    = "internal"
 )
@@ -50,6 +51,7 @@ var (
 	ErrAmbiguous  = &Error{Status: http.StatusConflict, Code: CodeAmbiguous}
 	ErrConflict   = &Error{Status: http.StatusConflict, Code: CodeConflict}
 	ErrForbidden  = &Error{Status: http.StatusForbidden, Code: CodeForbidden}
+	ErrTooMany    = &Error{Status: http.StatusTooManyRequests, Code: CodeTooMany}
 )
 
 // newError formats the message as fmt.Errorf does: an error given with %w
@@ -92,6 +94,12 @@ func AmbiguousName(name string, holders []string) *Error {
 	e := newError(http.StatusConflict, CodeAmbiguous, "session name %q is held by %d users' live sessions: say which as USER/NAME", name, len(holders))
 	e.Candidates = holders
 	return e
+}
+
+// TooMany returns a 429 error: a limit of the daemon's config, which the
+// message names, refuses the request.
+func TooMany(format string, args ...any) *Error {
+	return newError(http.StatusTooManyRequests, CodeTooMany, format, args...)
 }
 
 // Unavailable returns a 503 error.

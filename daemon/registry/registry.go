@@ -7,7 +7,6 @@ package registry
 
 import (
 	"crypto/rand"
-	"fmt"
 	"os/user"
 	"sort"
 	"strconv"
@@ -28,11 +27,19 @@ type Registry struct {
 	// added is closed (and replaced) whenever a session is added: a
 	// follower of a restart chain waits on it.
 	added chan struct{}
+	// byName are the sessions of each name, live or not.
+	byName map[string]map[string]*session.Session
+	// live indexes the sessions added live, by user and by project, so
+	// that no start looks at another user's or project's sessions.
+	live liveIndex
 }
 
 // New returns an empty registry.
 func New() *Registry {
-	return &Registry{sessions: map[string]*session.Session{}, successor: map[string]string{}, added: make(chan struct{})}
+	return &Registry{
+		sessions: map[string]*session.Session{}, successor: map[string]string{}, added: make(chan struct{}),
+		byName: map[string]map[string]*session.Session{}, live: newLiveIndex(),
+	}
 }
 
 // idAlphabet is lowercase Crockford base32: URL-safe and unambiguous to read.
@@ -40,6 +47,12 @@ const idAlphabet = "0123456789abcdefghjkmnpqrstvwxyz"
 
 // NewID returns a fresh session id not yet in the registry.
 func (r *Registry) NewID() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.newID()
+}
+
+func (r *Registry) newID() string {
 	for {
 		var b [8]byte
 		_, _ = rand.Read(b[:])
@@ -47,10 +60,7 @@ func (r *Registry) NewID() string {
 		for i, v := range b {
 			id[i] = idAlphabet[int(v)%len(idAlphabet)]
 		}
-		r.mu.Lock()
-		_, taken := r.sessions[string(id)]
-		r.mu.Unlock()
-		if !taken {
+		if _, taken := r.sessions[string(id)]; !taken {
 			return string(id)
 		}
 	}
@@ -60,9 +70,22 @@ func (r *Registry) NewID() string {
 func (r *Registry) Add(s *session.Session) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.add(s)
+}
+
+func (r *Registry) add(s *session.Session) {
 	r.sessions[s.ID()] = s
 	if of := s.RestartOf(); of != "" {
 		r.successor[of] = s.ID()
+	}
+	named := r.byName[s.Name()]
+	if named == nil {
+		named = map[string]*session.Session{}
+		r.byName[s.Name()] = named
+	}
+	named[s.ID()] = s
+	if ipc.Live(s.State()) {
+		r.live.add(s)
 	}
 	close(r.added)
 	r.added = make(chan struct{})
@@ -77,9 +100,24 @@ func (r *Registry) Remove(id string) {
 		if of := s.RestartOf(); of != "" && r.successor[of] == id {
 			delete(r.successor, of)
 		}
+		r.live.drop(s)
+		if named := r.byName[s.Name()]; named != nil {
+			delete(named, id)
+			if len(named) == 0 {
+				delete(r.byName, s.Name())
+			}
+		}
 	}
 	delete(r.sessions, id)
 	delete(r.successor, id)
+}
+
+// Release lets go of what the ended session s held: its name is free
+// again and it no longer counts against a limit.
+func (r *Registry) Release(s *session.Session) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.live.drop(s)
 }
 
 // Get returns the session with exactly this id.
@@ -198,8 +236,8 @@ func (r *Registry) Lookup(c ipc.Caller, ref string) (*session.Session, error) {
 // the live ones of that name are several users'.
 func (r *Registry) named(c ipc.Caller, name string, uid int) *session.Session {
 	var live, newest *session.Session
-	for _, s := range r.sessions {
-		if s.Name() != name || !Visible(c, s) || (uid >= 0 && s.UID() != uid) {
+	for _, s := range r.byName[name] {
+		if !Visible(c, s) || (uid >= 0 && s.UID() != uid) {
 			continue
 		}
 		if ipc.Live(s.State()) {
@@ -223,8 +261,8 @@ func (r *Registry) named(c ipc.Caller, name string, uid int) *session.Session {
 // USER/NAME, sorted.
 func (r *Registry) liveHolders(c ipc.Caller, name string) []string {
 	var out []string
-	for _, s := range r.sessions {
-		if s.Name() == name && Visible(c, s) && ipc.Live(s.State()) {
+	for _, s := range r.byName[name] {
+		if Visible(c, s) && ipc.Live(s.State()) {
 			who := strconv.Itoa(s.UID())
 			if u, err := user.LookupId(who); err == nil {
 				who = u.Username
@@ -250,41 +288,14 @@ func ids(ss []*session.Session) []string {
 func (r *Registry) Live(dir string) []*session.Session {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []*session.Session
-	for _, s := range r.sessions {
-		if (dir == "" || s.ProjectDir() == dir) && ipc.Live(s.State()) {
-			out = append(out, s)
-		}
-	}
-	return out
+	return r.live.in(dir)
 }
 
 // NameHolder returns the live session of user uid named name, if any.
 func (r *Registry) NameHolder(uid int, name string) *session.Session {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.nameHolder(uid, name)
-}
-
-func (r *Registry) nameHolder(uid int, name string) *session.Session {
-	for _, s := range r.sessions {
-		if s.UID() == uid && s.Name() == name && ipc.Live(s.State()) {
-			return s
-		}
-	}
-	return nil
-}
-
-// FreeName returns base, or base-2, base-3, ... : the first name no live
-// session of user uid holds.
-func (r *Registry) FreeName(uid int, base string) string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	name := base
-	for i := 2; r.nameHolder(uid, name) != nil; i++ {
-		name = fmt.Sprintf("%s-%d", base, i)
-	}
-	return name
+	return r.live.holder(uid, name)
 }
 
 // IsLive reports whether the session id is registered and live.

@@ -60,6 +60,22 @@ func (d *Service) StartSession(ctx context.Context, c ipc.Caller, req ipc.StartR
 	if d.closing.Load() {
 		return nil, ipc.Unavailable("sessiond is shutting down")
 	}
+	if err := d.allowStarts(c, 1); err != nil {
+		return nil, err
+	}
+	return d.startSession(ctx, c, req)
+}
+
+// allowStarts takes n starts of c's allowance (max_starts_per_minute_per_user).
+func (d *Service) allowStarts(c ipc.Caller, n int) error {
+	if d.trusted(c.UID) {
+		return nil
+	}
+	return d.starts.take(c.UID, n)
+}
+
+// startSession is StartSession, its allowance taken.
+func (d *Service) startSession(ctx context.Context, c ipc.Caller, req ipc.StartRequest) (*ipc.StartResponse, error) {
 	p, owner, err := access.OpenProject(req.Dir, c.UID)
 	if err != nil {
 		return nil, err
@@ -149,6 +165,9 @@ func (d *Service) StopSession(ctx context.Context, c ipc.Caller, id string, req 
 func (d *Service) RestartSession(ctx context.Context, c ipc.Caller, id string, req ipc.RestartRequest) (*ipc.StartResponse, error) {
 	s, err := d.reg.Lookup(c, id)
 	if err != nil {
+		return nil, err
+	}
+	if err := d.allowStarts(c, 1); err != nil {
 		return nil, err
 	}
 	if ipc.Live(s.Snapshot().State) {

@@ -17,6 +17,15 @@ const startParallel = 32
 // StartSession would, startParallel at a time; one that fails does not stop
 // the others.
 func (d *Service) StartSessions(ctx context.Context, c ipc.Caller, reqs []ipc.StartRequest) ([]ipc.StartResult, error) {
+	if d.closing.Load() {
+		return nil, ipc.Unavailable("sessiond is shutting down")
+	}
+	if max := d.cfg.MaxBatch; max > 0 && len(reqs) > max && !d.trusted(c.UID) {
+		return nil, ipc.BadRequest("max_batch (%d): a batch of %d sessions is more than the daemon takes from one request; split it", max, len(reqs))
+	}
+	if err := d.allowStarts(c, len(reqs)); err != nil {
+		return nil, err
+	}
 	out := make([]ipc.StartResult, len(reqs))
 	sem := make(chan struct{}, startParallel)
 	var wg sync.WaitGroup
@@ -25,7 +34,7 @@ func (d *Service) StartSessions(ctx context.Context, c ipc.Caller, reqs []ipc.St
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			resp, err := d.StartSession(ctx, c, req)
+			resp, err := d.startSession(ctx, c, req)
 			if err != nil {
 				out[i].Error = ipc.ErrorBodyOf(err)
 				return

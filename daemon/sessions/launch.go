@@ -9,6 +9,7 @@ import (
 	"github.com/sessiond/sessiond/daemon/access"
 	"github.com/sessiond/sessiond/daemon/agent"
 	"github.com/sessiond/sessiond/daemon/proc"
+	"github.com/sessiond/sessiond/daemon/registry"
 	"github.com/sessiond/sessiond/daemon/session"
 	"github.com/sessiond/sessiond/daemon/spec"
 	"github.com/sessiond/sessiond/daemon/state"
@@ -35,64 +36,50 @@ type launchParams struct {
 }
 
 // launch registers a session and starts it, and returns once its command
-// runs or its start has failed.
+// runs or its start has failed. The checks and the registration are one
+// step of the registry, which looks at the starting user's and project's
+// sessions only; the start itself runs unlocked, the registered
+// "starting" session holding the project.
 func (d *Service) launch(p launchParams) (*session.Session, session.StartInfo, error) {
 	dir := p.Project.Dir()
 	if _, err := proc.LookPath(p.Spec.Command[0], dir, spec.BaseEnv(p.Spec)); err != nil {
 		return nil, session.StartInfo{}, ipc.BadRequest("%w", err)
 	}
-	// The checks and the registration are one step; the start itself runs
-	// unlocked, the registered "starting" session holding the project.
-	d.startMu.Lock()
 	if d.closing.Load() {
-		d.startMu.Unlock()
 		return nil, session.StartInfo{}, ipc.Unavailable("sessiond is shutting down")
 	}
-	if p.RestartOf != "" {
-		// The chain is the records': one restart of a session, whoever
-		// asks and whenever, the daemon restarted or not.
-		if next := d.reg.Successor(p.RestartOf); next != "" {
-			d.startMu.Unlock()
-			return nil, session.StartInfo{}, ipc.Conflict("session %s was restarted already, as %s: restart that one", p.RestartOf, next)
-		}
-	}
-	if !p.Spec.Concurrent {
-		if live := d.reg.Live(dir); len(live) > 0 {
-			d.startMu.Unlock()
-			return nil, session.StartInfo{}, ipc.Conflict("project %s already has a live session (%s); stop it first, or set concurrent = true in its sessiond.toml", dir, live[0].ID())
-		}
-	}
-	if max := d.cfg.MaxSessions; max > 0 && len(d.reg.Live("")) >= max {
-		d.startMu.Unlock()
-		return nil, session.StartInfo{}, ipc.Conflict("max_sessions (%d) live sessions already run", max)
-	}
-	switch {
-	case p.Name == "":
-		p.Name = d.reg.FreeName(p.UID, ipc.NameFrom(filepath.Base(dir)))
-	case p.RestartOf == "":
-		if s := d.reg.NameHolder(p.UID, p.Name); s != nil {
-			d.startMu.Unlock()
-			return nil, session.StartInfo{}, ipc.Conflict("the name %q is in use by live session %s: choose another with --name, or stop that one", p.Name, s.ID())
-		}
-	}
 	id := p.ID
-	if id == "" {
-		id = d.reg.NewID()
-	}
 	if p.Worktree != nil {
+		if id == "" {
+			id = d.reg.NewID()
+		}
 		wt, err := d.worktrees.Hold(p.Worktree, id, p.Spec.PortRange)
 		if err != nil {
-			d.startMu.Unlock()
 			return nil, session.StartInfo{}, err
 		}
 		p.Worktree = wt
 	}
-	s := session.New(session.Params{
-		ID: id, Name: p.Name, Worktree: p.Worktree, UID: p.UID, Project: p.Project, Owner: p.Owner, Spec: p.Spec, EnvKeys: p.EnvKeys,
-		RestartOf: p.RestartOf, Restarts: p.Restarts, RestartHistory: p.RestartHistory, Resume: p.Resume,
-	}, d.deps)
-	d.reg.Add(s)
-	d.startMu.Unlock()
+	claim := registry.Claim{
+		UID: p.UID, Dir: dir, Exclusive: !p.Spec.Concurrent,
+		Name: p.Name, Base: ipc.NameFrom(filepath.Base(dir)), RestartOf: p.RestartOf, ID: id,
+		MaxLive: d.cfg.MaxSessions,
+		New: func(id, name string) *session.Session {
+			return session.New(session.Params{
+				ID: id, Name: name, Worktree: p.Worktree, UID: p.UID, Project: p.Project, Owner: p.Owner, Spec: p.Spec, EnvKeys: p.EnvKeys,
+				RestartOf: p.RestartOf, Restarts: p.Restarts, RestartHistory: p.RestartHistory, Resume: p.Resume,
+			}, d.deps)
+		},
+	}
+	if !d.trusted(p.UID) {
+		claim.MaxLivePerUser = d.cfg.MaxSessionsPerUser
+	}
+	s, err := d.reg.Register(claim)
+	if err != nil {
+		if p.Worktree != nil {
+			d.worktrees.Unhold(p.Worktree, id)
+		}
+		return nil, session.StartInfo{}, err
+	}
 	s.Start()
 	<-s.Started()
 	info := s.TakeStartInfo()

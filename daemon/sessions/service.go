@@ -8,7 +8,6 @@ package sessions
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -57,10 +56,8 @@ type Service struct {
 	usage     *usageMeter
 	trim      historyTrimmer
 
-	// startMu serialises the checks of a start (one live session per
-	// project, max_sessions, a restart's predecessor) with its
-	// registration.
-	startMu sync.Mutex
+	// starts are the start allowances of the users other than root.
+	starts  startLimiter
 	closing atomic.Bool
 }
 
@@ -77,6 +74,7 @@ func New(opt Options) *Service {
 		worktrees: opt.Worktrees, notes: opt.Notifications, usage: newUsageMeter(opt.Deps.Clock),
 	}
 	s.trim.clock = opt.Deps.Clock
+	s.starts = startLimiter{clock: opt.Deps.Clock, perMinute: opt.Config.MaxStartsPerMinutePerUser}
 	s.restarts = restart.New(s, opt.Events, opt.Deps.Clock, opt.Log.Named("restart"))
 	opt.Deps.Live = s.reg.IsLive
 	opt.Deps.OnEnd = s.ended
@@ -87,6 +85,7 @@ func New(opt Options) *Service {
 // worktree's port is let go, the restart policy applies, and the oldest
 // ended sessions beyond history_limit go.
 func (s *Service) ended(sess *session.Session) {
+	s.reg.Release(sess)
 	s.worktrees.Release(sess.Snapshot())
 	if !s.closing.Load() {
 		s.restarts.Consider(sess)

@@ -217,6 +217,14 @@ func (x *Service) Hold(wt *ipc.Worktree, id string, r config.PortRange) (*ipc.Wo
 	return &out, nil
 }
 
+// Unhold lets go of the port Hold took for session id, whose start went
+// no further.
+func (x *Service) Unhold(wt *ipc.Worktree, id string) {
+	if err := x.m.Release(Key{Repo: wt.Repo, Name: wt.Name}, id); err != nil {
+		x.log.Warn("release a worktree's port", zap.String("session", id), zap.Error(err))
+	}
+}
+
 // Release lets go of the port an ended session's worktree held.
 func (x *Service) Release(rec ipc.Session) {
 	wt := rec.Worktree
