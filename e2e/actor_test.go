@@ -37,17 +37,8 @@ done
 // progressEntries counts the progress-log entries of session id in a project.
 func progressEntries(t *testing.T, dir, id string) int {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, ".sessiond", "progress.md"))
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "Session "+id+",") {
-			n++
-		}
-	}
-	return n
+	per, _ := progressLog(dir)
+	return per[id]
 }
 
 // archivedHandoff reads the handoff archive of a session in the state dir.

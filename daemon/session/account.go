@@ -58,33 +58,38 @@ func (s *Session) writeAccount(reason Reason, tail []string) error {
 			keep = []string{}
 		}
 		s.rec.FilesChanged, in.Rec.FilesChanged = keep, keep
-		var prevErr error
 		_ = p.Hold(func(q *state.Project) error {
 			in.Features, in.FeaturesErr = q.LoadFeatures(s.spec.FeatureList)
-			in.Previous, prevErr = q.LoadSessionState()
 			return nil
 		})
-		if prevErr != nil {
-			s.logger().Warn("session state", zap.Error(prevErr))
-		}
 		in.Worktree = s.worktreeHandoff(ctx, in.Git)
 	}
 
-	h := buildHandoff(in)
+	var h *state.Handoff
 	var errs []error
 	if p == nil {
+		h = buildHandoff(in)
 		s.logger().Error("project unreachable: only the handoff archive is written", zap.String("dir", s.projectDir))
 	} else if _, err := state.OpenProject(p.Dir(), s.owner); errors.Is(err, state.ErrProjectUnreachable) {
 		// A project that is gone, or out of its user's reach: there is
 		// nothing to wait for.
 		s.warnRecord("the project directory is unreachable: the handoff is only in the state dir")
 		s.logger().Error("project unreachable: only the handoff archive is written", zap.Error(err))
+		h = buildHandoff(in)
 	} else {
+		// The account builds on the project's state as the last end left
+		// it, and is written before the next end of the project reads it.
 		// Each step may run again after a failure without doubling
 		// anything: the files are replaced whole, and the progress entry
 		// is appended once per session.
 		var progressErr error
-		_ = p.Hold(func(q *state.Project) error {
+		lockErr := p.Exclusively(func(q *state.Project) error {
+			var prevErr error
+			in.Previous, prevErr = q.LoadSessionState()
+			if prevErr != nil {
+				s.logger().Warn("session state", zap.Error(prevErr))
+			}
+			h = buildHandoff(in)
 			if err := q.SaveHandoff(h); err != nil {
 				errs = append(errs, err)
 			}
@@ -94,6 +99,12 @@ func (s *Session) writeAccount(reason Reason, tail []string) error {
 			_, progressErr = q.AppendProgress(s.spec.ProgressFile, buildProgressEntry(in, h))
 			return nil
 		})
+		if lockErr != nil {
+			errs = append(errs, lockErr)
+		}
+		if h == nil {
+			h = buildHandoff(in)
+		}
 		if progressErr != nil && !errors.Is(progressErr, state.ErrOutsideProject) {
 			errs = append(errs, progressErr)
 		} else if progressErr != nil {

@@ -96,7 +96,13 @@ func TestFullDisk(t *testing.T) {
 				return p.SaveHandoff(&Handoff{SessionID: "after", LogTail: []string{strings.Repeat("x", 900)}})
 			},
 			"progress": func() error {
-				_, err := p.AppendProgress("", ProgressEntry{Time: testNow, SessionID: "after", Notes: []string{strings.Repeat("n", 400)}})
+				// Larger than what is left of the log's last block: an
+				// append that fits there is on disk, full or not.
+				notes := make([]string, 40)
+				for i := range notes {
+					notes[i] = strings.Repeat("n", 400)
+				}
+				_, err := p.AppendProgress("", ProgressEntry{Time: testNow, SessionID: "after", Notes: notes})
 				return err
 			},
 			"context": func() error { return p.WriteContext(ContextInput{SessionID: "after", Now: testNow}) },

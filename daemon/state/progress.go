@@ -2,9 +2,7 @@ package state
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -59,9 +57,8 @@ const progressHeader = "# Progress\n\nOne entry per session, appended by session
 // any other log's directory must exist. The log is read as an input (a
 // regular file of at most MaxProgressSize bytes).
 //
-// The whole file is rewritten atomically rather than opened with O_APPEND:
-// the log is small, and a crash can then never leave half an entry behind,
-// only the old log or the new one.
+// The log is only appended to (see appendEntriesAt): entries of ends that
+// happen together are all kept, each once, in the order they are written.
 func (p *Project) AppendProgress(rel string, e ProgressEntry) (n int, err error) {
 	if rel == "" {
 		rel = DirName + "/" + ProgressFile
@@ -116,37 +113,194 @@ func AppendProgress(path string, e ProgressEntry) (n int, err error) {
 // appendProgressAt appends e to the log name in dirfd (not following a
 // symlink there: the caller resolved it).
 func appendProgressAt(dirfd int, name, display string, e ProgressEntry) (int, error) {
-	perm := os.FileMode(0o600)
-	old, mode, err := readAt(dirfd, name, display, MaxProgressSize, true)
-	switch {
-	case err == nil:
-		perm = os.FileMode(mode & 0o777)
-	case errors.Is(err, fs.ErrNotExist):
-		old = []byte(progressHeader)
-	default:
+	ns, err := appendEntriesAt(dirfd, name, display, []ProgressEntry{e})
+	if err != nil {
 		return 0, err
 	}
-	if n, ok := entryOf(old, e.SessionID); ok {
-		// Written already, by an end that ran twice (a daemon that died in
-		// the middle of it, then the next one): one entry per session.
-		return n, nil
+	return ns[0], nil
+}
+
+// appendEntriesAt appends es to the log name in dirfd, in order, and
+// returns their session numbers. The log is only ever appended to: opened
+// with O_APPEND and locked (flock) while it is read for its numbering and
+// the entries are written in one write and synced, so that concurrent ends
+// — of this daemon or another — each add their entry and none is lost. An
+// entry already there (an end that ran twice: a daemon that died in the
+// middle of it, then the next one) is not written again. A log that would
+// grow past MaxProgressSize is first rotated whole to NAME.1 (replacing an
+// older one), the numbering going on in the new log.
+func appendEntriesAt(dirfd int, name, display string, es []ProgressEntry) ([]int, error) {
+	for {
+		ns, retry, err := appendEntriesOnce(dirfd, name, display, es)
+		if !retry {
+			return ns, err
+		}
 	}
-	n := countSessions(old) + 1
+}
+
+// appendEntriesOnce is one try of appendEntriesAt; retry says the log was
+// rotated or replaced while it waited for the lock.
+func appendEntriesOnce(dirfd int, name, display string, es []ProgressEntry) (ns []int, retry bool, err error) {
+	// What is there is looked at before it is opened: a FIFO or a device
+	// is named as such, not opened for writing.
+	var pre unix.Stat_t
+	if err := fstatat(dirfd, name, &pre, unix.AT_SYMLINK_NOFOLLOW); err == nil && pre.Mode&unix.S_IFMT != unix.S_IFREG {
+		if pre.Mode&unix.S_IFMT == unix.S_IFLNK {
+			return nil, false, fmt.Errorf("refused: %s is a symlink: %w", display, ErrFileType)
+		}
+		return nil, false, notRegular(display, pre.Mode)
+	}
+	fd, err := openat(dirfd, name, unix.O_RDWR|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY, 0o600)
+	replace := false
+	if err == unix.EACCES {
+		// A log the user may not write, in a directory the user may: it
+		// is replaced by the user's own, with its content, as the
+		// directory's owner could.
+		fd, err = openat(dirfd, name, inputFlags|unix.O_NOFOLLOW, 0)
+		replace = true
+	}
+	if err != nil {
+		return nil, false, openError(dirfd, name, display, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, false, fmt.Errorf("stat %s: %w", display, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, false, notRegular(display, st.Mode)
+	}
+	if err := flock(fd); err != nil {
+		return nil, false, fmt.Errorf("lock %s: %w", display, err)
+	}
+	// The name may have moved on to a new log while this one waited.
+	var now unix.Stat_t
+	if fstatat(dirfd, name, &now, unix.AT_SYMLINK_NOFOLLOW) != nil || now.Ino != st.Ino || now.Dev != st.Dev {
+		return nil, true, nil
+	}
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, false, fmt.Errorf("stat %s: %w", display, err)
+	}
+	old, err := preadAll(fd, min(st.Size, MaxProgressSize+1))
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s: %w", display, err)
+	}
+	created := len(old) == 0
 	var b bytes.Buffer
-	b.Grow(len(old) + 1024)
-	b.Write(old)
-	if len(old) > 0 && old[len(old)-1] != '\n' {
+	if created {
+		b.WriteString(progressHeader)
+	} else {
+		if old[len(old)-1] != '\n' {
+			b.WriteByte('\n')
+		}
+		if !endsWithRule(old) {
+			b.WriteString("\n---\n")
+		}
+	}
+	count := countSessions(old)
+	seen := map[string]int{}
+	ns = make([]int, len(es))
+	wrote := false
+	for i, e := range es {
+		if n, ok := entryOf(old, e.SessionID); ok {
+			ns[i] = n
+			continue
+		}
+		if n, ok := seen[e.SessionID]; ok && e.SessionID != "" {
+			ns[i] = n
+			continue
+		}
+		count++
+		ns[i], seen[e.SessionID] = count, count
 		b.WriteByte('\n')
+		writeEntry(&b, count, e)
+		wrote = true
 	}
-	if !endsWithRule(old) {
-		b.WriteString("\n---\n")
+	if !wrote {
+		return ns, false, nil
 	}
-	b.WriteByte('\n')
-	writeEntry(&b, n, e)
-	if err := writeAt(dirfd, name, display, b.Bytes(), perm); err != nil {
-		return 0, err
+	if replace {
+		data := append(old, b.Bytes()...)
+		if err := writeAt(dirfd, name, display, data, os.FileMode(st.Mode&0o777)); err != nil {
+			return nil, false, err
+		}
+		return ns, false, nil
 	}
-	return n, nil
+	if int64(len(old))+int64(b.Len()) > MaxProgressSize && !created {
+		return ns, false, rotateProgress(dirfd, name, display, uint32(st.Mode&0o777), b.Bytes()[bytes.Index(b.Bytes(), []byte("\n## Session ")):])
+	}
+	if err := appendDurably(fd, int64(len(old)), b.Bytes()); err != nil {
+		return nil, false, fmt.Errorf("append to %s: %w", display, err)
+	}
+	if created {
+		if err := syncDirFD(dirfd); err != nil {
+			return nil, false, fmt.Errorf("append to %s: %w", display, err)
+		}
+	}
+	return ns, false, nil
+}
+
+// rotateProgress moves the full log name to NAME.1 and starts a new one
+// with entries, held by the lock on the old one.
+func rotateProgress(dirfd int, name, display string, perm uint32, entries []byte) error {
+	if err := unix.Renameat(dirfd, name, dirfd, name+".1"); err != nil {
+		return fmt.Errorf("rotate %s: %w", display, err)
+	}
+	var b bytes.Buffer
+	b.WriteString(progressHeader)
+	fmt.Fprintf(&b, "\nEarlier entries are in %s.1.\n\n---\n", filepath.Base(display))
+	b.Write(entries)
+	if err := writeAt(dirfd, name, display, b.Bytes(), os.FileMode(perm)); err != nil {
+		return fmt.Errorf("rotate %s: %w", display, err)
+	}
+	return nil
+}
+
+// appendDurably writes data at the end of fd (opened O_APPEND, of size
+// size) in one write and syncs it; a write cut short is taken back, so
+// the log never keeps half an entry.
+func appendDurably(fd int, size int64, data []byte) error {
+	n, err := unix.Write(fd, data)
+	if err == nil && n < len(data) {
+		err = unix.ENOSPC
+	}
+	if err == nil {
+		err = fsyncFD(fd)
+	}
+	if err != nil {
+		_ = unix.Ftruncate(fd, size)
+		return err
+	}
+	return nil
+}
+
+// preadAll reads the first n bytes of fd.
+func preadAll(fd int, n int64) ([]byte, error) {
+	buf := make([]byte, n)
+	off := 0
+	for off < len(buf) {
+		m, err := unix.Pread(fd, buf[off:], int64(off))
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return nil, err
+		case m == 0:
+			return buf[:off], nil
+		}
+		off += m
+	}
+	return buf, nil
+}
+
+// flock takes fd's exclusive lock, waiting for it.
+func flock(fd int) error {
+	for {
+		err := unix.Flock(fd, unix.LOCK_EX)
+		if err != unix.EINTR {
+			return err
+		}
+	}
 }
 
 // entryOf finds the entry of session id (its "Session ID, ended: ..."

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,5 +125,80 @@ func TestAppendProgressOncePerSession(t *testing.T) {
 	data, _ := os.ReadFile(p)
 	if got := strings.Count(string(data), "Session abc,"); got != 1 {
 		t.Errorf("%d entries of session abc, want 1:\n%s", got, data)
+	}
+}
+
+// TestAppendProgressConcurrently: ends of one project that happen at once,
+// each through its own handle, all keep their entry, once, numbered in the
+// order they were written.
+func TestAppendProgressConcurrently(t *testing.T) {
+	dir := t.TempDir()
+	const n = 200
+	errs := make(chan error, n)
+	nums := make(chan int, n)
+	for i := range n {
+		go func() {
+			p, err := OpenProject(dir, nil)
+			if err != nil {
+				errs <- err
+				return
+			}
+			num, err := p.AppendProgress("", ProgressEntry{Time: time.Now(), SessionID: fmt.Sprintf("s%03d", i), EndReason: "complete"})
+			errs <- err
+			nums <- num
+		}()
+	}
+	seen := map[int]bool{}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range n {
+		seen[<-nums] = true
+	}
+	log := readTestFile(t, ProgressPath(dir))
+	for i := range n {
+		if c := strings.Count(log, fmt.Sprintf("Session s%03d,", i)); c != 1 {
+			t.Errorf("session s%03d has %d entries, want 1", i, c)
+		}
+		if !seen[i+1] {
+			t.Errorf("no entry was given number %d", i+1)
+		}
+	}
+	if c := strings.Count(log, "\n## Session "); c != n {
+		t.Errorf("%d entries, want %d", c, n)
+	}
+}
+
+// TestAppendProgressRotates: a log that would pass MaxProgressSize moves
+// whole to NAME.1; the numbering goes on in the new one.
+func TestAppendProgressRotates(t *testing.T) {
+	dir := t.TempDir()
+	path := ProgressPath(dir)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	big := progressHeader + "\n## Session 41 - 2025-01-01 00:00\n\n" + strings.Repeat("x", MaxProgressSize-200) + "\n\n---\n"
+	if err := os.WriteFile(path, []byte(big), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	notes := []string{strings.Repeat("n", 400)}
+	n, err := AppendProgress(path, ProgressEntry{Time: time.Now(), SessionID: "next", Notes: notes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 42 {
+		t.Errorf("entry number %d, want 42", n)
+	}
+	if got := readTestFile(t, path+".1"); got != big {
+		t.Errorf("the rotated log is not the old one whole (%d bytes, want %d)", len(got), len(big))
+	}
+	cur := readTestFile(t, path)
+	if !strings.Contains(cur, "## Session 42 - ") || !strings.Contains(cur, "progress.md.1") || len(cur) > 4096 {
+		t.Errorf("new log:\n%s", cur)
+	}
+	if n, err := AppendProgress(path, ProgressEntry{Time: time.Now(), SessionID: "after"}); err != nil || n != 43 {
+		t.Errorf("next entry: %d, %v; want 43", n, err)
 	}
 }

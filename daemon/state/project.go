@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -501,4 +502,31 @@ func (p *Project) Existing(rels []string) []string {
 		return nil
 	})
 	return out
+}
+
+// accountLocks serialise, in this process, the Exclusively sections of
+// each project directory.
+var accountLocks sync.Map // dir -> *sync.Mutex
+
+// Exclusively runs fn as Hold does, and as the only one of its project:
+// no other Exclusively section of the project runs meanwhile, in this
+// process (a mutex) or in another sessiond (an flock on its .sessiond,
+// which it creates). The end of a session reads the project's session
+// state, builds its account from it and writes it in one such section, so
+// that ends that happen together each build on the one before.
+func (p *Project) Exclusively(fn func(q *Project) error) error {
+	mu, _ := accountLocks.LoadOrStore(p.dir, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
+	return p.Hold(func(q *Project) error {
+		sd, err := q.stateDir(q.held.root, true)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(sd) // releases the lock
+		if err := flock(sd); err != nil {
+			return fmt.Errorf("lock %s: %w", q.StateDir(), err)
+		}
+		return fn(q)
+	})
 }
