@@ -77,38 +77,31 @@ func (s *Session) writeAccount(reason Reason, tail []string) error {
 		s.logger().Error("project unreachable: only the handoff archive is written", zap.Error(err))
 		h = buildHandoff(in)
 	} else {
-		// The account builds on the project's state as the last end left
-		// it, and is written before the next end of the project reads it.
-		// Each step may run again after a failure without doubling
-		// anything: the files are replaced whole, and the progress entry
-		// is appended once per session.
-		var progressErr error
-		lockErr := p.Exclusively(func(q *state.Project) error {
-			var prevErr error
-			in.Previous, prevErr = q.LoadSessionState()
-			if prevErr != nil {
-				s.logger().Warn("session state", zap.Error(prevErr))
+		// The account builds on the project's state as the ends before it
+		// left it, and is written with those that end together (see
+		// state.WriteAccount). Each step may run again after a failure
+		// without doubling anything: the files are replaced whole, and the
+		// progress entry is appended once per session.
+		res := p.WriteAccount(func(prev *state.SessionState, err error) state.AccountWrite {
+			if err != nil {
+				s.logger().Warn("session state", zap.Error(err))
 			}
+			in.Previous = prev
 			h = buildHandoff(in)
-			if err := q.SaveHandoff(h); err != nil {
-				errs = append(errs, err)
-			}
-			if err := q.SaveSessionState(buildSessionState(in, h)); err != nil {
-				errs = append(errs, err)
-			}
-			_, progressErr = q.AppendProgress(s.spec.ProgressFile, buildProgressEntry(in, h))
-			return nil
+			return state.AccountWrite{Handoff: h, State: buildSessionState(in, h), ProgressFile: s.spec.ProgressFile, Progress: buildProgressEntry(in, h)}
 		})
-		if lockErr != nil {
-			errs = append(errs, lockErr)
-		}
 		if h == nil {
 			h = buildHandoff(in)
 		}
-		if progressErr != nil && !errors.Is(progressErr, state.ErrOutsideProject) {
-			errs = append(errs, progressErr)
-		} else if progressErr != nil {
-			s.logger().Error("progress log refused", zap.Error(progressErr))
+		for _, err := range []error{res.Handoff, res.State} {
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := res.Progress; err != nil && !errors.Is(err, state.ErrOutsideProject) {
+			errs = append(errs, err)
+		} else if err != nil {
+			s.logger().Error("progress log refused", zap.Error(err))
 		}
 		s.rec.HandoffPath = filepath.Join(p.StateDir(), state.HandoffFile)
 	}

@@ -38,6 +38,7 @@ func (d *Service) Recover() {
 	}
 	var sum recoverySummary
 	var live []*session.Session
+	owners := ownerCache{}
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue
@@ -61,7 +62,7 @@ func (d *Service) Recover() {
 		if rec.Spec != nil {
 			sp = *rec.Spec
 		}
-		owner, err := access.Owner(rec.UID)
+		owner, err := owners.get(rec.UID)
 		var proj *state.Project
 		if err == nil {
 			proj, err = state.OpenProject(rec.ProjectDir, owner)
@@ -205,4 +206,22 @@ func (d *Service) sweepOrphans() int {
 		}
 	}
 	return n
+}
+
+// ownerCache looks each user up once for all the records of a recovery.
+type ownerCache map[int]struct {
+	owner *state.Owner
+	err   error
+}
+
+func (c ownerCache) get(uid int) (*state.Owner, error) {
+	if o, ok := c[uid]; ok {
+		return o.owner, o.err
+	}
+	owner, err := access.Owner(uid)
+	c[uid] = struct {
+		owner *state.Owner
+		err   error
+	}{owner, err}
+	return owner, err
 }

@@ -60,6 +60,16 @@ const progressHeader = "# Progress\n\nOne entry per session, appended by session
 // The log is only appended to (see appendEntriesAt): entries of ends that
 // happen together are all kept, each once, in the order they are written.
 func (p *Project) AppendProgress(rel string, e ProgressEntry) (n int, err error) {
+	ns, err := p.appendProgress(rel, []ProgressEntry{e})
+	if err != nil {
+		return 0, err
+	}
+	return ns[0], nil
+}
+
+// appendProgress is AppendProgress for several entries, in order, in one
+// write.
+func (p *Project) appendProgress(rel string, es []ProgressEntry) (ns []int, err error) {
 	if rel == "" {
 		rel = DirName + "/" + ProgressFile
 	}
@@ -76,13 +86,13 @@ func (p *Project) AppendProgress(rel string, e ProgressEntry) (n int, err error)
 			return err
 		}
 		defer unix.Close(dfd)
-		n, err = appendProgressAt(dfd, name, display, e)
+		ns, err = appendEntriesAt(dfd, name, display, es)
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("append progress: %w", err)
+		return nil, fmt.Errorf("append progress: %w", err)
 	}
-	return n, nil
+	return ns, nil
 }
 
 // AppendProgress appends e to the progress log at path with the caller's
