@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -247,5 +248,131 @@ func TestRecoveryOfHostileRecords(t *testing.T) {
 	}
 	if n := strings.Count(string(logb), "killing"); n > 0 {
 		t.Errorf("the daemon killed %d processes at recovery", n)
+	}
+}
+
+// startTime is how long user u's sessionctl start of one session takes,
+// the median of n, each stopped after.
+func startTime(t *testing.T, u tuser, d *daemon, dir string, n int) time.Duration {
+	t.Helper()
+	var ts []time.Duration
+	for range n {
+		began := time.Now()
+		r := u.ctl(t, d.sock, "start", "-q", dir, "--", "sleep", "1000")
+		ts = append(ts, time.Since(began))
+		if r.code != 0 {
+			t.Fatal(r)
+		}
+		if r := u.ctl(t, d.sock, "stop", strings.TrimSpace(r.stdout)); r.code != 0 {
+			t.Fatal(r)
+		}
+	}
+	slices.Sort(ts)
+	return ts[len(ts)/2]
+}
+
+// TestFairStarts: one user's 6000 sessions do not slow another user's
+// start; the limits of one user's starts hold, and answer what they are.
+func TestFairStarts(t *testing.T) {
+	a := newUser(t)
+	b := newUserIn(t, a.group)
+	sockDir, err := os.MkdirTemp("", "sdr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	_ = os.Chmod(sockDir, 0o755)
+	d := startDaemonWith(t, filepath.Join(t.TempDir(), "state"), filepath.Join(sockDir, "s.sock"), fmt.Sprintf(
+		"allowed_groups = [%q]\nmax_sessions_per_user = 0\nmax_starts_per_minute_per_user = 0\nmax_batch = 0\n[defaults]\ncheckpoint = \"\"\n", a.group))
+	many := a.project(t)
+	writeFile(t, filepath.Join(many, "sessiond.toml"), "[session]\nconcurrent = true\n")
+	if err := os.Chown(filepath.Join(many, "sessiond.toml"), a.uid, a.gid); err != nil {
+		t.Fatal(err)
+	}
+	one := b.project(t)
+
+	empty := startTime(t, b, d, one, 7)
+	began := time.Now()
+	for i := range 6 {
+		batch := time.Now()
+		if r := a.ctl(t, d.sock, "start", "-q", "--count", "1000", many, "--", "sleep", "100000"); r.code != 0 {
+			t.Fatalf("%s", r)
+		}
+		t.Logf("batch %d: %s", i+1, time.Since(batch).Round(time.Millisecond))
+	}
+	if r := d.ctl("ps", "-q"); len(strings.Fields(r.stdout)) != 6000 {
+		t.Fatalf("%d live sessions, want 6000", len(strings.Fields(r.stdout)))
+	}
+	t.Logf("6000 sessions started in %s", time.Since(began).Round(time.Millisecond))
+	crowded := startTime(t, b, d, one, 7)
+	t.Logf("%s's start: %s on an empty daemon, %s beside %s's 6000 sessions", b.name, empty.Round(time.Millisecond), crowded.Round(time.Millisecond), a.name)
+	if crowded > 2*empty {
+		t.Errorf("beside another user's 6000 sessions a start took %s, more than twice its %s on an empty daemon", crowded, empty)
+	}
+	began = time.Now()
+	if r := a.ctl(t, d.sock, "stop", "--all"); r.code != 0 {
+		t.Fatal(r)
+	}
+	t.Logf("6000 sessions stopped in %s", time.Since(began).Round(time.Millisecond))
+}
+
+// TestUserLimits: past max_sessions_per_user, max_starts_per_minute_per_user
+// and max_batch a user's start is refused, naming the limit; root's are not.
+func TestUserLimits(t *testing.T) {
+	u := newUser(t)
+	sockDir, err := os.MkdirTemp("", "sdr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	_ = os.Chmod(sockDir, 0o755)
+	d := startDaemonWith(t, filepath.Join(t.TempDir(), "state"), filepath.Join(sockDir, "s.sock"), fmt.Sprintf(
+		"allowed_groups = [%q]\nmax_sessions_per_user = 2\nmax_starts_per_minute_per_user = 4\nmax_batch = 3\n[defaults]\ncheckpoint = \"\"\n", u.group))
+	dir := u.project(t)
+	writeFile(t, filepath.Join(dir, "sessiond.toml"), "[session]\nconcurrent = true\n")
+	_ = os.Chown(filepath.Join(dir, "sessiond.toml"), u.uid, u.gid)
+
+	if r := u.ctl(t, d.sock, "start", "-q", "--count", "4", dir, "--", "sleep", "100"); r.code == 0 || !strings.Contains(r.stderr, "max_batch (3)") {
+		t.Errorf("a batch of 4 past max_batch 3: %s", r)
+	}
+	for i := range 2 {
+		if r := u.ctl(t, d.sock, "start", "-q", dir, "--", "sleep", "100"); r.code != 0 {
+			t.Fatalf("start %d: %s", i+1, r)
+		}
+	}
+	r := u.ctl(t, d.sock, "start", "-q", dir, "--", "sleep", "100")
+	if r.code == 0 || !strings.Contains(r.stderr, "max_sessions_per_user (2)") {
+		t.Errorf("a third live session past max_sessions_per_user 2: %s", r)
+	}
+	// Root is not limited.
+	for range 3 {
+		if r := d.ctl("start", "-q", dir, "--", "sleep", "100"); r.code != 0 {
+			t.Errorf("root's start: %s", r)
+		}
+	}
+	// Three starts taken of four this minute (the refused one counts):
+	// one more fits, the next is refused, saying when.
+	if r := u.ctl(t, d.sock, "stop", "--all"); r.code != 0 {
+		t.Fatal(r)
+	}
+	if r := u.ctl(t, d.sock, "start", "-q", dir, "--", "sleep", "100"); r.code != 0 {
+		t.Fatalf("the fourth start of the minute: %s", r)
+	}
+	r = u.ctl(t, d.sock, "start", "-q", dir, "--", "sleep", "100")
+	if r.code == 0 || !strings.Contains(r.stderr, "max_starts_per_minute_per_user (4)") || !strings.Contains(r.stderr, "allowed in") {
+		t.Errorf("a fifth start in a minute past max_starts_per_minute_per_user 4: %s", r)
+	}
+	// Over the API: 429, with the limit in the body.
+	curl := exec.Command("curl", "-s", "-w", "\n%{http_code}", "--unix-socket", d.sock, "-X", "POST",
+		"-H", "Content-Type: application/json", "--data", fmt.Sprintf(`{"dir":%q,"command":["sleep","1"]}`, dir), "http://sessiond/v1/sessions")
+	curl.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid)}}
+	out, err := curl.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.TrimSpace(string(out))
+	body, code := text[:max(strings.LastIndexByte(text, '\n'), 0)], text[strings.LastIndexByte(text, '\n')+1:]
+	if code != "429" || !strings.Contains(body, `"code":"too_many_requests"`) {
+		t.Errorf("POST /v1/sessions past the limit: %s %s, want 429 too_many_requests", code, body)
 	}
 }

@@ -23,12 +23,23 @@ type tuser struct {
 // newUser creates a user in a new group; both go when the test ends.
 func newUser(t *testing.T) tuser {
 	t.Helper()
+	return newUserIn(t, "")
+}
+
+// newUserIn creates a user whose group is group, or a new one of its own
+// for ""; what it creates goes when the test ends.
+func newUserIn(t *testing.T, group string) tuser {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("root mode is tested as root, with throwaway users (the tests run as root here and in CI)")
 	}
-	u := tuser{name: fmt.Sprintf("sdt%06d", rand.IntN(1e6))}
-	u.group = u.name
-	for _, c := range [][]string{{"groupadd", u.group}, {"useradd", "-M", "-N", "-g", u.group, "-s", "/bin/sh", "-d", "/nonexistent", u.name}} {
+	u := tuser{name: fmt.Sprintf("sdt%06d", rand.IntN(1e6)), group: group}
+	cmds := [][]string{{"useradd", "-M", "-N", "-g", group, "-s", "/bin/sh", "-d", "/nonexistent", u.name}}
+	if group == "" {
+		u.group = u.name
+		cmds = [][]string{{"groupadd", u.group}, {"useradd", "-M", "-N", "-g", u.group, "-s", "/bin/sh", "-d", "/nonexistent", u.name}}
+	}
+	for _, c := range cmds {
 		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
 			t.Fatalf("%v: %v\n%s", c, err, out)
 		}
@@ -36,7 +47,9 @@ func newUser(t *testing.T) tuser {
 	t.Cleanup(func() {
 		_ = exec.Command("pkill", "-KILL", "-u", u.name).Run()
 		_ = exec.Command("userdel", u.name).Run()
-		_ = exec.Command("groupdel", u.group).Run()
+		if group == "" {
+			_ = exec.Command("groupdel", u.group).Run()
+		}
 	})
 	out, err := exec.Command("id", "-u", u.name).Output()
 	if err != nil {
