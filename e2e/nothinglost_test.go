@@ -103,3 +103,92 @@ func progressLog(dir string) (map[string]int, int) {
 	}
 	return per, strings.Count(string(b), "\n## Session ")
 }
+
+// slowToStop is a command that takes two seconds to stop on SIGTERM.
+const slowToStop = `trap 'sleep 2; exit 0' TERM; while :; do sleep 0.1; done`
+
+// TestStopOutlivesACrash: a stop asked of a session with restart =
+// "on-failure", the daemon killed during its grace. The next daemon
+// finishes the stop as the end it was, interrupted, and does not restart
+// it.
+func TestStopOutlivesACrash(t *testing.T) {
+	d := startDaemon(t)
+	dir := project(t)
+	id := d.start("--restart", "on-failure", "--stop-grace", "20s", dir, "--", "sh", "-c", slowToStop)
+	pid := d.waitState(id, 10*time.Second, "running").PID
+	go runCtl(t, d.sock, nil, "stop", id)
+	d.waitState(id, 10*time.Second, "stopping")
+	d.kill9()
+	// The command finishes its stop while no daemon runs.
+	waitFor(t, 10*time.Second, "the command to exit", func() (bool, string) { return !alive(pid), "" })
+	d2 := startDaemonAt(t, d.stateDir, d.sock)
+	rec := d2.waitEnded(id, 30*time.Second)
+	if rec.EndReason != "interrupted" {
+		t.Errorf("the stop interrupted by a crash ended %q, want interrupted", rec.EndReason)
+	}
+	time.Sleep(3 * time.Second) // past the restart policy's first delay
+	for _, r := range d2.list(true) {
+		if r.RestartOf == id {
+			t.Errorf("session %s was restarted (as %s) after the stop asked of it", id, r.ID)
+		}
+	}
+}
+
+// TestRestartOutlivesACrash: sessionctl restart, the daemon killed while
+// the old session stops. The next daemon ends the old one and starts its
+// successor, once.
+func TestRestartOutlivesACrash(t *testing.T) {
+	d := startDaemon(t)
+	dir := project(t)
+	id := d.start("--stop-grace", "20s", dir, "--", "sh", "-c", slowToStop)
+	d.waitState(id, 10*time.Second, "running")
+	go runCtl(t, d.sock, nil, "restart", id)
+	d.waitState(id, 10*time.Second, "stopping")
+	d.kill9()
+	d2 := startDaemonAt(t, d.stateDir, d.sock)
+	d2.waitEnded(id, 30*time.Second)
+	var next []string
+	waitFor(t, 30*time.Second, "the restart to start", func() (bool, string) {
+		next = nil
+		for _, r := range d2.list(true) {
+			if r.RestartOf == id {
+				next = append(next, r.ID)
+			}
+		}
+		return len(next) > 0, fmt.Sprint(next)
+	})
+	time.Sleep(2 * time.Second)
+	next = nil
+	for _, r := range d2.list(true) {
+		if r.RestartOf == id {
+			next = append(next, r.ID)
+		}
+	}
+	if len(next) != 1 {
+		t.Fatalf("restarts of %s: %v, want one", id, next)
+	}
+	d2.waitState(next[0], 10*time.Second, "running")
+}
+
+// TestRemovalOutlivesACrash: a session directory whose removal a daemon
+// began (renamed aside, then deleted) is finished by the next daemon.
+func TestRemovalOutlivesACrash(t *testing.T) {
+	d := startDaemon(t)
+	id := d.start("--wait", project(t), "--", "true")
+	d.waitEnded(id, 10*time.Second)
+	d.stop()
+	sessions := filepath.Join(d.stateDir, "sessions")
+	if err := os.Rename(filepath.Join(sessions, id), filepath.Join(sessions, ".removed-"+id)); err != nil {
+		t.Fatal(err)
+	}
+	d2 := startDaemonAt(t, d.stateDir, d.sock)
+	if fileExists(filepath.Join(sessions, ".removed-"+id)) {
+		t.Error("the half-removed session directory is still there")
+	}
+	if r := d2.ctl("inspect", id); r.code == 0 {
+		t.Errorf("the removed session is back: %s", r)
+	}
+	if r := d2.ctl("rm", id); r.code == 0 {
+		t.Errorf("rm of a removed session: %s", r)
+	}
+}

@@ -90,6 +90,9 @@ type Session struct {
 	EnvKeys []string `json:"env_keys,omitempty"`
 	// Warning records what happened at the warning time.
 	Warning *Warning `json:"warning,omitempty"`
+	// Stop is the stop under way, in the record before its first signal:
+	// a daemon that restarts in the middle of it finishes it.
+	Stop *StopIntent `json:"stop,omitempty"`
 	// Spec is the resolved spec the session runs under (env values left
 	// out). Listings leave it out; the record of one session has it.
 	Spec *config.Spec `json:"spec,omitempty"`
@@ -169,6 +172,22 @@ func (s *Session) Row() SessionRow {
 		PID: s.PID, StartedAt: s.StartedAt, EndedAt: s.EndedAt, Deadline: s.Deadline, Restarts: s.Restarts,
 		LastActivity: s.LastActivity, Checkpoints: s.Checkpoints, ProjectDir: s.ProjectDir, Usage: s.Usage,
 		Agent: s.Agent, Tokens: s.Tokens, TTY: s.TTY, Worktree: s.Worktree}
+}
+
+// StopIntent is a stop asked for: when, why, with what grace, by whom,
+// and whether a restart is to follow.
+type StopIntent struct {
+	At     time.Time `json:"at"`
+	Reason string    `json:"reason"`
+	// GraceMS is the grace in milliseconds between the stop signal and
+	// SIGKILL.
+	GraceMS int64 `json:"grace_ms"`
+	// By is the uid of who asked; -1 for the daemon itself (a deadline,
+	// an idle session, a budget, the daemon's shutdown).
+	By int `json:"by"`
+	// Restart says sessionctl restart asked: once this session has ended,
+	// its successor starts, once.
+	Restart bool `json:"restart,omitempty"`
 }
 
 // Warning records a session's warning: when it was given and who was signalled.

@@ -23,7 +23,11 @@ type request interface {
 type stopRequest struct {
 	reason Reason
 	grace  time.Duration // -1: the spec's stop_grace
-	reply  chan error
+	// by is the uid who asked (-1 the daemon); restart says a restart
+	// follows.
+	by      int
+	restart bool
+	reply   chan error
 }
 
 type leaveRequest struct{ reply chan error }
@@ -128,8 +132,23 @@ func ask[T any](ctx context.Context, s *Session, r request, reply chan T) (T, er
 // when the end is on disk. A session still starting stops its start; one
 // ending already is answered at once, its end under way.
 func (s *Session) Stop(ctx context.Context, reason Reason, grace time.Duration) error {
+	return s.StopAsked(ctx, StopAsk{Reason: reason, Grace: grace, By: -1})
+}
+
+// StopAsk is a stop someone asked for: its reason, grace (-1 the spec's),
+// the uid who asked (-1 the daemon) and whether a restart follows.
+type StopAsk struct {
+	Reason  Reason
+	Grace   time.Duration
+	By      int
+	Restart bool
+}
+
+// StopAsked stops the session as Stop does, recording who asked and
+// whether a restart is to follow, before the first signal.
+func (s *Session) StopAsked(ctx context.Context, a StopAsk) error {
 	s.cancelStart()
-	r := &stopRequest{reason: reason, grace: grace, reply: make(chan error, 1)}
+	r := &stopRequest{reason: a.Reason, grace: a.Grace, by: a.By, restart: a.Restart, reply: make(chan error, 1)}
 	err, aerr := ask(ctx, s, r, r.reply)
 	return errors.Join(aerr, err)
 }

@@ -78,9 +78,30 @@ func (s *Session) Recover(ctx context.Context) Recovery {
 			s.warnRecord("after a daemon restart its process could not be proven to be the one recorded, and was left alone; exit status unknown: " + why)
 		}
 		s.logger().Debug("recorded process gone or not proven; ending the session", zap.String("why", why))
+		if r := Reason(rec.EndReason); rec.State == ipc.StateStopping && r.Valid() {
+			// A stop was under way: it ends as the end it was.
+			s.warnRecord("the daemon stopped during this session's stop; the stop is finished as asked (exit status unknown)")
+			s.child = proc.Gone(rec.PID)
+			s.ckpt.last = s.startedAt
+			s.beginEnd(r, proc.Exit{Code: -1})
+			s.release()
+			return Gone
+		}
 	}
 	s.crashed()
 	return Gone
+}
+
+// resumeStop goes on with the stop an earlier daemon began, with what is
+// left of its grace.
+func (s *Session) resumeStop() {
+	reason, by, restart := Reason(s.rec.EndReason), -1, false
+	grace := time.Duration(-1)
+	if st := s.rec.Stop; st != nil {
+		by, restart = st.By, st.Restart
+		grace = max(time.Duration(st.GraceMS)*time.Millisecond-s.deps.Clock.Now().Sub(st.At), 0)
+	}
+	s.beginStopBy(reason, grace, by, restart)
 }
 
 // unproven reports whether the recorded pid is proven to be the session's
@@ -138,8 +159,9 @@ func (s *Session) adopt(child *proc.Child) {
 		s.logger().Info("adopted live session", zap.Int("pid", child.PID))
 		s.supervise()
 		if s.rec.State == ipc.StateStopping {
-			// The previous daemon began this stop.
-			s.beginStop(Reason(s.rec.EndReason), -1)
+			// The previous daemon began this stop: it goes on with what
+			// is left of its grace.
+			s.resumeStop()
 		}
 		s.run()
 	}()

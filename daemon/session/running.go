@@ -56,7 +56,7 @@ func (s *Session) onRequest(req request) {
 	switch r := req.(type) {
 	case *stopRequest:
 		r.reply <- nil
-		s.beginStop(r.reason, r.grace)
+		s.beginAskedStop(r)
 	case *leaveRequest:
 		r.reply <- nil
 		s.beginLeave()

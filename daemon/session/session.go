@@ -98,6 +98,8 @@ type Session struct {
 	// once its command runs; deferred are the other requests that came
 	// meanwhile, answered then.
 	stopAsked *stopRequest
+	// loaded says the session comes from an earlier daemon's record.
+	loaded bool
 	deferred  []request
 	// stop is the stop under way (phase stopping), end the end (ending).
 	stop *stopping
@@ -207,6 +209,7 @@ func New(p Params, deps *Deps) *Session {
 func Load(rec ipc.Session, spec config.Spec, proj *state.Project, owner *state.Owner, deps *Deps) *Session {
 	s := newSession(rec.ID, rec.UID, rec.ProjectDir, rec.StartedAt, spec, deps)
 	s.proj, s.owner = proj, owner
+	s.loaded = true
 	rec.Spec = &s.spec
 	s.name = rec.Name
 	s.rec = rec
@@ -253,6 +256,10 @@ func (s *Session) RestartOf() string { return s.pub.Load().RestartOf }
 
 // UID returns the user the session runs as and belongs to.
 func (s *Session) UID() int { return s.uid }
+
+// Loaded reports whether the session comes from an earlier daemon's
+// record (Load), not from a start of this one.
+func (s *Session) Loaded() bool { return s.loaded }
 
 // ProjectDir returns the session's project directory.
 func (s *Session) ProjectDir() string { return s.projectDir }

@@ -156,7 +156,7 @@ func (s *Session) startDone(err error) {
 	s.supervise()
 	if r := s.stopAsked; r != nil {
 		s.stopAsked = nil
-		s.beginStop(r.reason, r.grace)
+		s.beginAskedStop(r)
 	}
 	for _, r := range deferred {
 		s.step(event{what: gotRequest, req: r})

@@ -30,6 +30,19 @@ const killWait = 5 * time.Second
 // the grace period, then SIGKILL to the group and every process of the
 // session.
 func (s *Session) beginStop(reason Reason, grace time.Duration) {
+	s.beginStopBy(reason, grace, -1, false)
+}
+
+// beginAskedStop begins the stop r asked for.
+func (s *Session) beginAskedStop(r *stopRequest) {
+	s.beginStopBy(r.reason, r.grace, r.by, r.restart)
+}
+
+// beginStopBy is beginStop for a stop that uid by asked for (-1 the
+// daemon), a restart to follow or not. The intent is in the record before
+// the first signal: a daemon that dies during the grace leaves the next
+// one to finish this stop, as the end it is.
+func (s *Session) beginStopBy(reason Reason, grace time.Duration, by int, restart bool) {
 	if grace < 0 {
 		grace = s.spec.StopGrace.Duration
 	}
@@ -37,7 +50,12 @@ func (s *Session) beginStop(reason Reason, grace time.Duration) {
 	s.phase = phaseStopping
 	s.rec.State = ipc.StateStopping
 	s.rec.EndReason = string(reason)
-	_ = s.commit()
+	if st := s.rec.Stop; st == nil || st.Reason != string(reason) || restart || by >= 0 {
+		s.rec.Stop = &ipc.StopIntent{At: s.deps.Clock.Now(), Reason: string(reason), GraceMS: grace.Milliseconds(), By: by, Restart: restart}
+	}
+	if err := s.commit(); err != nil {
+		s.logger().Warn("the stop is not on disk; stopping all the same", zap.Error(err))
+	}
 	s.emit(ipc.EventStopping, fmt.Sprintf("stopping (%s): %s, then SIGKILL after %s", reason, s.spec.StopSignal, grace), nil)
 	if err := s.signalGroup(s.spec.StopSignal.Num); err != nil {
 		s.logger().Warn("send stop signal", zap.Error(err))

@@ -1,6 +1,8 @@
 package sessions
 
 import (
+	"go.uber.org/zap"
+
 	"context"
 	"errors"
 	"fmt"
@@ -136,18 +138,24 @@ func (d *Service) StopSession(ctx context.Context, c ipc.Caller, id string, req 
 	if err != nil {
 		return nil, err
 	}
+	return d.stopSession(ctx, c, s, req.Grace, false)
+}
+
+// stopSession stops s for c, a restart to follow or not, and returns
+// once its end is on disk.
+func (d *Service) stopSession(ctx context.Context, c ipc.Caller, s *session.Session, graceArg string, restart bool) (*ipc.Session, error) {
 	grace := time.Duration(-1)
-	if req.Grace != "" {
-		g, err := config.ParseDuration(req.Grace)
+	if graceArg != "" {
+		g, err := config.ParseDuration(graceArg)
 		if err != nil {
 			return nil, ipc.BadRequest("grace: %w", err)
 		}
 		if g.Duration < 0 {
-			return nil, ipc.BadRequest("grace: want a duration of 0 or more, got %q", req.Grace)
+			return nil, ipc.BadRequest("grace: want a duration of 0 or more, got %q", graceArg)
 		}
 		grace = g.Duration
 	}
-	if err := s.Stop(ctx, session.Interrupted, grace); err != nil && !errors.Is(err, session.ErrEnded) {
+	if err := s.StopAsked(ctx, session.StopAsk{Reason: session.Interrupted, Grace: grace, By: c.UID, Restart: restart}); err != nil && !errors.Is(err, session.ErrEnded) {
 		return nil, err
 	}
 	select {
@@ -171,7 +179,9 @@ func (d *Service) RestartSession(ctx context.Context, c ipc.Caller, id string, r
 		return nil, err
 	}
 	if ipc.Live(s.Snapshot().State) {
-		if _, err := d.StopSession(ctx, c, s.ID(), ipc.StopRequest(req)); err != nil {
+		// The restart is in the stop's record: a daemon that dies before
+		// the new session starts leaves the next one to start it, once.
+		if _, err := d.stopSession(ctx, c, s, req.Grace, true); err != nil {
 			return nil, err
 		}
 	}
@@ -179,17 +189,44 @@ func (d *Service) RestartSession(ctx context.Context, c ipc.Caller, id string, r
 	if rec.State == ipc.StateStarting || ipc.Live(rec.State) {
 		return nil, ipc.Conflict("session %s did not stop; try again", s.ID())
 	}
-	if s.Project() == nil {
-		return nil, ipc.Conflict("the project %s of session %s is unreachable", s.ProjectDir(), s.ID())
-	}
-	ns, info, err := d.launch(launchParams{
-		UID: s.UID(), Project: s.Project(), Owner: s.Owner(), Spec: s.Spec(), Name: s.Name(), EnvKeys: rec.EnvKeys,
-		RestartOf: s.ID(), Restarts: rec.Restarts + 1, RestartHistory: s.RestartHistory(), Resume: restartResume(s, true), Worktree: rec.Worktree,
-	})
+	ns, info, err := d.restartOf(s)
 	if err != nil {
 		return nil, err
 	}
 	return &ipc.StartResponse{Session: ns.Snapshot(), Summary: info.Summary, Notices: info.Notices}, nil
+}
+
+// restartOf starts the session that restarts the ended session s, in its
+// project with its spec, continuing its conversation.
+func (d *Service) restartOf(s *session.Session) (*session.Session, session.StartInfo, error) {
+	rec := s.Snapshot()
+	if s.Project() == nil {
+		return nil, session.StartInfo{}, ipc.Conflict("the project %s of session %s is unreachable", s.ProjectDir(), s.ID())
+	}
+	return d.launch(launchParams{
+		UID: s.UID(), Project: s.Project(), Owner: s.Owner(), Spec: s.Spec(), Name: s.Name(), EnvKeys: rec.EnvKeys,
+		RestartOf: s.ID(), Restarts: rec.Restarts + 1, RestartHistory: s.RestartHistory(), Resume: restartResume(s, true), Worktree: rec.Worktree,
+	})
+}
+
+// finishRestart starts the successor of s, an ended session whose record
+// says sessionctl restart asked for one, if no session restarted it yet:
+// the daemon that was asked died before it started it.
+func (d *Service) finishRestart(s *session.Session) {
+	if _, busy := d.finishing.LoadOrStore(s.ID(), true); busy {
+		return
+	}
+	defer d.finishing.Delete(s.ID())
+	rec := s.Snapshot()
+	if rec.Stop == nil || !rec.Stop.Restart || ipc.Live(rec.State) || d.reg.Successor(s.ID()) != "" || d.closing.Load() {
+		return
+	}
+	ns, _, err := d.restartOf(s)
+	if err != nil {
+		d.log.Warn("the restart asked before the daemon stopped did not start", zap.String("session", s.ID()), zap.Error(err))
+		return
+	}
+	d.log.Info("started the restart asked before the daemon stopped", zap.String("session", s.ID()), zap.String("new", ns.ID()))
 }
 
 // RemoveSession implements ipc.Sessions.
@@ -227,13 +264,27 @@ func (d *Service) PruneSessions(ctx context.Context, c ipc.Caller, req ipc.Prune
 
 // remove drops an ended session from the registry and its directory from
 // the state dir.
+// The directory of a removal is first renamed to removedPrefix+ID, in
+// one durable step: a daemon that dies in the middle of deleting it
+// leaves a name the next one deletes, never half a session.
 func (d *Service) remove(s *session.Session) error {
 	d.reg.Remove(s.ID())
-	if err := os.RemoveAll(s.Dir()); err != nil {
+	gone := filepath.Join(filepath.Dir(s.Dir()), removedPrefix+s.ID())
+	if err := os.Rename(s.Dir(), gone); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("remove session %s: %w", s.ID(), err)
+	}
+	_ = state.SyncDir(filepath.Dir(s.Dir()))
+	if err := os.RemoveAll(gone); err != nil {
 		return fmt.Errorf("remove session %s: %w", s.ID(), err)
 	}
 	return nil
 }
+
+// removedPrefix names a session directory being deleted.
+const removedPrefix = ".removed-"
 
 // running returns the live session id for a request that needs one that
 // runs: a session still starting or already ended is a conflict.

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -41,6 +42,13 @@ func (d *Service) Recover() {
 	owners := ownerCache{}
 	for _, e := range entries {
 		if !e.IsDir() {
+			continue
+		}
+		if strings.HasPrefix(e.Name(), removedPrefix) {
+			// A removal the last daemon did not finish.
+			if err := os.RemoveAll(filepath.Join(root, e.Name())); err != nil {
+				d.log.Warn("finish removing a session", zap.String("dir", e.Name()), zap.Error(err))
+			}
 			continue
 		}
 		var rec ipc.Session
@@ -110,6 +118,11 @@ func (d *Service) Recover() {
 	sum.pending = pending
 	sum.swept = d.sweepOrphans()
 	d.trimHistory()
+	for _, s := range d.reg.All() {
+		if rec := s.Snapshot(); rec.Stop != nil && rec.Stop.Restart && !ipc.Live(rec.State) {
+			go d.finishRestart(s)
+		}
+	}
 	if sum.records+sum.unreadable+sum.mismatched+sum.swept > 0 {
 		d.log.Info("recovered session records", sum.fields()...)
 	}

@@ -8,6 +8,7 @@ package sessions
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -59,6 +60,8 @@ type Service struct {
 	// starts are the start allowances of the users other than root.
 	starts  startLimiter
 	closing atomic.Bool
+	// finishing are the sessions whose asked restart is being started.
+	finishing sync.Map
 }
 
 var (
@@ -89,6 +92,10 @@ func (s *Service) ended(sess *session.Session) {
 	s.worktrees.Release(sess.Snapshot())
 	if !s.closing.Load() {
 		s.restarts.Consider(sess)
+		if sess.Loaded() {
+			// A restart an earlier daemon was asked for and did not start.
+			go s.finishRestart(sess)
+		}
 	}
 	s.trimSoon()
 }

@@ -428,3 +428,14 @@ func readUmask() (os.FileMode, bool) {
 	}
 	return 0, false
 }
+
+// SyncDir makes the entries of the directory dir durable: a rename or a
+// removal in it survives a crash once it returns.
+func SyncDir(dir string) error {
+	fd, err := openDir(dir)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return syncDirFD(fd)
+}
