@@ -99,8 +99,8 @@ type Session struct {
 	// meanwhile, answered then.
 	stopAsked *stopRequest
 	// loaded says the session comes from an earlier daemon's record.
-	loaded bool
-	deferred  []request
+	loaded   bool
+	deferred []request
 	// stop is the stop under way (phase stopping), end the end (ending).
 	stop *stopping
 	end  *ending
