@@ -54,6 +54,7 @@ type Daemon struct {
 	since   time.Time
 
 	reg       *registry.Registry
+	pending   *session.PendingEnds
 	bus       *events.Bus
 	watcher   *logs.Watcher
 	logs      *logs.Service
@@ -109,12 +110,14 @@ func New(opt Options) (*Daemon, error) {
 		d.close()
 		return nil, fmt.Errorf("start project watcher: %w", err)
 	}
+	d.pending = session.NewPendingEnds(cfg.StateDir)
 	deps := &session.Deps{
 		Clock: clock, Log: log, StateDir: cfg.StateDir, Socket: cfg.Socket, BootID: proc.BootID(), LeaveOut: checkpoint.DefaultLeaveOut,
 		Sessionctl: sessions.FindSessionctl(),
 		Events:     d.bus, Records: sessions.RecordWriter{StateDir: cfg.StateDir}, Watches: d.hub, Checkpoints: d.ckpt,
 		Schedule: d.cron, Output: d.watcher,
 		Terminal: session.TerminalDeps{LogMaxSize: int64(cfg.LogMaxSize), LogKeep: cfg.LogKeep},
+		Pending:  d.pending,
 	}
 	if cfg.Metrics {
 		d.enableMetrics(deps)
@@ -283,5 +286,8 @@ func (s system) Health(context.Context) ipc.Health {
 			live++
 		}
 	}
-	return ipc.Health{Status: "ok", Sessions: len(all), Live: live, Since: s.d.since}
+	return ipc.Health{Status: "ok", Warning: s.Warning(), Sessions: len(all), Live: live, Since: s.d.since}
 }
+
+// Warning implements ipc.System: the ends that cannot be written yet.
+func (s system) Warning() string { return s.d.pending.Warning() }

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -109,5 +110,60 @@ func TestFullProjectRetriesTheHandoff(t *testing.T) {
 	}
 	if got := progressEntries(t, dir, id); got != 1 {
 		t.Errorf("%d progress entries, want 1", got)
+	}
+}
+
+// TestRecoveryOnAFullStateDir: the daemon restarts on a state dir with no
+// room for the ends it finds. It answers at once all the same, says how
+// many ends are pending (status, ps, its log), and finishes them once
+// there is room, without a restart.
+func TestRecoveryOnAFullStateDir(t *testing.T) {
+	t.Parallel()
+	mnt := tinyTmpfs(t, "2m")
+	stateDir := filepath.Join(mnt, "state")
+	d := startDaemonAt(t, stateDir, newSocketPath(t))
+	var ids []string
+	var pids []int
+	for range 3 {
+		id := d.start("--checkpoint", "", project(t), "--", "sleep", "1000")
+		ids = append(ids, id)
+	}
+	for _, id := range ids {
+		pids = append(pids, d.waitState(id, 10*time.Second, "running").PID)
+	}
+	d.kill9()
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	filler := fill(t, mnt)
+	began := time.Now()
+	d2 := startDaemonAt(t, stateDir, d.sock)
+	if took := time.Since(began); took > 5*time.Second {
+		t.Errorf("the daemon answered %s after its start on a full state dir, want within 5s", took)
+	}
+	if r := d2.ctl("ps"); r.code != 0 || !strings.Contains(r.stderr, "state dir full: 3 ends pending") {
+		t.Errorf("ps on a full state dir does not say so:\n%s", r)
+	}
+	for _, id := range ids {
+		if st := d2.inspect(id).State; st != "stopping" {
+			t.Errorf("session %s, its end pending, is %s, want stopping", id, st)
+		}
+	}
+	if out, err := exec.Command("curl", "-s", "--unix-socket", d2.sock, "http://sessiond/v1/health").Output(); err != nil || !strings.Contains(string(out), `"warning":"state dir full: 3 ends pending"`) {
+		t.Errorf("GET /v1/health: %s %v", out, err)
+	}
+	if log, _ := os.ReadFile(d2.logPath); !strings.Contains(string(log), "state dir full: 3 ends pending") {
+		t.Error("the daemon's log does not say the state dir is full")
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if rec := d2.waitEnded(id, 30*time.Second); rec.EndReason != "crashed" {
+			t.Errorf("session %s ended %s, want crashed", id, rec.EndReason)
+		}
+	}
+	if r := d2.ctl("ps"); strings.Contains(r.stderr, "pending") {
+		t.Errorf("ps still says ends are pending:\n%s", r)
 	}
 }

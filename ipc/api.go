@@ -123,6 +123,8 @@ type Events interface {
 type System interface {
 	Version(ctx context.Context) Version
 	Health(ctx context.Context) Health
+	// Warning is Health's Warning, cheap enough for every answer.
+	Warning() string
 }
 
 // Services are what the server serves, one service per interface, each

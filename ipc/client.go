@@ -21,6 +21,9 @@ import (
 type Client struct {
 	// Socket is the daemon's Unix socket path.
 	Socket string
+	// OnWarning, if set, is called with the daemon's warning (the
+	// Sessiond-Warning header) of each answer that carries one.
+	OnWarning func(string)
 
 	once sync.Once
 	hc   *http.Client
@@ -81,6 +84,9 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 			return nil, &UnreachableError{Socket: c.Socket, Err: op.Err}
 		}
 		return nil, err
+	}
+	if warn := resp.Header.Get(WarningHeader); warn != "" && c.OnWarning != nil {
+		c.OnWarning(warn)
 	}
 	if resp.StatusCode/100 == 2 {
 		return resp, nil

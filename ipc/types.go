@@ -16,6 +16,10 @@ const APIVersion = "v1"
 // VersionHeader is set on every response to the daemon's version.
 const VersionHeader = "Sessiond-Version"
 
+// WarningHeader is set on every response while the daemon has something
+// to warn every caller of ("state dir full: 3 ends pending").
+const WarningHeader = "Sessiond-Warning"
+
 // Session states.
 const (
 	StateStarting = "starting"
@@ -349,7 +353,10 @@ type Version struct {
 
 // Health is the daemon's liveness report.
 type Health struct {
-	Status   string    `json:"status"`
+	Status string `json:"status"`
+	// Warning is what the daemon warns every caller of, as the
+	// Sessiond-Warning header says it ("" for nothing).
+	Warning  string    `json:"warning,omitempty"`
 	Sessions int       `json:"sessions"`
 	Live     int       `json:"live"`
 	Since    time.Time `json:"since"`

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -121,6 +122,10 @@ latest) session of that project.`,
 				return &exitError{exitUsage, err}
 			}
 			a.client = &ipc.Client{Socket: a.socket}
+			var warned sync.Once
+			a.client.OnWarning = func(w string) {
+				warned.Do(func() { fmt.Fprintf(a.errOut, "sessionctl: warning: sessiond: %s\n", ipc.TerminalLine(w)) })
+			}
 			return nil
 		},
 	}

@@ -462,6 +462,9 @@ func runStatus(cmd *cobra.Command, f *serviceFlags) error {
 		} else {
 			field("version", v.Version)
 		}
+		if v.Warning != "" {
+			field("warning", v.Warning)
+		}
 		return nil
 	}
 	field("socket", rt.Socket)

@@ -97,6 +97,9 @@ type daemonVersion struct {
 	PID      int    `json:"pid"`
 	Socket   string `json:"socket"`
 	StateDir string `json:"state_dir"`
+	// Warning is the daemon's Sessiond-Warning ("state dir full: 3 ends
+	// pending"), "" for none.
+	Warning string `json:"-"`
 }
 
 // askDaemon asks the daemon on socket for its version: a plain HTTP GET
@@ -130,5 +133,6 @@ func askDaemon(ctx context.Context, socket string) (daemonVersion, error) {
 	if err := json.Unmarshal(body, &v); err != nil {
 		return v, fmt.Errorf("GET /v1/version: %w", err)
 	}
+	v.Warning = resp.Header.Get("Sessiond-Warning")
 	return v, nil
 }

@@ -44,6 +44,8 @@ type Deps struct {
 	// Live reports whether the session with an id is live (a lock file
 	// left by one that is not means an unclean end).
 	Live func(id string) bool
+	// Pending counts the ends that cannot be written yet.
+	Pending *PendingEnds
 	// OnEnd is called once the session has ended or failed, its end on
 	// disk, from the session's goroutine: the daemon applies the restart
 	// policy there.

@@ -58,6 +58,12 @@ func (s *Session) beginEnd(reason Reason, exit proc.Exit) {
 	}
 	s.phase = phaseEnding
 	s.end = &ending{reason: reason, exit: exit, delay: time.Second}
+	if st := s.rec.State; ipc.Live(st) && st != ipc.StateStopping && st != ipc.StateStarting {
+		// Its process is gone: whoever asks sees it stopping, not running,
+		// until its end is on disk.
+		s.rec.State = ipc.StateStopping
+		s.publish()
+	}
 	if s.unschedule != nil {
 		s.unschedule()
 		s.unschedule = nil
@@ -213,6 +219,9 @@ func (s *Session) endRecord() {
 	})
 }
 
+// maxEndRetry is the longest wait between two tries of an end's writes.
+const maxEndRetry = 5 * time.Second
+
 // writeAccountNow writes the account of the recorded end on a worker; one
 // that cannot be written (a full disk) is retried until it lands, and said
 // so in the record meanwhile: the session stays stopping, its end
@@ -228,13 +237,18 @@ func (s *Session) writeAccountNow() {
 			if err != nil {
 				s.rec.Error = fmt.Sprintf("the end is not on disk yet (%v); retrying in %s", err, e.delay)
 				_ = s.commit()
-				s.logger().Error("write the end of the session; retrying", zap.Error(err), zap.Duration("in", e.delay))
+				s.deps.Pending.set(s, err)
+				s.logger().Error("write the end of the session; retrying", zap.Error(err), zap.Duration("in", e.delay),
+					zap.String("pending", s.deps.Pending.Warning()))
 				e.stage = endRetry
 				e.retryAt = s.deps.Clock.Now().Add(e.delay)
 				e.retry = s.deps.Clock.AfterFunc(e.delay, s.alarm)
-				e.delay = min(e.delay*2, time.Minute)
+				// Soon enough to land once there is room, rarely enough
+				// that thousands of pending ends cost nothing.
+				e.delay = min(e.delay*2, maxEndRetry)
 				return
 			}
+			s.deps.Pending.set(s, nil)
 			s.ended()
 		}
 	})

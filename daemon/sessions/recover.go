@@ -126,10 +126,15 @@ func (d *Service) Recover() {
 	if sum.records+sum.unreadable+sum.mismatched+sum.swept > 0 {
 		d.log.Info("recovered session records", sum.fields()...)
 	}
+	if w := d.deps.Pending.Warning(); w != "" {
+		d.log.Warn(w+"; they are written as soon as there is room", zap.String("state_dir", d.cfg.StateDir))
+	}
 }
 
-// recoverTimeout bounds the wait for the ends found at start.
-const recoverTimeout = time.Minute
+// recoverTimeout bounds the wait for the ends found at start: past it the
+// daemon serves all the same, the ends still being written showing as
+// stopping (a full disk: they land once there is room).
+const recoverTimeout = 3 * time.Second
 
 // recoverWorkers is how many recorded live sessions are taken over at
 // once: a terminal holder is asked over its socket, which may not answer.

@@ -110,6 +110,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w = rec
 	}
 	w.Header().Set(ipc.VersionHeader, s.version)
+	if warn := s.svc.System.Warning(); warn != "" {
+		w.Header().Set(ipc.WarningHeader, warn)
+	}
 	c, ok := r.Context().Value(callerKey{}).(ipc.Caller)
 	if !ok {
 		s.log.Warn("refused connection without peer credentials", zap.String("path", r.URL.Path))
