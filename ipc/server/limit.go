@@ -396,7 +396,11 @@ func (t Timeouts) BoundBody(h http.Handler) http.Handler {
 	})
 }
 
-// deadlineBody lifts the read deadline when the body ends.
+// deadlineBody lifts the read deadline once the whole body is read, and
+// only then: a body cut by its deadline (or left unread by its handler)
+// keeps it, so that what the server reads of it after the handler (it
+// drains a small unread body before answering) is bounded too, and the
+// connection is closed rather than held by a client that trickles on.
 type deadlineBody struct {
 	io.ReadCloser
 	rc     *http.ResponseController
@@ -405,15 +409,10 @@ type deadlineBody struct {
 
 func (b *deadlineBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err != nil {
+	if errors.Is(err, io.EOF) {
 		b.lift()
 	}
 	return n, err
-}
-
-func (b *deadlineBody) Close() error {
-	b.lift()
-	return b.ReadCloser.Close()
 }
 
 func (b *deadlineBody) lift() {

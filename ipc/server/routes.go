@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -76,12 +74,7 @@ func (s *Server) register() {
 func (s *Server) startSessions(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return &ipc.Error{Status: http.StatusRequestEntityTooLarge, Code: ipc.CodeTooLarge,
-				Message: fmt.Sprintf("request body is over the limit of %d bytes", mbe.Limit)}
-		}
-		return ipc.BadRequest("read the request body: %w", err)
+		return bodyError(err)
 	}
 	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] == '[' {
 		var reqs []ipc.StartRequest

@@ -190,9 +190,9 @@ func decodeBody(r *http.Request, v any) error {
 	}
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return &ipc.Error{Status: http.StatusRequestEntityTooLarge, Code: ipc.CodeTooLarge,
-				Message: fmt.Sprintf("request body is over the limit of %d bytes", mbe.Limit)}
+		var ne net.Error
+		if errors.As(err, &mbe) || (errors.As(err, &ne) && ne.Timeout()) {
+			return bodyError(err)
 		}
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
@@ -257,4 +257,19 @@ func writeError(w http.ResponseWriter, e *ipc.Error) {
 		status = http.StatusInternalServerError
 	}
 	_ = writeJSON(w, status, ipc.ErrorBody{Error: e.Message, Code: e.Code, Candidates: e.Candidates})
+}
+
+// bodyError is the answer to a body that could not be read: too large, or
+// not all there within the body's timeout.
+func bodyError(err error) error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return &ipc.Error{Status: http.StatusRequestEntityTooLarge, Code: ipc.CodeTooLarge,
+			Message: fmt.Sprintf("request body is over the limit of %d bytes", mbe.Limit)}
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return ipc.BadRequest("the request body did not arrive within %s", BodyReadTimeout)
+	}
+	return ipc.BadRequest("read the request body: %w", err)
 }
