@@ -376,3 +376,52 @@ func TestUserLimits(t *testing.T) {
 		t.Errorf("POST /v1/sessions past the limit: %s %s, want 429 too_many_requests", code, body)
 	}
 }
+
+// TestLookupsAsTheUser: a root daemon looks a session's executables up
+// (its command, a service's, worktree_setup's) with the user's rights, so
+// that what a start says of a path in root's own directory is the same
+// whether it exists or not.
+func TestLookupsAsTheUser(t *testing.T) {
+	u := newUser(t)
+	d := rootDaemon(t, u)
+	secret := t.TempDir() // root's, 0700
+	if err := os.Chmod(secret, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	exists := filepath.Join(secret, "tool")
+	if err := os.WriteFile(exists, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(secret, "nothing")
+	dir := u.project(t)
+	answer := func(argv ...string) string {
+		r := u.ctl(t, d.sock, append([]string{"start", "-q", dir, "--"}, argv...)...)
+		if r.code == 0 {
+			t.Fatalf("a start of %v as %s succeeded", argv, u.name)
+		}
+		return strings.NewReplacer(exists, "PATH", missing, "PATH").Replace(r.stderr)
+	}
+	a, b := answer(exists), answer(missing)
+	t.Logf("both: %s", a)
+	if a != b {
+		t.Errorf("the answers tell an existing file in root's directory from a missing one:\n  exists:  %s  missing: %s", a, b)
+	}
+	// A PATH lookup the same: a name found only in root's directory is
+	// not found.
+	r := u.ctl(t, d.sock, "start", "-q", "--env", "PATH="+secret, dir, "--", "tool")
+	if r.code == 0 || !strings.Contains(r.stderr, "not found") {
+		t.Errorf("a command on a PATH the user cannot search: %s", r)
+	}
+	// A service's command likewise.
+	writeFile(t, filepath.Join(dir, "sessiond.toml"), fmt.Sprintf("[[service]]\nname = \"svc\"\ncommand = [%q]\n", exists))
+	_ = os.Chown(filepath.Join(dir, "sessiond.toml"), u.uid, u.gid)
+	svcA := u.ctl(t, d.sock, "start", "-q", dir, "--", "sleep", "100")
+	writeFile(t, filepath.Join(dir, "sessiond.toml"), fmt.Sprintf("[[service]]\nname = \"svc\"\ncommand = [%q]\n", missing))
+	svcB := u.ctl(t, d.sock, "start", "-q", dir, "--", "sleep", "100")
+	norm := func(r result) string {
+		return strings.NewReplacer(exists, "PATH", missing, "PATH").Replace(r.stderr)
+	}
+	if svcA.code == 0 || svcB.code == 0 || norm(svcA) != norm(svcB) {
+		t.Errorf("a service's command in root's directory:\n  exists:  %s\n  missing: %s", svcA, svcB)
+	}
+}

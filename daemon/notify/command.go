@@ -5,6 +5,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/sessiond/sessiond/daemon/state"
 )
 
 // defaultCommandTimeout bounds a command sink when its rule gives no timeout.
@@ -28,7 +30,7 @@ func (s *commandSink) send(ctx context.Context, d *delivery) error {
 	if err != nil {
 		return err
 	}
-	p := process{argv: s.argv, dir: workDir(ev), env: env, cred: cred, stdin: stdin, timeout: s.timeout}
+	p := process{argv: s.argv, dir: workDir(ev), env: env, cred: cred, files: state.FilesOf(ev.Owner), stdin: stdin, timeout: s.timeout}
 	if ev.LogPath != "" {
 		// The session's log exists; a notification never creates it.
 		if f, err := os.OpenFile(ev.LogPath, os.O_WRONLY|os.O_APPEND, 0); err == nil {

@@ -26,10 +26,12 @@ const outputTail = 4 << 10
 // process is one helper process: a command sink, notify-send, or a secret
 // read as another user.
 type process struct {
-	argv    []string
-	dir     string
-	env     []string
-	cred    *syscall.Credential
+	argv []string
+	dir  string
+	env  []string
+	cred *syscall.Credential
+	// files looks the command up with the rights it runs with.
+	files   state.Files
 	stdin   []byte
 	output  *os.File // nil: the output is kept (its tail) and returned
 	keep    int      // bytes of output kept; 0 means outputTail
@@ -45,7 +47,7 @@ func (p *process) run(ctx context.Context) ([]byte, error) {
 	if len(p.argv) == 0 || p.argv[0] == "" {
 		return nil, fmt.Errorf("empty command: %w", proc.ErrNotFound)
 	}
-	path, err := proc.LookPath(p.argv[0], p.dir, p.env)
+	path, err := p.files.LookPath(p.argv[0], p.dir, p.env)
 	if err != nil {
 		return nil, err
 	}

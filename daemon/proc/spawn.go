@@ -16,6 +16,9 @@ import (
 // Spec says how to start a session's process.
 type Spec struct {
 	Argv []string
+	// Path is Argv[0] already looked up (state.Files.LookPath, with the
+	// user's rights); "" looks it up here, with the daemon's.
+	Path string
 	Dir  string
 	Env  []string
 	// Output receives the child's stdout and stderr directly.
@@ -155,9 +158,12 @@ func Spawn(spec Spec) (*Child, error) {
 	if len(spec.Argv) == 0 {
 		return nil, fmt.Errorf("empty command: %w", ErrNotFound)
 	}
-	path, err := LookPath(spec.Argv[0], spec.Dir, spec.Env)
-	if err != nil {
-		return nil, err
+	path := spec.Path
+	if path == "" {
+		var err error
+		if path, err = LookPath(spec.Argv[0], spec.Dir, spec.Env); err != nil {
+			return nil, err
+		}
 	}
 	startReaper()
 	devnull, err := os.Open(os.DevNull)

@@ -58,7 +58,14 @@ func (s *Session) startSidecar(ctx context.Context, svc config.Service) (*sideca
 	}
 	defer out.Close()
 	env := append(s.env(), "SESSIOND_SERVICE="+svc.Name)
-	child, err := proc.Spawn(proc.Spec{Argv: svc.Command, Dir: s.projectDir, Env: env, Output: out, Credential: s.credential()})
+	if len(svc.Command) == 0 {
+		return nil, fmt.Errorf("service %s: empty command: %w", svc.Name, proc.ErrNotFound)
+	}
+	path, err := s.files().LookPath(svc.Command[0], s.projectDir, env)
+	if err != nil {
+		return nil, err
+	}
+	child, err := proc.Spawn(proc.Spec{Argv: svc.Command, Path: path, Dir: s.projectDir, Env: env, Output: out, Credential: s.credential()})
 	if err != nil {
 		return nil, err
 	}

@@ -83,9 +83,13 @@ func (s *Session) start() (err error) {
 	if s.spec.OnTerminal() {
 		child, err = s.spawnOnTerminal(s.command)
 	} else {
-		child, err = proc.Spawn(proc.Spec{
-			Argv: s.command, Dir: s.projectDir, Env: s.env(), Output: out, Credential: s.credential(),
-		})
+		env := s.env()
+		var path string
+		if path, err = s.files().LookPath(s.command[0], s.projectDir, env); err == nil {
+			child, err = proc.Spawn(proc.Spec{
+				Argv: s.command, Path: path, Dir: s.projectDir, Env: env, Output: out, Credential: s.credential(),
+			})
+		}
 	}
 	if err != nil {
 		return ipc.BadRequest("%w", err)

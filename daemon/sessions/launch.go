@@ -8,7 +8,6 @@ import (
 	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/daemon/access"
 	"github.com/sessiond/sessiond/daemon/agent"
-	"github.com/sessiond/sessiond/daemon/proc"
 	"github.com/sessiond/sessiond/daemon/registry"
 	"github.com/sessiond/sessiond/daemon/session"
 	"github.com/sessiond/sessiond/daemon/spec"
@@ -42,7 +41,7 @@ type launchParams struct {
 // "starting" session holding the project.
 func (d *Service) launch(p launchParams) (*session.Session, session.StartInfo, error) {
 	dir := p.Project.Dir()
-	if _, err := proc.LookPath(p.Spec.Command[0], dir, spec.BaseEnv(p.Spec)); err != nil {
+	if _, err := state.FilesOf(p.Owner).LookPath(p.Spec.Command[0], dir, spec.BaseEnv(p.Spec)); err != nil {
 		return nil, session.StartInfo{}, ipc.BadRequest("%w", err)
 	}
 	if d.closing.Load() {

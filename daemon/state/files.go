@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/sessiond/sessiond/daemon/proc"
 	"golang.org/x/sys/unix"
 )
 
@@ -163,3 +164,17 @@ func (f Files) Do(fn func() error) error { return runAs(f.owner, fn) }
 // absolute reports whether path may be used: an absolute path, or any path
 // for the daemon's own rights (relative to its working directory).
 func (f Files) absolute(path string) bool { return f.owner == nil || filepath.IsAbs(path) }
+
+// LookPath finds argv0 as proc.LookPath does (a name with a slash relative
+// to dir, any other on the PATH of env), with the user's rights: a root
+// daemon says no more of a path than the user could learn of it.
+func (f Files) LookPath(argv0, dir string, env []string) (path string, err error) {
+	derr := f.Do(func() error {
+		path, err = proc.LookPath(argv0, dir, env)
+		return nil
+	})
+	if derr != nil {
+		return "", derr
+	}
+	return path, err
+}

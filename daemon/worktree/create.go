@@ -212,7 +212,7 @@ func (m *Manager) finish(ctx context.Context, req PrepareRequest, e *Entry, res 
 	if res.Copied, err = copyIncluded(req.Owner, e.Repo, e.Path, files); err != nil {
 		return err
 	}
-	if err := runSetup(ctx, e.Path, req.Setup, setupEnv(req.Env, *e), procCredential(req.Owner), req.Output); err != nil {
+	if err := runSetup(ctx, e.Path, req.Setup, setupEnv(req.Env, *e), req.Owner, req.Output); err != nil {
 		return err
 	}
 	res.SetupRan = len(req.Setup)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/daemon/proc"
+	"github.com/sessiond/sessiond/daemon/state"
 )
 
 // SetupTimeout bounds each worktree_setup command.
@@ -27,7 +28,8 @@ const setupTail = 4 << 10
 // of its own that a timeout or a cancelled ctx kills whole. Output goes to
 // out (if not nil); the first failure stops and is returned with the tail
 // of its output.
-func runSetup(ctx context.Context, dir string, cmds config.SetupCommands, env []string, cred *syscall.Credential, out io.Writer) error {
+func runSetup(ctx context.Context, dir string, cmds config.SetupCommands, env []string, owner *state.Owner, out io.Writer) error {
+	cred := procCredential(owner)
 	for i, c := range cmds {
 		tail := &tailBuffer{max: setupTail}
 		w := io.Writer(tail)
@@ -37,14 +39,21 @@ func runSetup(ctx context.Context, dir string, cmds config.SetupCommands, env []
 		}
 		cctx, cancel := context.WithTimeout(ctx, SetupTimeout)
 		args := c.Args()
-		cmd := exec.CommandContext(cctx, args[0], args[1:]...)
+		// The executable is looked up with the user's rights and PATH.
+		path, err := state.FilesOf(owner).LookPath(args[0], dir, env)
+		if err != nil {
+			cancel()
+			return fmt.Errorf("%w: worktree_setup[%d] %q in %s: %v", ErrSetup, i, c.String(), dir, err)
+		}
+		cmd := exec.CommandContext(cctx, path, args[1:]...)
+		cmd.Args[0] = args[0]
 		cmd.Dir = dir
 		cmd.Env = env
 		cmd.Stdout, cmd.Stderr = w, w
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred}
 		cmd.Cancel = proc.CancelGroup(cmd)
 		cmd.WaitDelay = 5 * time.Second
-		err := proc.Run(cmd)
+		err = proc.Run(cmd)
 		timedOut := cctx.Err() == context.DeadlineExceeded
 		cancel()
 		if err == nil {
