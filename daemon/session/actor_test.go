@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -392,4 +394,52 @@ func TestParkedSessions(t *testing.T) {
 		}
 	}
 	parked("after the stops")
+}
+
+// seen keeps, for each event, the state the session's snapshot had when the
+// event was published.
+type seen struct {
+	events
+	s      atomic.Pointer[Session]
+	states []string
+}
+
+func (e *seen) Publish(ev ipc.Event) {
+	e.events.Publish(ev)
+	if s := e.s.Load(); s != nil && ev.Type == ipc.EventAgentWaiting {
+		e.mu.Lock()
+		e.states = append(e.states, s.Snapshot().Agent.State)
+		e.mu.Unlock()
+	}
+}
+
+func TestAnEventIsNeverAheadOfTheRecord(t *testing.T) {
+	r := newRig(t)
+	ev := &seen{}
+	r.deps.Events = ev
+	spec := testSpec("sh", "-c", "sleep 100")
+	spec.Agent = "claude-code"
+	s := r.start(t, spec)
+	ev.s.Store(s)
+	ctx := context.Background()
+	for _, p := range []string{
+		`{"hook_event_name":"UserPromptSubmit","session_id":"5f0c7a5e-1c1e-4d36-9d5c-0a4a2f8e9b10","prompt":"go"}`,
+		`{"hook_event_name":"PermissionRequest","session_id":"5f0c7a5e-1c1e-4d36-9d5c-0a4a2f8e9b10","tool_name":"Bash"}`,
+	} {
+		if _, err := s.AgentHook(ctx, []byte(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ev.mu.Lock()
+	states := slices.Clone(ev.states)
+	ev.mu.Unlock()
+	if len(states) != 1 || states[0] != ipc.AgentWaiting {
+		t.Errorf("at the agent_waiting event the record said %q, want [waiting]", states)
+	}
+	if err := s.Stop(ctx, Interrupted, -1); err != nil {
+		t.Fatal(err)
+	}
+	<-s.Done()
+	<-r.ended
+	<-s.Exited()
 }

@@ -64,7 +64,9 @@ type Session struct {
 	wakes   atomic.Int32
 	alarmed atomic.Bool
 
-	// pub is the record as last written, immutable once published.
+	// pub is the record as last written, or as last told: an event is
+	// published only after the record that says it. Immutable once
+	// published.
 	pub atomic.Pointer[ipc.Session]
 	// watchP is the project's watch while the session is live, for the
 	// live fields of snapshots.
@@ -370,8 +372,11 @@ func (s *Session) commit() error {
 	return err
 }
 
-// emit publishes an event of the session.
+// emit publishes an event of the session, after the record as it stands:
+// whoever an event reaches (a notification's reader, a dashboard) and then
+// asks finds the state it tells of, not the one before.
 func (s *Session) emit(typ, msg string, data any) {
+	s.publish()
 	ev := ipc.Event{Type: typ, SessionID: s.id, ProjectID: s.projectID, Message: msg, UID: s.uid, Time: s.deps.Clock.Now()}
 	if data != nil {
 		ev.Data = eventData(data)
