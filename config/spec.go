@@ -44,6 +44,9 @@ const (
 type Spec struct {
 	Command           []string          `toml:"command" json:"command,omitempty"`
 	Env               map[string]string `toml:"env" json:"-"`
+	// InheritEnv false runs sessions with a clean environment instead of
+	// the environment of whoever started them (nil: true).
+	InheritEnv *bool `toml:"inherit_env" json:"inherit_env,omitempty"`
 	Timeout           Duration          `toml:"timeout" json:"timeout"`
 	WarnBefore        Duration          `toml:"warn_before" json:"warn_before"`
 	WarnSignal        Signal            `toml:"warn_signal" json:"warn_signal,omitempty"`
@@ -288,3 +291,7 @@ func (s *Spec) validateAgent() error {
 	}
 	return nil
 }
+
+// InheritsEnv reports whether sessions of s run with the environment of
+// whoever started them (inherit_env, true unless set false).
+func (s Spec) InheritsEnv() bool { return s.InheritEnv == nil || *s.InheritEnv }

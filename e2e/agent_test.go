@@ -596,10 +596,17 @@ func TestAgentRealClaudeCode(t *testing.T) {
 	d := startDaemon(t)
 	dir := project(t)
 	home := t.TempDir()
-	id := d.start(dir, "--env", "HOME="+home, "--env", "ANTHROPIC_API_KEY=sk-ant-test-dummy-key",
-		"--env", "ANTHROPIC_BASE_URL="+dead.URL, "--env", "DISABLE_AUTOUPDATER=1",
+	// The key comes from the shell that runs sessionctl start, as a
+	// newcomer sets it: ANTHROPIC_API_KEY=... sessionctl start . -- claude.
+	const key = "sk-ant-test-dummy-key-0123456789"
+	r := runCtl(t, d.sock, []string{"ANTHROPIC_API_KEY=" + key, "ANTHROPIC_BASE_URL=" + dead.URL, "HOME=" + home},
+		"start", "-q", "--env", "DISABLE_AUTOUPDATER=1",
 		"--env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "--env", "PATH=/usr/local/bin:/usr/bin:/bin",
-		"--", claude, "-p", "hello")
+		dir, "--", claude, "-p", "hello")
+	if r.code != 0 {
+		t.Fatalf("start: %s", r)
+	}
+	id := strings.TrimSpace(r.stdout)
 	var rec agentRecord
 	waitFor(t, 90*time.Second, "the SessionStart hook of the real Claude Code", func() (bool, string) {
 		rec = d.agentRecord(id)
@@ -615,6 +622,13 @@ func TestAgentRealClaudeCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	argv := strings.Split(string(cmdline), "\x00")
+	environ, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(d.inspect(id).PID), "environ"))
+	if err != nil || !slices.Contains(strings.Split(string(environ), "\x00"), "ANTHROPIC_API_KEY="+key) {
+		t.Errorf("Claude Code runs without the caller's ANTHROPIC_API_KEY (%v)", err)
+	}
+	if out := d.mustCtl("inspect", id); strings.Contains(out, key) {
+		t.Error("inspect shows the API key")
+	}
 	var chosen string
 	if i := slices.Index(argv, "--session-id"); i >= 0 && i+1 < len(argv) {
 		chosen = argv[i+1]

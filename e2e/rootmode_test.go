@@ -61,11 +61,17 @@ func newUserIn(t *testing.T, group string) tuser {
 	return u
 }
 
-// ctlAs runs sessionctl as the user.
+// ctl runs sessionctl as the user.
 func (u tuser) ctl(t *testing.T, sock string, args ...string) result {
 	t.Helper()
+	return u.ctlEnv(t, sock, nil, args...)
+}
+
+// ctlEnv runs sessionctl as the user, with env added to its environment.
+func (u tuser) ctlEnv(t *testing.T, sock string, env []string, args ...string) result {
+	t.Helper()
 	cmd := exec.Command(sessionctlBin, append([]string{"--socket", sock}, args...)...)
-	cmd.Env = append(cleanEnv(), "HOME=/tmp")
+	cmd.Env = append(append(cleanEnv(), "HOME=/tmp"), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid)}}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

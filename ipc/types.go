@@ -262,6 +262,13 @@ type StartRequest struct {
 	// TTY runs the command on a terminal (true) or not (false); nil leaves
 	// it to the spec (and its default for interactive agents).
 	TTY *bool `json:"tty,omitempty"`
+	// Environ is the environment of the caller ("KEY=VALUE"), which the
+	// session runs with (under Env and the spec's env) unless InheritEnv
+	// is false; nil for none. Its values are never recorded or logged.
+	Environ []string `json:"environ,omitempty"`
+	// InheritEnv false runs the session with a clean environment instead
+	// (the spec's inherit_env).
+	InheritEnv *bool `json:"inherit_env,omitempty"`
 }
 
 // StartResponse is the new session, and the project's restore summary
@@ -282,6 +289,9 @@ type StopRequest struct {
 // RestartRequest asks to restart a session; Grace overrides the stop's.
 type RestartRequest struct {
 	Grace string `json:"grace,omitempty"`
+	// Environ is the caller's environment, for a restart of the caller's
+	// own session; nil keeps the one the session ran with.
+	Environ []string `json:"environ,omitempty"`
 }
 
 // PruneRequest asks to remove ended sessions; OlderThan ("7d" is not a Go

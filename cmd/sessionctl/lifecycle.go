@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -25,7 +26,7 @@ func (a *app) restartCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			resp, err := a.client.Restart(cmd.Context(), id, ipc.RestartRequest{Grace: grace})
+			resp, err := a.client.Restart(cmd.Context(), id, ipc.RestartRequest{Grace: grace, Environ: os.Environ()})
 			if err != nil {
 				return err
 			}

@@ -92,7 +92,7 @@ func (x *Service) scope(c ipc.Caller, dir string) (*scope, error) {
 		add(ipc.NotifyOriginSpec, 0, onWarning(sp.OnWarning, "", config.NotifyWarned))
 	}
 	sc.owner = x.ownerOf(c.UID, owner)
-	sc.env = spec.BaseEnv(sp)
+	sc.env = spec.BaseEnv(sp, nil)
 	return sc, nil
 }
 

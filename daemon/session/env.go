@@ -16,7 +16,7 @@ import (
 
 // env is the child's full environment (DESIGN §5.4).
 func (s *Session) env() []string {
-	env := spec.BaseEnv(s.spec)
+	env := spec.BaseEnv(s.spec, s.Environ())
 	env = append(env, s.owner.Env()...)
 	pdir := filepath.Join(s.projectDir, state.DirName)
 	if s.proj != nil {
@@ -113,7 +113,7 @@ func (s *Session) NotifyEnv(rec *ipc.Session) []string {
 	if s.proj != nil {
 		pdir = s.proj.StateDir()
 	}
-	return append(spec.BaseEnv(s.spec),
+	return append(spec.BaseEnv(s.spec, s.Environ()),
 		"SESSIOND_DEADLINE="+rec.Deadline.Format(time.RFC3339),
 		"SESSIOND_WARN_AT="+rec.WarnAt.Format(time.RFC3339),
 		"SESSIOND_SOCKET="+s.deps.Socket,

@@ -39,6 +39,10 @@ type Session struct {
 	// when the session runs with the daemon's own identity.
 	proj  *state.Project
 	owner *state.Owner
+	// environ is the environment the session was started with (Environ);
+	// set once, by New or, for a loaded session, by environOnce.
+	environ     []string
+	environOnce sync.Once
 	// gitCred is the owner's credential for git, made once (gitOnce).
 	gitOnce   sync.Once
 	gitCred   *checkpoint.Credential
@@ -154,6 +158,9 @@ type Params struct {
 	Spec    config.Spec
 	// EnvKeys names the variables given with --env (values never stored).
 	EnvKeys []string
+	// Environ is the environment of whoever started the session, which it
+	// runs with (spec.BaseEnv); nil for none.
+	Environ []string
 	// RestartOf is the session this one restarts, Restarts its count, and
 	// RestartHistory when the earlier restarts of the chain happened.
 	RestartOf      string
@@ -199,6 +206,7 @@ func New(p Params, deps *Deps) *Session {
 	}
 	s.restartHistory = p.RestartHistory
 	s.resume = p.Resume
+	s.environ = p.Environ
 	s.startInfo = &StartInfo{}
 	s.publish()
 	return s

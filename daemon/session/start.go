@@ -46,6 +46,9 @@ func (s *Session) start() (err error) {
 	if err := state.EnsureDir(s.dir); err != nil {
 		return fmt.Errorf("create session directory: %w", err)
 	}
+	if err := s.saveEnviron(); err != nil {
+		return err
+	}
 	// No session without its record: one that cannot be written is a
 	// start that fails.
 	if err := s.commit(); err != nil {

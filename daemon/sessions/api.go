@@ -112,7 +112,11 @@ func (d *Service) startSession(ctx context.Context, c ipc.Caller, req ipc.StartR
 		d.worktrees.Undo(wt)
 		return nil, err
 	}
-	s, info, err := d.launch(launchParams{UID: c.UID, Project: p, Owner: owner, Spec: sp, Name: req.Name, EnvKeys: keys, Resume: resume,
+	var environ []string
+	if sp.InheritsEnv() {
+		environ = req.Environ
+	}
+	s, info, err := d.launch(launchParams{UID: c.UID, Project: p, Owner: owner, Spec: sp, Name: req.Name, EnvKeys: keys, Environ: environ, Resume: resume,
 		ID: wt.SessionID(), Worktree: wt.Wire()})
 	if err != nil {
 		d.worktrees.Undo(wt)
@@ -189,7 +193,13 @@ func (d *Service) RestartSession(ctx context.Context, c ipc.Caller, id string, r
 	if rec.State == ipc.StateStarting || ipc.Live(rec.State) {
 		return nil, ipc.Conflict("session %s did not stop; try again", s.ID())
 	}
-	ns, info, err := d.restartOf(s)
+	// The caller's environment, for a restart of their own session; the
+	// one the session ran with for anyone else's (root's, say).
+	environ := s.Environ()
+	if req.Environ != nil && c.UID == s.UID() && s.Spec().InheritsEnv() {
+		environ = req.Environ
+	}
+	ns, info, err := d.restartOf(s, environ)
 	if err != nil {
 		return nil, err
 	}
@@ -197,14 +207,14 @@ func (d *Service) RestartSession(ctx context.Context, c ipc.Caller, id string, r
 }
 
 // restartOf starts the session that restarts the ended session s, in its
-// project with its spec, continuing its conversation.
-func (d *Service) restartOf(s *session.Session) (*session.Session, session.StartInfo, error) {
+// project with its spec and environ, continuing its conversation.
+func (d *Service) restartOf(s *session.Session, environ []string) (*session.Session, session.StartInfo, error) {
 	rec := s.Snapshot()
 	if s.Project() == nil {
 		return nil, session.StartInfo{}, ipc.Conflict("the project %s of session %s is unreachable", s.ProjectDir(), s.ID())
 	}
 	return d.launch(launchParams{
-		UID: s.UID(), Project: s.Project(), Owner: s.Owner(), Spec: s.Spec(), Name: s.Name(), EnvKeys: rec.EnvKeys,
+		UID: s.UID(), Project: s.Project(), Owner: s.Owner(), Spec: s.Spec(), Name: s.Name(), EnvKeys: rec.EnvKeys, Environ: environ,
 		RestartOf: s.ID(), Restarts: rec.Restarts + 1, RestartHistory: s.RestartHistory(), Resume: restartResume(s, true), Worktree: rec.Worktree,
 	})
 }
@@ -221,7 +231,7 @@ func (d *Service) finishRestart(s *session.Session) {
 	if rec.Stop == nil || !rec.Stop.Restart || ipc.Live(rec.State) || d.reg.Successor(s.ID()) != "" || d.closing.Load() {
 		return
 	}
-	ns, _, err := d.restartOf(s)
+	ns, _, err := d.restartOf(s, s.Environ())
 	if err != nil {
 		d.log.Warn("the restart asked before the daemon stopped did not start", zap.String("session", s.ID()), zap.Error(err))
 		return

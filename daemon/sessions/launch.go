@@ -17,12 +17,14 @@ import (
 
 // launchParams say what session to launch.
 type launchParams struct {
-	UID            int
-	Project        *state.Project
-	Owner          *state.Owner
-	Spec           config.Spec
-	Name           string
-	EnvKeys        []string
+	UID     int
+	Project *state.Project
+	Owner   *state.Owner
+	Spec    config.Spec
+	Name    string
+	EnvKeys []string
+	// Environ is the environment of whoever asked for the session.
+	Environ        []string
 	RestartOf      string
 	Restarts       int
 	RestartHistory []time.Time
@@ -41,7 +43,7 @@ type launchParams struct {
 // "starting" session holding the project.
 func (d *Service) launch(p launchParams) (*session.Session, session.StartInfo, error) {
 	dir := p.Project.Dir()
-	if _, err := state.FilesOf(p.Owner).LookPath(p.Spec.Command[0], dir, spec.BaseEnv(p.Spec)); err != nil {
+	if _, err := state.FilesOf(p.Owner).LookPath(p.Spec.Command[0], dir, spec.BaseEnv(p.Spec, p.Environ)); err != nil {
 		return nil, session.StartInfo{}, ipc.BadRequest("%w", err)
 	}
 	if d.closing.Load() {
@@ -64,7 +66,7 @@ func (d *Service) launch(p launchParams) (*session.Session, session.StartInfo, e
 		MaxLive: d.cfg.MaxSessions,
 		New: func(id, name string) *session.Session {
 			return session.New(session.Params{
-				ID: id, Name: name, Worktree: p.Worktree, UID: p.UID, Project: p.Project, Owner: p.Owner, Spec: p.Spec, EnvKeys: p.EnvKeys,
+				ID: id, Name: name, Worktree: p.Worktree, UID: p.UID, Project: p.Project, Owner: p.Owner, Spec: p.Spec, EnvKeys: p.EnvKeys, Environ: p.Environ,
 				RestartOf: p.RestartOf, Restarts: p.Restarts, RestartHistory: p.RestartHistory, Resume: p.Resume,
 			}, d.deps)
 		},
@@ -164,7 +166,7 @@ func (d *Service) Relaunch(old *session.Session, history []time.Time) (string, e
 	}
 	rec := old.Snapshot()
 	ns, _, err := d.launch(launchParams{
-		UID: old.UID(), Project: old.Project(), Owner: old.Owner(), Spec: old.Spec(), Name: rec.Name, EnvKeys: rec.EnvKeys,
+		UID: old.UID(), Project: old.Project(), Owner: old.Owner(), Spec: old.Spec(), Name: rec.Name, EnvKeys: rec.EnvKeys, Environ: old.Environ(),
 		RestartOf: old.ID(), Restarts: rec.Restarts + 1, RestartHistory: history, Resume: restartResume(old, false), Worktree: rec.Worktree,
 	})
 	if ns == nil {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/config/configfile"
@@ -32,6 +33,9 @@ func Resolve(defaults config.Spec, p *state.Project, req ipc.StartRequest) (conf
 	}
 	for k, v := range req.Env {
 		spec.Env[k] = v
+	}
+	if req.InheritEnv != nil {
+		spec.InheritEnv = req.InheritEnv
 	}
 	durations := []struct {
 		key, v   string
@@ -156,9 +160,9 @@ func NotifyRules(p *state.Project) ([]config.NotifyRule, error) {
 }
 
 // BaseEnv is the environment a session's processes inherit before
-// sessiond's own variables: the daemon's, then the spec's env.
-func BaseEnv(s config.Spec) []string {
-	env := os.Environ()
+// sessiond's own variables: its base (see Environ), then the spec's env.
+func BaseEnv(s config.Spec, caller []string) []string {
+	env := Environ(caller, s.InheritsEnv())
 	keys := make([]string, 0, len(s.Env))
 	for k := range s.Env {
 		keys = append(keys, k)
@@ -166,6 +170,56 @@ func BaseEnv(s config.Spec) []string {
 	sort.Strings(keys)
 	for _, k := range keys {
 		env = append(env, k+"="+s.Env[k])
+	}
+	return env
+}
+
+// Environ is the environment a session starts from: the environment of
+// whoever started it (caller), as a command typed in a shell would get,
+// less sessiond's own variables and the shell's bookkeeping; with inherit
+// false, or without a caller, a clean one — except that a daemon running
+// as an ordinary user gives a session with no caller its own environment,
+// which is that user's. A root daemon never gives anyone its own.
+func Environ(caller []string, inherit bool) []string {
+	switch {
+	case inherit && caller != nil:
+		out := make([]string, 0, len(caller))
+		for _, kv := range caller {
+			k, _, ok := strings.Cut(kv, "=")
+			if !ok || k == "" || strings.HasPrefix(k, "SESSIOND_") || shellOwn[k] {
+				continue
+			}
+			out = append(out, kv)
+		}
+		return out
+	case inherit && os.Geteuid() != 0:
+		return os.Environ()
+	}
+	return CleanEnv()
+}
+
+// shellOwn are the variables a shell keeps for itself, which a session
+// started elsewhere must not take over.
+var shellOwn = map[string]bool{"_": true, "PWD": true, "OLDPWD": true, "SHLVL": true}
+
+// CleanEnv is a clean environment: a standard PATH, and the daemon's
+// locale, time zone and (for a daemon run as an ordinary user) its user's
+// HOME, USER, LOGNAME and SHELL. A root daemon adds the session's user's
+// own identity after it.
+func CleanEnv() []string {
+	path := "/usr/local/bin:/usr/bin:/bin"
+	if os.Geteuid() == 0 {
+		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	}
+	env := []string{"PATH=" + path}
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case k == "LANG" || k == "TZ" || strings.HasPrefix(k, "LC_"):
+			env = append(env, kv)
+		case os.Geteuid() != 0 && (k == "HOME" || k == "USER" || k == "LOGNAME" || k == "SHELL"):
+			env = append(env, kv)
+		}
 	}
 	return env
 }

@@ -149,7 +149,7 @@ func (x *Service) Begin(ctx context.Context, c ipc.Caller, p *state.Project, own
 	}
 	prep, err := x.m.Prepare(ctx, PrepareRequest{
 		Dir: p.Dir(), Name: name, From: req.From, Root: root, UID: c.UID, Owner: owner, Credential: w.cred,
-		Setup: sp.WorktreeSetup, Env: baseSetupEnv(sp, w.cred), Ports: sp.PortRange,
+		Setup: sp.WorktreeSetup, Env: baseSetupEnv(sp, req.Environ, w.cred), Ports: sp.PortRange,
 	})
 	if err != nil {
 		return nil, apiError(err)
@@ -170,8 +170,8 @@ func (x *Service) Begin(ctx context.Context, c ipc.Caller, p *state.Project, own
 
 // baseSetupEnv is the environment of worktree_setup commands: the session's
 // base, with the user's HOME when a root daemon runs them for the user.
-func baseSetupEnv(sp config.Spec, cred *checkpoint.Credential) []string {
-	env := spec.BaseEnv(sp)
+func baseSetupEnv(sp config.Spec, caller []string, cred *checkpoint.Credential) []string {
+	env := spec.BaseEnv(sp, caller)
 	if cred != nil && cred.Home != "" {
 		env = append(env, cred.Env()...)
 	}

@@ -6,6 +6,7 @@ package startflags
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -23,6 +24,7 @@ type Flags struct {
 	tty        bool
 	worktree   string
 	noAgent    bool
+	noInherit  bool
 	fs         *pflag.FlagSet
 }
 
@@ -40,7 +42,8 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.req.IdleTimeout, "idle-timeout", "", "stop after this long without output or file changes (default off)")
 	fs.StringVar(&f.checkpoint, "checkpoint", "", `checkpoint schedule, cron or "@every 5m"; "" turns checkpoints off`)
 	fs.StringVar(&f.req.Restart, "restart", "", "restart policy: no, on-failure, always")
-	fs.StringArrayVar(&f.env, "env", nil, "KEY=VALUE for the command's environment (repeatable)")
+	fs.StringArrayVar(&f.env, "env", nil, "KEY=VALUE for the command's environment, over this shell's (repeatable)")
+	fs.BoolVar(&f.noInherit, "no-inherit-env", false, "run the command with a clean environment, not this shell's (the spec's inherit_env = false)")
 	fs.BoolVar(&f.tty, "tty", false, "run the command on a terminal (sessionctl attach, screen, send); --tty=false never (default: a terminal for an interactive claude or codex)")
 	fs.StringVar(&f.req.Agent, "agent", "", "the agent the command runs: auto, claude-code, codex, generic (default auto)")
 	fs.BoolVar(&f.noAgent, "no-agent-integration", false, "run even a recognised agent untouched (no hooks, no session id, no MCP server)")
@@ -73,6 +76,12 @@ func (f *Flags) Request(dir string, command []string) (ipc.StartRequest, error) 
 			return req, fmt.Errorf("--env %s: the value contains a NUL byte", k)
 		}
 		req.Env[k] = v
+	}
+	if f.noInherit {
+		no := false
+		req.InheritEnv = &no
+	} else {
+		req.Environ = os.Environ()
 	}
 	if f.fs != nil && f.fs.Changed("checkpoint") {
 		c := f.checkpoint

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -486,10 +487,11 @@ func (m model) gotSpec(msg specMsg) (model, tea.Cmd) {
 }
 
 // startRequest is the request, and the sessionctl start arguments, that
-// start a session with the spec of s in its project. Env values are never
-// kept by the daemon, so they cannot be given again.
+// start a session with the spec of s in its project, in the environment of
+// the dashboard's shell. --env values are not in the record, so they
+// cannot be given again.
 func startRequest(s *ipc.Session) (ipc.StartRequest, []string) {
-	req := ipc.StartRequest{Dir: s.ProjectDir, Name: s.Name, Command: s.Command}
+	req := ipc.StartRequest{Dir: s.ProjectDir, Name: s.Name, Command: s.Command, Environ: os.Environ()}
 	args := []string{"start"}
 	flag := func(name, v string) {
 		if v != "" {
@@ -514,6 +516,9 @@ func startRequest(s *ipc.Session) (ipc.StartRequest, []string) {
 		checkpoint := sp.Checkpoint
 		req.Checkpoint = &checkpoint
 		req.Restart = sp.Restart
+		if !sp.InheritsEnv() {
+			req.Environ, req.InheritEnv = nil, sp.InheritEnv
+		}
 		flag("timeout", req.Timeout)
 		flag("warn-before", req.WarnBefore)
 		flag("warn-signal", req.WarnSignal)
@@ -526,6 +531,9 @@ func startRequest(s *ipc.Session) (ipc.StartRequest, []string) {
 		flag("idle-timeout", req.IdleTimeout)
 		args = append(args, "--checkpoint", checkpoint)
 		flag("restart", req.Restart)
+		if !sp.InheritsEnv() {
+			args = append(args, "--no-inherit-env")
+		}
 	}
 	args = append(args, s.ProjectDir)
 	if len(req.Command) > 0 {
