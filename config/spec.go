@@ -49,6 +49,10 @@ type Spec struct {
 	InheritEnv *bool `toml:"inherit_env" json:"inherit_env,omitempty"`
 	Timeout           Duration          `toml:"timeout" json:"timeout"`
 	WarnBefore        Duration          `toml:"warn_before" json:"warn_before"`
+	// WarnBeforeAuto says that nobody gave warn_before (a file, a flag):
+	// Validate then sets it to DefaultWarnBefore, or a quarter of a shorter
+	// timeout (FitWarnBefore).
+	WarnBeforeAuto bool `toml:"-" json:"warn_before_auto,omitempty"`
 	WarnSignal        Signal            `toml:"warn_signal" json:"warn_signal,omitempty"`
 	WarnSignalForce   bool              `toml:"warn_signal_force" json:"warn_signal_force,omitempty"`
 	OnWarning         string            `toml:"on_warning" json:"on_warning,omitempty"`
@@ -141,6 +145,9 @@ func (s Spec) Clone() Spec {
 // key. The checkpoint schedule's syntax is checked by package configfile,
 // which holds the cron parser (configfile.CheckSpec does both).
 func (s *Spec) Validate() error {
+	if s.WarnBeforeAuto {
+		s.WarnBefore = Duration{FitWarnBefore(s.Timeout.Duration)}
+	}
 	for i, a := range s.Command {
 		if strings.ContainsRune(a, 0) {
 			return &FieldError{"command", fmt.Sprintf("argument %d contains a NUL byte", i)}
@@ -161,7 +168,7 @@ func (s *Spec) Validate() error {
 		return &FieldError{"warn_before", fmt.Sprintf("must not be negative, got %s", s.WarnBefore)}
 	}
 	if s.WarnBefore.Duration >= s.Timeout.Duration {
-		return &FieldError{"warn_before", fmt.Sprintf("%s is not shorter than timeout %s: the warning would come at or before the start", s.WarnBefore, s.Timeout)}
+		return &FieldError{"warn_before", fmt.Sprintf("%s is not shorter than timeout %s: the warning would come at or before the start; give a shorter warn_before (sessionctl start --warn-before), or leave it unset for a quarter of the timeout", s.WarnBefore, s.Timeout)}
 	}
 	if s.StopSignal.Num == 0 {
 		return &FieldError{"stop_signal", "must be set (e.g. SIGTERM)"}
@@ -295,3 +302,14 @@ func (s *Spec) validateAgent() error {
 // InheritsEnv reports whether sessions of s run with the environment of
 // whoever started them (inherit_env, true unless set false).
 func (s Spec) InheritsEnv() bool { return s.InheritEnv == nil || *s.InheritEnv }
+
+// DefaultWarnBefore is how long before the deadline the warning comes when
+// nobody says (warn_before unset), for a timeout of 2h or more.
+const DefaultWarnBefore = 30 * time.Minute
+
+// FitWarnBefore is warn_before left unset for a timeout: DefaultWarnBefore,
+// or a quarter of a timeout too short for it (2m30s of a 10m one, 2.5s of 10s),
+// so that no timeout is refused for want of room for its warning.
+func FitWarnBefore(timeout time.Duration) time.Duration {
+	return min(DefaultWarnBefore, (timeout / 4).Truncate(time.Millisecond))
+}

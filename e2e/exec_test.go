@@ -188,6 +188,29 @@ done
 	}
 }
 
+// TestExecShortTimeout is what a newcomer types: a timeout of seconds,
+// no --warn-before. The warning comes a quarter of it ahead, and exec
+// exits with the timeout's code, 124.
+func TestExecShortTimeout(t *testing.T) {
+	t.Parallel()
+	dir := project(t)
+	agent := script(t, dir, "agent.sh", `while :; do
+  if [ -f .sessiond/warning.json ]; then echo warned; sleep 100; fi
+  sleep 0.1
+done
+`)
+	r := startExec(t, nil, "--checkpoint", "", "--timeout", "4s", dir, "--", agent)
+	if code := r.wait(t, 30*time.Second); code != 124 {
+		t.Fatalf("exit %d, want 124 (timeout)\nstderr: %s", code, r.stderr.String())
+	}
+	if !strings.Contains(r.stdout.String(), "warned") {
+		t.Errorf("no warning before the deadline: %q", r.stdout.String())
+	}
+	if h := readHandoff(t, dir); h.EndReason != "timeout" {
+		t.Errorf("handoff end_reason = %v, want timeout", h.EndReason)
+	}
+}
+
 func TestExecBadInput(t *testing.T) {
 	dir := project(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -202,6 +225,7 @@ func TestExecBadInput(t *testing.T) {
 		{[]string{"--deadline-from-env", "D", dir, "--", "true"}, []string{"D=soon"}, 2, "want seconds"},
 		{[]string{"--deadline-from-env", "D", dir, "--", "true"}, []string{"D=3"}, 2, "no time to run"},
 		{[]string{dir, "--", "no-such-command-here"}, nil, 1, "not found"},
+		{[]string{"--timeout", "10s", "--warn-before", "30s", dir, "--", "true"}, nil, 1, "give a shorter warn_before (sessionctl start --warn-before)"},
 		{[]string{"/nonexistent/dir", "--", "true"}, nil, 2, "nonexistent"},
 	} {
 		cmd := exec.CommandContext(ctx, sessiondBin, append([]string{"exec"}, tt.args...)...)
@@ -224,12 +248,15 @@ func TestExecForwardsEveryStopSignal(t *testing.T) {
 			t.Parallel()
 			dir := project(t)
 			agent := script(t, dir, "agent.sh", `trap 'echo got TERM; exit 0' TERM
+touch trapped
 while :; do sleep 0.1; done
 `)
 			r := startExec(t, nil, "--checkpoint", "", "--stop-grace", "5s", dir, "--", agent)
 			pid := r.sessiondPID(t)
-			waitFor(t, 10*time.Second, "the agent to start", func() (bool, string) {
-				return fileExists(filepath.Join(dir, ".sessiond", "session.lock")), ""
+			// The agent's shell has set its trap: before that, its exit on
+			// the stop signal would be 143, the shell's, not the agent's.
+			waitFor(t, 10*time.Second, "the agent to set its trap", func() (bool, string) {
+				return fileExists(filepath.Join(dir, "trapped")), ""
 			})
 			if err := syscall.Kill(pid, sig); err != nil {
 				t.Fatal(err)
@@ -279,12 +306,13 @@ while :; do sleep 0.1; done
 		t.Parallel()
 		dir := project(t)
 		agent := script(t, dir, "agent.sh", `trap '' TERM
+touch trapped
 while :; do sleep 0.1; done
 `)
 		r := startExec(t, nil, "--checkpoint", "", "--stop-grace", "60s", dir, "--", agent)
 		pid := r.sessiondPID(t)
-		waitFor(t, 10*time.Second, "the agent to start", func() (bool, string) {
-			return fileExists(filepath.Join(dir, ".sessiond", "session.lock")), ""
+		waitFor(t, 10*time.Second, "the agent to set its trap", func() (bool, string) {
+			return fileExists(filepath.Join(dir, "trapped")), ""
 		})
 		t0 := time.Now()
 		_ = syscall.Kill(pid, syscall.SIGTERM)

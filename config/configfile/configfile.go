@@ -81,12 +81,19 @@ func Parse(file string, data []byte) (*config.Config, error) {
 		// default value.
 		c = Default()
 	}
+	if file == "" {
+		// warn_before, unset in the embedded defaults, fits the timeout.
+		c.Defaults.WarnBeforeAuto = true
+	}
 	md, err := toml.Decode(string(data), c)
 	if err != nil {
 		return nil, decodeError(file, data, err)
 	}
 	if err := unknownKeys(file, data, md); err != nil {
 		return nil, err
+	}
+	if md.IsDefined("defaults", "warn_before") {
+		c.Defaults.WarnBeforeAuto = false
 	}
 	if err := c.Validate(); err != nil {
 		return nil, located(file, data, "", err)
@@ -140,6 +147,9 @@ func ParseProject(file string, data []byte, base config.Spec) (config.Spec, erro
 		return base, err
 	}
 	s := p.Session
+	if md.IsDefined("session", "warn_before") {
+		s.WarnBeforeAuto = false
+	}
 	if p.Watch != nil {
 		// A project's ignores add to the daemon's.
 		s.Watch.Ignore = append(append([]string(nil), base.Watch.Ignore...), p.Watch.Ignore...)

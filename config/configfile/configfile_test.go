@@ -240,3 +240,36 @@ func TestProjectPathsStayInTheProject(t *testing.T) {
 		t.Errorf("relative paths inside the project: %v", err)
 	}
 }
+
+// TestWarnBeforeFitsAShortTimeout: a timeout of any length works without
+// a warn_before; one given that does not fit names the key to change.
+func TestWarnBeforeFitsAShortTimeout(t *testing.T) {
+	base := Default().Defaults
+	if base.WarnBefore.Duration != 30*time.Minute || !base.WarnBeforeAuto {
+		t.Fatalf("default warn_before = %v (auto %v), want 30m, fitted", base.WarnBefore, base.WarnBeforeAuto)
+	}
+	for _, tt := range []struct{ timeout, want string }{{"4h", "30m"}, {"2h", "30m"}, {"1h", "15m"}, {"10m", "2m30s"}, {"10s", "2.5s"}, {"1s", "250ms"}} {
+		s, err := ParseProject("sessiond.toml", []byte("[session]\ntimeout = \""+tt.timeout+"\"\n"), base)
+		want, _ := time.ParseDuration(tt.want)
+		if err != nil || s.WarnBefore.Duration != want {
+			t.Errorf("timeout %s: warn_before %v, %v; want %s", tt.timeout, s.WarnBefore, err, tt.want)
+		}
+	}
+	// Given, it is kept, and carried over a later timeout.
+	s, err := ParseProject("sessiond.toml", []byte("[session]\nwarn_before = \"45m\"\n"), base)
+	if err != nil || s.WarnBefore.Duration != 45*time.Minute || s.WarnBeforeAuto {
+		t.Fatalf("warn_before 45m: %v (auto %v), %v", s.WarnBefore, s.WarnBeforeAuto, err)
+	}
+	_, err = ParseProject("sessiond.toml", []byte("[session]\ntimeout = \"10m\"\nwarn_before = \"30m\"\n"), base)
+	if err == nil || !strings.Contains(err.Error(), "sessiond.toml:3: session.warn_before: 30m0s is not shorter than timeout 10m0s") || !strings.Contains(err.Error(), "--warn-before") {
+		t.Errorf("a warn_before that does not fit: %v", err)
+	}
+	// The daemon's [defaults] may give it too.
+	c, err := Parse("x.toml", []byte("[defaults]\ntimeout = \"10m\"\n"))
+	if err != nil || c.Defaults.WarnBefore.Duration != 150*time.Second {
+		t.Errorf("daemon defaults timeout 10m: warn_before %v, %v", c, err)
+	}
+	if _, err := Parse("x.toml", []byte("[defaults]\ntimeout = \"10m\"\nwarn_before = \"30m\"\n")); err == nil || !strings.Contains(err.Error(), "x.toml:3: defaults.warn_before") {
+		t.Errorf("daemon defaults with a warn_before that does not fit: %v", err)
+	}
+}

@@ -61,6 +61,9 @@ func Resolve(defaults config.Spec, p *state.Project, req ipc.StartRequest) (conf
 		}
 		*f.dst = x
 	}
+	if req.WarnBefore != "" {
+		spec.WarnBeforeAuto = false
+	}
 	signals := []struct {
 		key, v string
 		dst    *config.Signal

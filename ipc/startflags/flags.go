@@ -33,7 +33,7 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	f.fs = fs
 	fs.StringVar(&f.req.Name, "name", "", "session name (default the project directory's name)")
 	fs.StringVar(&f.req.Timeout, "timeout", "", "deadline after start (default 4h)")
-	fs.StringVar(&f.req.WarnBefore, "warn-before", "", "warning this long before the deadline (default 30m)")
+	fs.StringVar(&f.req.WarnBefore, "warn-before", "", "warning this long before the deadline (default 30m, or a quarter of a timeout under 2h)")
 	fs.StringVar(&f.req.WarnSignal, "warn-signal", "", "signal sent at the warning to processes that catch it (default none)")
 	fs.BoolVar(&f.req.WarnSignalForce, "warn-signal-force", false, "send --warn-signal even to processes that do not catch it")
 	fs.StringVar(&f.req.OnWarning, "on-warning", "", "shell command run at the warning")
