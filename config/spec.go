@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Restart policies.
@@ -42,33 +44,37 @@ const (
 
 // Spec says what a session runs and how it is supervised.
 type Spec struct {
-	Command           []string          `toml:"command" json:"command,omitempty"`
-	Env               map[string]string `toml:"env" json:"-"`
+	Command []string          `toml:"command" json:"command,omitempty"`
+	Env     map[string]string `toml:"env" json:"-"`
 	// InheritEnv false runs sessions with a clean environment instead of
 	// the environment of whoever started them (nil: true).
-	InheritEnv *bool `toml:"inherit_env" json:"inherit_env,omitempty"`
-	Timeout           Duration          `toml:"timeout" json:"timeout"`
-	WarnBefore        Duration          `toml:"warn_before" json:"warn_before"`
+	InheritEnv *bool    `toml:"inherit_env" json:"inherit_env,omitempty"`
+	Timeout    Duration `toml:"timeout" json:"timeout"`
+	WarnBefore Duration `toml:"warn_before" json:"warn_before"`
 	// WarnBeforeAuto says that nobody gave warn_before (a file, a flag):
 	// Validate then sets it to DefaultWarnBefore, or a quarter of a shorter
 	// timeout (FitWarnBefore).
-	WarnBeforeAuto bool `toml:"-" json:"warn_before_auto,omitempty"`
-	WarnSignal        Signal            `toml:"warn_signal" json:"warn_signal,omitempty"`
-	WarnSignalForce   bool              `toml:"warn_signal_force" json:"warn_signal_force,omitempty"`
-	OnWarning         string            `toml:"on_warning" json:"on_warning,omitempty"`
-	StopSignal        Signal            `toml:"stop_signal" json:"stop_signal"`
-	StopGrace         Duration          `toml:"stop_grace" json:"stop_grace"`
-	IdleTimeout       Duration          `toml:"idle_timeout" json:"idle_timeout,omitempty"`
-	Checkpoint        string            `toml:"checkpoint" json:"checkpoint"`
-	CheckpointMode    string            `toml:"checkpoint_mode" json:"checkpoint_mode"`
-	CheckpointMaxFile Size              `toml:"checkpoint_max_file" json:"checkpoint_max_file"`
-	Restart           string            `toml:"restart" json:"restart"`
-	MaxRestarts       int               `toml:"max_restarts" json:"max_restarts"`
-	RestartWindow     Duration          `toml:"restart_window" json:"restart_window"`
-	Preflight         []string          `toml:"preflight" json:"preflight,omitempty"`
-	FeatureList       string            `toml:"feature_list" json:"feature_list,omitempty"`
-	ProgressFile      string            `toml:"progress_file" json:"progress_file,omitempty"`
-	Concurrent        bool              `toml:"concurrent" json:"concurrent,omitempty"`
+	WarnBeforeAuto  bool   `toml:"-" json:"warn_before_auto,omitempty"`
+	WarnSignal      Signal `toml:"warn_signal" json:"warn_signal,omitempty"`
+	WarnSignalForce bool   `toml:"warn_signal_force" json:"warn_signal_force,omitempty"`
+	OnWarning       string `toml:"on_warning" json:"on_warning,omitempty"`
+	StopSignal      Signal `toml:"stop_signal" json:"stop_signal"`
+	// StopSignalAuto says that nobody gave stop_signal: SIGTERM, or SIGHUP
+	// for a command on a terminal (StopOnTerminal), as when a person
+	// closes it.
+	StopSignalAuto    bool     `toml:"-" json:"stop_signal_auto,omitempty"`
+	StopGrace         Duration `toml:"stop_grace" json:"stop_grace"`
+	IdleTimeout       Duration `toml:"idle_timeout" json:"idle_timeout,omitempty"`
+	Checkpoint        string   `toml:"checkpoint" json:"checkpoint"`
+	CheckpointMode    string   `toml:"checkpoint_mode" json:"checkpoint_mode"`
+	CheckpointMaxFile Size     `toml:"checkpoint_max_file" json:"checkpoint_max_file"`
+	Restart           string   `toml:"restart" json:"restart"`
+	MaxRestarts       int      `toml:"max_restarts" json:"max_restarts"`
+	RestartWindow     Duration `toml:"restart_window" json:"restart_window"`
+	Preflight         []string `toml:"preflight" json:"preflight,omitempty"`
+	FeatureList       string   `toml:"feature_list" json:"feature_list,omitempty"`
+	ProgressFile      string   `toml:"progress_file" json:"progress_file,omitempty"`
+	Concurrent        bool     `toml:"concurrent" json:"concurrent,omitempty"`
 	// Agent is the coding agent the command runs: auto (recognised from
 	// the executable), none (run untouched), or an adapter's name.
 	Agent string `toml:"agent" json:"agent,omitempty"`
@@ -147,6 +153,9 @@ func (s Spec) Clone() Spec {
 func (s *Spec) Validate() error {
 	if s.WarnBeforeAuto {
 		s.WarnBefore = Duration{FitWarnBefore(s.Timeout.Duration)}
+	}
+	if s.StopSignalAuto && s.StopSignal.Num == 0 {
+		s.StopSignal = Signal{unix.SIGTERM, "SIGTERM"}
 	}
 	for i, a := range s.Command {
 		if strings.ContainsRune(a, 0) {
@@ -312,4 +321,13 @@ const DefaultWarnBefore = 30 * time.Minute
 // so that no timeout is refused for want of room for its warning.
 func FitWarnBefore(timeout time.Duration) time.Duration {
 	return min(DefaultWarnBefore, (timeout / 4).Truncate(time.Millisecond))
+}
+
+// StopOnTerminal settles the stop signal of a spec that runs on a
+// terminal: SIGHUP, the terminal going away, unless one was given. An
+// interactive shell or agent ignores SIGTERM and would wait out the grace.
+func (s *Spec) StopOnTerminal() {
+	if s.StopSignalAuto && s.OnTerminal() {
+		s.StopSignal = Signal{unix.SIGHUP, "SIGHUP"}
+	}
 }

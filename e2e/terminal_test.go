@@ -371,10 +371,11 @@ func TestTerminalSignalsReachTheForeground(t *testing.T) {
 	if rec := d.inspect(id); rec.State != "running" {
 		t.Fatalf("an interactive shell ended on SIGINT: %s", rec.State)
 	}
-	// An interactive shell ignores SIGTERM: the stop's SIGKILL ends it.
+	// An interactive shell ignores SIGTERM; a terminal session's stop is
+	// the hangup, which ends it at once.
 	out := d.mustCtl("stop", "--grace", "1s", id)
 	rec := d.inspect(id)
-	if rec.State != "ended" || rec.EndReason != "interrupted" || rec.Signal != "SIGKILL" {
+	if rec.State != "ended" || rec.EndReason != "interrupted" || rec.Signal != "SIGHUP" {
 		t.Fatalf("stop: %s %s %q\n%s", rec.State, rec.EndReason, rec.Signal, out)
 	}
 }

@@ -282,7 +282,14 @@ func (a *app) stopCmd() *cobra.Command {
 // stopAll stops sessions in one request, which stops them all at once, and
 // reports each end.
 func (a *app) stopAll(ctx context.Context, req ipc.StopBatchRequest) error {
+	tctx, stopped := context.WithCancel(ctx)
+	told := make(chan struct{})
+	tell := time.AfterFunc(stopPatience, func() { defer close(told); a.tellWaiting(tctx, req) })
 	results, err := a.client.StopBatch(ctx, req)
+	stopped()
+	if !tell.Stop() {
+		<-told
+	}
 	if err != nil {
 		return err
 	}
@@ -305,6 +312,59 @@ func (a *app) stopAll(ctx context.Context, req ipc.StopBatchRequest) error {
 		_ = a.printJSON(recs)
 	}
 	return errors.Join(errs...)
+}
+
+// stopPatience is how long a stop goes on before sessionctl says what it
+// waits for.
+const stopPatience = 2 * time.Second
+
+// maxWaitingLines bounds the sessions a waiting stop names.
+const maxWaitingLines = 5
+
+// tellWaiting says, on stderr, which of the sessions being stopped have
+// not exited yet, the signal they were sent and when SIGKILL comes; it
+// says nothing once the stop has returned (ctx done).
+func (a *app) tellWaiting(ctx context.Context, req ipc.StopBatchRequest) {
+	recs, err := a.client.Sessions(ctx, ipc.ListOptions{})
+	if err != nil {
+		return
+	}
+	want := map[string]bool{}
+	for _, id := range req.IDs {
+		want[id] = true
+	}
+	var lines []string
+	more := 0
+	for _, r := range recs {
+		if r.State != ipc.StateStopping || r.Stop == nil || !req.All && !want[r.ID] {
+			continue
+		}
+		if len(lines) == maxWaitingLines {
+			more++
+			continue
+		}
+		sig := "the stop signal"
+		if full, err := a.client.Session(ctx, r.ID); err == nil && full.Spec != nil && full.Spec.StopSignal.Name != "" {
+			sig = full.Spec.StopSignal.Name
+		}
+		kill := r.Stop.At.Add(time.Duration(r.Stop.GraceMS) * time.Millisecond)
+		lines = append(lines, fmt.Sprintf("sessionctl: waiting for %s (%s) to exit: %s sent %s ago; SIGKILL in %s (stop_grace; --grace 0s to kill now)",
+			r.ID, ipc.TerminalLine(r.Name), sig, roundSeconds(time.Since(r.Stop.At)), roundSeconds(time.Until(kill))))
+	}
+	if more > 0 {
+		lines = append(lines, fmt.Sprintf("sessionctl: and %d more", more))
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	for _, l := range lines {
+		fmt.Fprintln(a.errOut, l)
+	}
+}
+
+// roundSeconds writes d in whole seconds, never below zero.
+func roundSeconds(d time.Duration) time.Duration {
+	return max(d, 0).Round(time.Second)
 }
 
 func describe(r *ipc.Session) string {

@@ -82,8 +82,9 @@ func Parse(file string, data []byte) (*config.Config, error) {
 		c = Default()
 	}
 	if file == "" {
-		// warn_before, unset in the embedded defaults, fits the timeout.
-		c.Defaults.WarnBeforeAuto = true
+		// warn_before and stop_signal, unset in the embedded defaults, fit
+		// the timeout and the terminal.
+		c.Defaults.WarnBeforeAuto, c.Defaults.StopSignalAuto = true, true
 	}
 	md, err := toml.Decode(string(data), c)
 	if err != nil {
@@ -94,6 +95,9 @@ func Parse(file string, data []byte) (*config.Config, error) {
 	}
 	if md.IsDefined("defaults", "warn_before") {
 		c.Defaults.WarnBeforeAuto = false
+	}
+	if md.IsDefined("defaults", "stop_signal") {
+		c.Defaults.StopSignalAuto = false
 	}
 	if err := c.Validate(); err != nil {
 		return nil, located(file, data, "", err)
@@ -149,6 +153,9 @@ func ParseProject(file string, data []byte, base config.Spec) (config.Spec, erro
 	s := p.Session
 	if md.IsDefined("session", "warn_before") {
 		s.WarnBeforeAuto = false
+	}
+	if md.IsDefined("session", "stop_signal") {
+		s.StopSignalAuto = false
 	}
 	if p.Watch != nil {
 		// A project's ignores add to the daemon's.

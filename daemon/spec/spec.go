@@ -64,6 +64,9 @@ func Resolve(defaults config.Spec, p *state.Project, req ipc.StartRequest) (conf
 	if req.WarnBefore != "" {
 		spec.WarnBeforeAuto = false
 	}
+	if req.StopSignal != "" {
+		spec.StopSignalAuto = false
+	}
 	signals := []struct {
 		key, v string
 		dst    *config.Signal
@@ -113,6 +116,7 @@ func Resolve(defaults config.Spec, p *state.Project, req ipc.StartRequest) (conf
 		return spec, ipc.BadRequest("no command: give one after -- (sessionctl start DIR -- CMD ARGS) or set [session] command in %s", filepath.Join(dir, config.ProjectFile))
 	}
 	resolveTerminal(&spec)
+	spec.StopOnTerminal()
 	return spec, nil
 }
 

@@ -603,27 +603,27 @@ func (h *holder) finish() {
 	}
 	exitFrame, _ := json.Marshal(ex)
 	frame := ipc.AppendTermFrame(nil, ipc.TermFrameExited, exitFrame)
-	ctx, cancel := context.WithTimeout(context.Background(), flushMax)
-	defer cancel()
+	// Every viewer has until the same deadline to take the exit: a stuck
+	// one's writes then fail and its sender drains, so that the frame
+	// goes in and no viewer waits on another.
+	deadline := time.Now().Add(flushMax)
+	var full []*viewer
 	for v := range h.viewers {
+		_ = v.conn.SetWriteDeadline(deadline)
 		v.queued.Add(int64(len(frame)))
-		// A viewer with room gets the exit even once a stuck one has
-		// spent the time allowed (a select on both would pick at random).
 		select {
 		case v.q <- frame:
+			close(v.q)
 		default:
-			select {
-			case v.q <- frame:
-			case <-ctx.Done():
-			}
+			full = append(full, v)
 		}
+	}
+	for _, v := range full {
+		v.q <- frame
 		close(v.q)
 	}
 	for v := range h.viewers {
-		select {
-		case <-v.sent:
-		case <-ctx.Done():
-		}
+		<-v.sent
 	}
 	_ = h.ln.Close() // removes the socket
 	for v := range h.viewers {

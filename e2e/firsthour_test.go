@@ -1,0 +1,95 @@
+package e2e
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestShortTimeoutsNeedNoWarnBefore: --timeout 5m, or timeout = "10m" in
+// sessiond.toml, starts as typed; the warning comes a quarter ahead.
+func TestShortTimeoutsNeedNoWarnBefore(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	dir := project(t)
+	id := d.start("--timeout", "5m", dir, "--", "sleep", "300")
+	rec := d.inspect(id)
+	if got := rec.Deadline.Sub(rec.WarnAt); got != 75*time.Second {
+		t.Errorf("--timeout 5m warns %v ahead, want 1m15s", got)
+	}
+	d.mustCtl("stop", id)
+
+	writeFile(t, filepath.Join(dir, "sessiond.toml"), "[session]\ntimeout = \"10m\"\n")
+	id = d.start(dir, "--", "sleep", "300")
+	rec = d.inspect(id)
+	if got := rec.Deadline.Sub(rec.WarnAt); got != 150*time.Second {
+		t.Errorf("timeout = \"10m\" warns %v ahead, want 2m30s", got)
+	}
+	d.mustCtl("stop", id)
+
+	// One given that does not fit says which flag to change.
+	r := d.ctl("start", "--timeout", "5m", "--warn-before", "10m", dir, "--", "sleep", "300")
+	if r.code == 0 || !strings.Contains(r.stderr, "--warn-before") {
+		t.Errorf("a --warn-before longer than the timeout:\n%s", r)
+	}
+}
+
+// TestTerminalStopIsAHangup: an interactive shell on a terminal ignores
+// SIGTERM; its stop is the terminal going away (SIGHUP), at once, not
+// after the whole grace.
+func TestTerminalStopIsAHangup(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	dir := project(t)
+	id := d.start("--tty", "--checkpoint", "", dir, "--", "bash", "-i")
+	waitFor(t, 10*time.Second, "the shell's prompt", func() (bool, string) {
+		s := d.mustCtl("screen", id)
+		return strings.Contains(s, "$") || strings.Contains(s, "#"), s
+	})
+	t0 := time.Now()
+	out := d.mustCtl("stop", id)
+	if took := time.Since(t0); took > 5*time.Second {
+		t.Errorf("stopping bash -i on a terminal took %v, want it at the hangup", took)
+	}
+	if !strings.Contains(out, "interrupted (SIGHUP)") {
+		t.Errorf("stop: %q, want it ended by SIGHUP", out)
+	}
+	var spec struct {
+		Spec struct {
+			StopSignal string `json:"stop_signal"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal([]byte(d.mustCtl("inspect", id)), &spec); err != nil || spec.Spec.StopSignal != "SIGHUP" {
+		t.Errorf("inspect: stop_signal %q (%v), want SIGHUP", spec.Spec.StopSignal, err)
+	}
+	// A stop signal given is kept, terminal or not.
+	id = d.start("--tty", "--checkpoint", "", "--stop-signal", "INT", dir, "--", "sleep", "300")
+	if out := d.mustCtl("stop", id); !strings.Contains(out, "SIGINT") {
+		t.Errorf("stop with --stop-signal INT: %q", out)
+	}
+}
+
+// TestAWaitingStopSaysWhatItWaitsFor: a stop that waits for a command
+// that ignores its stop signal says so, with the signal and when SIGKILL
+// comes.
+func TestAWaitingStopSaysWhatItWaitsFor(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	dir := project(t)
+	id := d.start("--checkpoint", "", "--stop-grace", "4s", dir, "--", "sh", "-c", "trap '' TERM; touch trapped; while :; do sleep 1; done")
+	waitFile(t, filepath.Join(dir, "trapped"), 10*time.Second)
+	r := d.ctl("stop", id)
+	if r.code != 0 {
+		t.Fatalf("stop: %s", r)
+	}
+	if !strings.Contains(r.stderr, "waiting for "+id) || !strings.Contains(r.stderr, "SIGTERM sent 2s ago; SIGKILL in 2s") {
+		t.Errorf("a waiting stop did not say what it waits for:\n%s", r)
+	}
+	// A quick stop says nothing.
+	id = d.start("--checkpoint", "", dir, "--", "sleep", "300")
+	if r := d.ctl("stop", id); r.code != 0 || r.stderr != "" {
+		t.Errorf("a quick stop:\n%s", r)
+	}
+}
