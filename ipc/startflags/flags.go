@@ -37,7 +37,7 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.req.WarnSignal, "warn-signal", "", "signal sent at the warning to processes that catch it (default none)")
 	fs.BoolVar(&f.req.WarnSignalForce, "warn-signal-force", false, "send --warn-signal even to processes that do not catch it")
 	fs.StringVar(&f.req.OnWarning, "on-warning", "", "shell command run at the warning")
-	fs.StringVar(&f.req.StopSignal, "stop-signal", "", "graceful stop signal (default SIGTERM)")
+	fs.StringVar(&f.req.StopSignal, "stop-signal", "", "graceful stop signal (default SIGTERM; SIGHUP on a terminal)")
 	fs.StringVar(&f.req.StopGrace, "stop-grace", "", "time between the stop signal and SIGKILL (default 30s)")
 	fs.StringVar(&f.req.IdleTimeout, "idle-timeout", "", "stop after this long without output or file changes (default off)")
 	fs.StringVar(&f.checkpoint, "checkpoint", "", `checkpoint schedule, cron or "@every 5m"; "" turns checkpoints off`)
