@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sessiond/sessiond/daemon/agent/agenttest"
 )
 
 // TestShortTimeoutsNeedNoWarnBefore: --timeout 5m, or timeout = "10m" in
@@ -92,4 +94,28 @@ func TestAWaitingStopSaysWhatItWaitsFor(t *testing.T) {
 	if r := d.ctl("stop", id); r.code != 0 || r.stderr != "" {
 		t.Errorf("a quick stop:\n%s", r)
 	}
+}
+
+// TestTerminalLogsKeepTheirSpaces runs the real, interactive Claude Code
+// on a terminal: it places words by column, and sessionctl logs reads as
+// its screen does, "Welcome to Claude Code", not "WelcometoClaudeCode".
+func TestTerminalLogsKeepTheirSpaces(t *testing.T) {
+	t.Parallel()
+	claude := agenttest.RealClaude(t)
+	d := startDaemon(t)
+	dir := project(t)
+	r := runCtl(t, d.sock, []string{"HOME=" + t.TempDir(), "ANTHROPIC_API_KEY=sk-ant-test-dummy", "ANTHROPIC_BASE_URL=http://127.0.0.1:9",
+		"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}, "start", "-q", "--checkpoint", "", dir, "--", claude)
+	if r.code != 0 {
+		t.Fatalf("start: %s", r)
+	}
+	id := strings.TrimSpace(r.stdout)
+	waitFor(t, 60*time.Second, "Claude Code's welcome in the log", func() (bool, string) {
+		out := d.mustCtl("logs", id)
+		return strings.Contains(out, "Welcome to Claude Code v"+agenttest.RealClaudeVersion), out
+	})
+	if out := d.mustCtl("logs", id); strings.Contains(out, "WelcometoClaude") {
+		t.Errorf("the log lost its spaces:\n%s", out)
+	}
+	d.mustCtl("stop", id)
 }

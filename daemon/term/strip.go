@@ -10,8 +10,10 @@ import (
 // removed, control characters other than tab and newline are dropped, and
 // a carriage return becomes a newline unless one follows, so that a line
 // redrawn in place reads as the lines it showed. A cursor movement to
-// another line ends the current one, and a move to the right is a space
-// (full-screen programs skip blank cells that way). A sequence cut in two
+// another line ends the current one, and a move to the right is the spaces
+// it skips (full-screen programs, Claude Code's among them, place words
+// that way: CSI n C, and CSI n G to a column further on); a move back
+// within the line, which would overwrite, is one space. A sequence cut in two
 // by a write is completed by the next: the result does not depend on how
 // the output was split.
 type Stripper struct {
@@ -20,6 +22,7 @@ type Stripper struct {
 	n        int  // bytes of the sequence being skipped, to bound it
 	cr       bool // a carriage return waits to see what follows
 	bol      bool // the text written so far ends a line (or nothing is written)
+	col      int  // the column the text written so far ends at
 	out      []byte
 	csiParam []byte
 }
@@ -80,6 +83,50 @@ func (s *Stripper) emit(b byte) {
 	}
 	s.out = append(s.out, b)
 	s.bol = b == '\n'
+	switch {
+	case b == '\n':
+		s.col = 0
+	case b == '\t':
+		s.col = (s.col/8 + 1) * 8
+	case b&0xc0 != 0x80: // not a UTF-8 continuation byte
+		s.col++
+	}
+}
+
+// maxSkip bounds the spaces one cursor movement stands for.
+const maxSkip = 512
+
+// spaces writes n spaces, at most maxSkip.
+func (s *Stripper) spaces(n int) {
+	for range min(n, maxSkip) {
+		s.emit(' ')
+	}
+}
+
+// column is the cursor's column after a carriage return still waiting.
+func (s *Stripper) column() int {
+	if s.cr {
+		return 0
+	}
+	return s.col
+}
+
+// param is the first numeric parameter of the CSI sequence, def if none.
+func (s *Stripper) param(def int) int {
+	n, digits := 0, false
+	for _, c := range s.csiParam {
+		if c < '0' || c > '9' {
+			break
+		}
+		digits = true
+		if n < 1<<20 {
+			n = n*10 + int(c-'0')
+		}
+	}
+	if !digits || n == 0 {
+		return def
+	}
+	return n
 }
 
 // newline ends the current line, once.
@@ -182,8 +229,17 @@ func (s *Stripper) csi(final byte) {
 	switch final {
 	case 'H', 'f', 'd', 'B', 'E', 'F', 'A':
 		s.newline()
-	case 'C':
-		if !s.bol {
+	case 'C': // forward
+		s.spaces(s.param(1))
+	case 'G', '`': // to a column of the line
+		to, at := s.param(1)-1, s.column()
+		switch {
+		case to > at:
+			s.spaces(to - at)
+		case to == 0 && at > 0:
+			// Back to the start: the line is redrawn, as after a return.
+			s.cr = !s.bol
+		case to < at:
 			s.emit(' ')
 		}
 	}
