@@ -25,8 +25,8 @@ run: build ## Build, then run the daemon in the foreground on the embedded defau
 	$(BIN)/sessiond run
 
 .PHONY: test
-test: ## Run the whole test suite with the race detector
-	$(GO) test -race -count=1 -timeout 15m ./...
+test: ## Run the whole test suite with the race detector (skipped tests say why)
+	GO=$(GO) $(GO) run ./packaging/cmd/testreport -race -count=1 -timeout 15m ./...
 
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck
