@@ -35,6 +35,12 @@ type agentRecord struct {
 		Turns          int        `json:"turns"`
 		LastPrompt     string     `json:"last_prompt"`
 		Notices        []string   `json:"notices"`
+		Retrying       *struct {
+			Since       time.Time `json:"since"`
+			Attempts    int       `json:"attempts"`
+			MaxAttempts int       `json:"max_attempts"`
+			Reason      string    `json:"reason"`
+		} `json:"retrying"`
 	} `json:"agent"`
 	Tokens *struct {
 		Input      int64   `json:"input"`
@@ -640,8 +646,29 @@ func TestAgentRealClaudeCode(t *testing.T) {
 	if !strings.HasPrefix(rec.Agent.TranscriptPath, wantDir) || !strings.HasSuffix(rec.Agent.TranscriptPath, chosen+".jsonl") {
 		t.Errorf("transcript path %q, want under %s ending in the conversation id", rec.Agent.TranscriptPath, wantDir)
 	}
+	// Its requests fail and it retries them: the record and ps say so,
+	// since when and why, though its hooks said working.
+	waitFor(t, 30*time.Second, "the record to say the agent retries its API", func() (bool, string) {
+		rec = d.agentRecord(id)
+		if rec.Agent.Retrying == nil {
+			return false, "agent " + rec.Agent.State
+		}
+		return strings.Contains(rec.Agent.Retrying.Reason, "503") && rec.Agent.Retrying.Attempts >= 1, fmt.Sprintf("%+v", *rec.Agent.Retrying)
+	})
+	if r := rec.Agent.Retrying; r.Since.Before(rec.Agent.StateSince.Add(-time.Second)) || r.MaxAttempts < r.Attempts {
+		t.Errorf("retrying %+v, agent working since %v", *r, rec.Agent.StateSince)
+	}
+	if ps := d.mustCtl("ps"); !strings.Contains(ps, "running·retrying") || !strings.Contains(ps, "503") {
+		t.Errorf("ps does not say the agent retries:\n%s", ps)
+	}
+	if evs := d.mustCtl("events"); !strings.Contains(evs, "agent retrying its API: 503") {
+		t.Errorf("no agent_retrying event:\n%s", evs)
+	}
 	d.mustCtl("stop", id)
 	d.waitEnded(id, 30*time.Second)
+	if h := d.mustCtl("--json", "handoff", id); !strings.Contains(h, "the agent was retrying its API for") {
+		t.Errorf("the handoff does not say the agent was retrying:\n%s", h)
+	}
 }
 
 // TestAgentTurnCheckpoints: with checkpoint_on = ["turn"], each turn of the

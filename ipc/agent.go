@@ -34,6 +34,10 @@ type Agent struct {
 	// WaitingReason says what a waiting agent waits for: "permission:
 	// Bash", "question: ...", "prompt" (the next prompt).
 	WaitingReason string `json:"waiting_reason,omitempty"`
+	// Retrying, while the agent retries failed requests to its model's
+	// API (its own transcript tells), says since when and why; nil once a
+	// request went through.
+	Retrying *AgentRetry `json:"retrying,omitempty"`
 	// Turns counts the agent's finished turns; LastPrompt is the first line
 	// of the latest turn's prompt.
 	Turns      int    `json:"turns,omitempty"`
@@ -43,6 +47,18 @@ type Agent struct {
 	ExtendedSeconds int64 `json:"extended_seconds,omitempty"`
 	// Notices say what could not be integrated or read, one sentence each.
 	Notices []string `json:"notices,omitempty"`
+}
+
+// AgentRetry is an agent retrying its API: the spell began at Since (the
+// first failed request), the latest of Attempts (of at most MaxAttempts,
+// 0 when the agent does not say) failed for Reason ("529 Overloaded"), and
+// the next is due at NextAt.
+type AgentRetry struct {
+	Since       time.Time `json:"since"`
+	Attempts    int       `json:"attempts"`
+	MaxAttempts int       `json:"max_attempts,omitempty"`
+	Reason      string    `json:"reason"`
+	NextAt      time.Time `json:"next_at,omitzero"`
 }
 
 // Worktree is the git worktree a session runs in.

@@ -333,6 +333,9 @@ const (
 	EventAgentWorking = "agent_working"
 	EventAgentWaiting = "agent_waiting"
 	EventAgentIdle    = "agent_idle"
+	// EventAgentRetrying is the start of a spell of failed requests to the
+	// agent's API, which it retries (Agent.Retrying).
+	EventAgentRetrying = "agent_retrying"
 	// EventBudget is a session at its token or cost budget's warning.
 	EventBudget = "budget"
 )

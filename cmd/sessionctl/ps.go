@@ -174,6 +174,10 @@ func makeRow(s ipc.SessionRow, now time.Time, noTrunc bool) psRow {
 		if a.StateSince != nil && a.State != ipc.AgentUnknown {
 			r.Agent += " " + shortDuration(now.Sub(*a.StateSince))
 		}
+		if rt := a.Retrying; rt != nil && ipc.Live(s.State) {
+			// Working, as far as its hooks say, but its API fails.
+			r.Agent = "retrying " + shortDuration(now.Sub(rt.Since)) + " (" + clip(ipc.TerminalLine(rt.Reason), 32) + ")"
+		}
 		if a.ConversationID != "" {
 			r.Conversation = a.ConversationID
 		}

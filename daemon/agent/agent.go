@@ -201,10 +201,23 @@ type Event struct {
 	// SessionEnded is the agent ending; EndReason is its own word for why.
 	SessionEnded bool   `json:"session_ended,omitempty"`
 	EndReason    string `json:"end_reason,omitempty"`
+	// Retry is a failed request to the model's API that the agent retries;
+	// Answered is a response that came, which ends a spell of retries.
+	Retry    *Retry `json:"retry,omitempty"`
+	Answered bool   `json:"answered,omitempty"`
 	// At is when the event happened, when the source says (transcripts).
 	At time.Time `json:"at,omitzero"`
 	// Notices are what was amiss in a payload that was still usable.
 	Notices []string `json:"notices,omitempty"`
+}
+
+// Retry is one failed request to the model's API, retried: its Attempt of
+// at most Max (0: not said), why it failed, and when the next one goes.
+type Retry struct {
+	Attempt int       `json:"attempt"`
+	Max     int       `json:"max,omitempty"`
+	Reason  string    `json:"reason"`
+	Next    time.Time `json:"next,omitzero"`
 }
 
 // Query asks Locate for a conversation.

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ClaudeCode is the adapter of Anthropic's Claude Code CLI (`claude`),
@@ -547,6 +548,8 @@ func (claudeCode) Transcript(path string, opts TranscriptOptions) *Transcript {
 // counted once per message and request: a later line of the same message
 // replaces the earlier count.
 type claudeLines struct {
+	// retrying says that the last word on the API was a failed request.
+	retrying  bool
 	sum       Usage
 	cost      float64
 	costKnown bool
@@ -571,6 +574,7 @@ func (u claudeUsage) usage() Usage {
 
 var (
 	claudeCostMark       = []byte(`"cost-state"`)
+	claudeAPIErrorMark   = []byte(`"subtype":"api_error"`)
 	claudeUsageMark      = []byte(`"usage"`)
 	claudeUsageKey       = []byte(`"usage":`)
 	claudeAssistantMark  = []byte(`"type":"assistant"`)
@@ -580,6 +584,11 @@ var (
 )
 
 func (c *claudeLines) line(b []byte, _ TranscriptOptions) ([]Event, bool) {
+	if bytes.Contains(b, claudeAPIErrorMark) {
+		evs, ok := claudeRetry(b)
+		c.retrying = c.retrying || len(evs) > 0
+		return evs, ok
+	}
 	if bytes.Contains(b, claudeCostMark) {
 		var v struct {
 			Type string   `json:"type"`
@@ -614,8 +623,55 @@ func (c *claudeLines) line(b []byte, _ TranscriptOptions) ([]Event, bool) {
 	}
 	if v.Type == "assistant" && v.Message.Usage != nil {
 		c.count(claudeMessageKey(v.Message.ID, v.RequestRef+v.RequestID), v.Message.Usage.usage())
+		if c.retrying {
+			// A response after failed requests: the API answered.
+			c.retrying = false
+			return []Event{{Agent: "claude-code", Hook: "assistant", Answered: true}}, true
+		}
 	}
 	return nil, true
+}
+
+// claudeRetry reads Claude Code's record of a failed API request it
+// retries: {"type":"system","subtype":"api_error","error":{"formatted":
+// "529 Overloaded","status":529,...},"retryInMs":530,"retryAttempt":1,
+// "maxRetries":10,"timestamp":...}.
+func claudeRetry(b []byte) ([]Event, bool) {
+	var v struct {
+		Type    string `json:"type"`
+		Subtype string `json:"subtype"`
+		Error   struct {
+			Formatted string `json:"formatted"`
+			Message   string `json:"message"`
+			Status    int    `json:"status"`
+		} `json:"error"`
+		RetryInMs    float64 `json:"retryInMs"`
+		RetryAttempt int     `json:"retryAttempt"`
+		MaxRetries   int     `json:"maxRetries"`
+		Timestamp    string  `json:"timestamp"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, false
+	}
+	if v.Type != "system" || v.Subtype != "api_error" {
+		return nil, true
+	}
+	reason := firstLine(v.Error.Formatted)
+	if reason == "" {
+		reason = firstLine(v.Error.Message)
+	}
+	if reason == "" && v.Error.Status != 0 {
+		reason = fmt.Sprintf("HTTP %d", v.Error.Status)
+	}
+	if reason == "" {
+		reason = "API error"
+	}
+	at := parseTime(v.Timestamp)
+	r := &Retry{Attempt: max(v.RetryAttempt, 1), Max: max(v.MaxRetries, 0), Reason: cutText(reason, 200)}
+	if !at.IsZero() && v.RetryInMs > 0 && v.RetryInMs < 1e9 {
+		r.Next = at.Add(time.Duration(v.RetryInMs * float64(time.Millisecond)))
+	}
+	return []Event{{Agent: "claude-code", Hook: "api_error", Retry: r, At: at}}, true
 }
 
 // overlong reads an over-long assistant line's usage from its end, where

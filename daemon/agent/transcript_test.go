@@ -351,3 +351,26 @@ func fuzzTranscript(f *testing.F, a Adapter, seed string) {
 		}
 	})
 }
+
+// TestClaudeTranscriptRetries reads Claude Code 2.1.328's records of
+// requests to a stand-in API that answered 529 twice, then a response: two
+// retries, then the answer that ends them.
+func TestClaudeTranscriptRetries(t *testing.T) {
+	tr := ClaudeCode.Transcript(filepath.Join("testdata", "claude", "retries.jsonl"), TranscriptOptions{})
+	u := readAll(t, tr)
+	if len(u.Events) != 3 {
+		t.Fatalf("events %+v, want two retries and an answer", u.Events)
+	}
+	for i, ev := range u.Events[:2] {
+		r := ev.Retry
+		if r == nil || r.Attempt != i+1 || r.Max != 10 || r.Reason != "529 Overloaded" || ev.At.IsZero() || !r.Next.After(ev.At) {
+			t.Errorf("retry %d: %+v at %v", i+1, r, ev.At)
+		}
+	}
+	if !u.Events[2].Answered || u.Events[2].Retry != nil {
+		t.Errorf("after the retries: %+v, want the answer", u.Events[2])
+	}
+	if len(u.Notices) != 0 {
+		t.Errorf("notices %v", u.Notices)
+	}
+}

@@ -208,6 +208,7 @@ func (s *Session) agentEvent(payload []byte) (ipc.AgentHookResponse, bool, error
 		}
 	}
 	spent := s.readTranscript()
+	s.scheduleRead()
 	if agentMark(s.rec) != before || s.rec.State == ipc.StateWarned && s.rec.Warning != nil && before.warnedAt != s.rec.Warning.At {
 		_ = s.commit()
 	} else {
@@ -279,6 +280,7 @@ func (s *Session) applyAgentEvent(ev agent.Event) {
 	if rec.TranscriptPath != "" && (a.tr == nil || a.tr.Path() != rec.TranscriptPath) {
 		s.openTranscript(rec.TranscriptPath)
 	}
+	s.applyRetry(ev, now)
 	if ev.TurnStarted && ev.Prompt != "" {
 		rec.LastPrompt = state.EscapeText(ev.Prompt)
 	}
@@ -452,6 +454,7 @@ type agentMarks struct {
 	state, reason, conv, transcript string
 	turns, notices                  int
 	warnedAt                        time.Time
+	retry                           ipc.AgentRetry
 }
 
 func agentMark(rec ipc.Session) agentMarks {
@@ -459,6 +462,9 @@ func agentMark(rec ipc.Session) agentMarks {
 	if a := rec.Agent; a != nil {
 		m = agentMarks{state: a.State, reason: a.WaitingReason, conv: a.ConversationID, transcript: a.TranscriptPath,
 			turns: a.Turns, notices: len(a.Notices)}
+		if r := a.Retrying; r != nil {
+			m.retry = *r
+		}
 	}
 	if rec.Warning != nil {
 		m.warnedAt = rec.Warning.At
@@ -501,4 +507,74 @@ func (s *Session) restoreAgent() {
 			CacheWriteTokens: t.CacheWrite, CostUSD: t.CostUSD, CostKnown: t.CostKnown}
 	}
 	s.agent.base, s.agent.baseKnown = up.Usage.Since(counted), true
+}
+
+// applyRetry keeps the agent's spell of API retries: a failed request
+// begins one or goes on with it, and anything that shows the API answered
+// (a response, a tool used, a turn's end; not the agent's own end) ends
+// it. A spell's start is an event, agent_retrying.
+func (s *Session) applyRetry(ev agent.Event, now time.Time) {
+	rec := s.rec.Agent
+	if r := ev.Retry; r != nil {
+		at := ev.At
+		if at.IsZero() || at.After(now) {
+			at = now
+		}
+		reason := state.EscapeText(r.Reason)
+		if rec.Retrying == nil {
+			rec.Retrying = &ipc.AgentRetry{Since: at}
+			defer s.emit(ipc.EventAgentRetrying, "agent retrying its API: "+reason+retryCount(r.Attempt, r.Max),
+				map[string]any{"agent": rec.Name, "reason": reason, "attempt": r.Attempt, "max_attempts": r.Max, "since": at})
+		}
+		rec.Retrying.Attempts, rec.Retrying.MaxAttempts, rec.Retrying.Reason, rec.Retrying.NextAt = r.Attempt, r.Max, reason, r.Next
+		return
+	}
+	if rec.Retrying != nil && (ev.Answered || ev.Tool != "" || ev.TurnEnded || ev.TurnStarted || ev.Compacting) {
+		rec.Retrying = nil
+	}
+}
+
+// retryCount is " (attempt 3 of 10)", or " (attempt 3)" without a bound.
+func retryCount(attempt, max int) string {
+	if max > 0 {
+		return fmt.Sprintf(" (attempt %d of %d)", attempt, max)
+	}
+	return fmt.Sprintf(" (attempt %d)", attempt)
+}
+
+// transcriptPoll is how often a working agent's transcript is read
+// between its hooks: a request to its API that fails and is retried shows
+// there and nowhere else.
+const transcriptPoll = 5 * time.Second
+
+// scheduleRead sets when the transcript is read next: transcriptPoll from
+// now while the agent works, never otherwise. The caller arms the timer.
+func (s *Session) scheduleRead() {
+	if a := s.agent; a != nil && a.tr != nil && s.rec.Agent != nil && s.rec.Agent.State == ipc.AgentWorking {
+		s.timeline.readAt = s.deps.Clock.Now().Add(transcriptPoll)
+		return
+	}
+	s.timeline.readAt = time.Time{}
+}
+
+// pollTranscript reads what the transcript gained since the last read and
+// writes the record when that changed what it says. It reports whether a
+// budget is spent.
+func (s *Session) pollTranscript() (spent bool) {
+	if s.agent == nil || s.agent.tr == nil {
+		return false
+	}
+	before, off := agentMark(s.rec), s.agent.tr.Offset()
+	spent = s.readTranscript()
+	s.scheduleRead()
+	switch {
+	case s.agent.tr.Offset() == off:
+		// Nothing new.
+	case agentMark(s.rec) != before:
+		_ = s.commit()
+	default:
+		s.publish()
+		s.recDirty = true
+	}
+	return spent
 }

@@ -222,6 +222,11 @@ func buildHandoff(in accountInput) *state.Handoff {
 	if a := rec.Agent; a != nil && in.Reason == Waiting && a.WaitingReason != "" {
 		h.Warnings = append(h.Warnings, "the agent was waiting for "+a.WaitingReason)
 	}
+	if a := rec.Agent; a != nil && a.Retrying != nil {
+		r := a.Retrying
+		h.Warnings = append(h.Warnings, fmt.Sprintf("the agent was retrying its API for %s: %s%s",
+			in.Now.Sub(r.Since).Round(time.Second), r.Reason, retryCount(r.Attempts, r.MaxAttempts)))
+	}
 	if len(a.open) > 0 {
 		var qs []string
 		for _, b := range a.open {

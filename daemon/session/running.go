@@ -160,6 +160,12 @@ func (s *Session) onDue(what due) bool {
 	case dueWaiting:
 		s.beginStop(Waiting, -1)
 		return true
+	case dueRead:
+		s.timeline.readAt = time.Time{}
+		if s.pollTranscript() {
+			s.beginStop(Budget, -1)
+			return true
+		}
 	}
 	return false
 }
@@ -171,6 +177,7 @@ func (s *Session) resetTimeline() {
 		warned:      s.rec.State == ipc.StateWarned && (s.rec.Warning == nil || s.rec.Warning.Reason != warnWaiting && s.rec.Warning.Reason != warnBudget),
 		idle:        s.spec.IdleTimeout.Duration,
 		waitTimeout: s.spec.WaitingTimeout.Duration, waitingSince: s.timeline.waitingSince,
+		readAt: s.timeline.readAt,
 	}
 }
 

@@ -12,6 +12,7 @@ const (
 	dueIdle
 	dueWaitWarn
 	dueWaiting
+	dueRead
 )
 
 // timeline is the arithmetic of a session's clock: the deadline, the
@@ -30,6 +31,9 @@ type timeline struct {
 	waitTimeout  time.Duration
 	waitingSince time.Time
 	waitWarned   bool
+	// readAt is when the agent's transcript is read next, while it works
+	// (zero otherwise): an agent that retries its API says so only there.
+	readAt time.Time
 }
 
 // next returns the time and kind of the next thing due, given when the
@@ -56,6 +60,9 @@ func (t timeline) next(lastActivity time.Time) (time.Time, due) {
 		} else if end.Before(at) {
 			at, what = end, dueWaiting
 		}
+	}
+	if !t.readAt.IsZero() && t.readAt.Before(at) {
+		at, what = t.readAt, dueRead
 	}
 	return at, what
 }
