@@ -132,7 +132,7 @@ func New(opt Options) (*Daemon, error) {
 		Worktrees: d.worktrees, Notifications: d.notes, Events: d.bus})
 	notes.Sessions = d.sessions
 	d.logs = logs.NewService(d.reg, d.watcher, cfg.LogKeep, log.Named("logs"))
-	d.projects = projects.New(d.reg, d.ckpt, cfg.Defaults, clock, log.Named("projects"))
+	d.projects = projects.New(d.reg, d.sessions, d.ckpt, cfg.Defaults, clock, log.Named("projects"))
 	d.bus.Observe(d.notes.Observe)
 	if d.metrics != nil {
 		d.bus.Observe(d.metrics.Observe)

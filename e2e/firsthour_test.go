@@ -119,3 +119,72 @@ func TestTerminalLogsKeepTheirSpaces(t *testing.T) {
 	}
 	d.mustCtl("stop", id)
 }
+
+// TestReportsLandWhereUsersLook: the agent's --summary and --progress are
+// in handoff.json; a person resolves the agent's blocker from outside,
+// between sessions and during one, and the next context.md and state
+// show it resolved.
+func TestReportsLandWhereUsersLook(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	dir := project(t)
+	env := "PATH=" + filepath.Dir(sessionctlBin) + ":/usr/bin:/bin"
+	r := runCtl(t, d.sock, []string{env}, "start", "-q", "--checkpoint", "", dir, "--", "sh", "-c",
+		`sessionctl report --summary "Wired the login form" --progress 40 --blocker "Which database, Postgres or SQLite?" && echo reported`)
+	if r.code != 0 {
+		t.Fatalf("start: %s", r)
+	}
+	id := strings.TrimSpace(r.stdout)
+	d.waitEnded(id, 20*time.Second)
+	var h struct {
+		Summary     string   `json:"summary"`
+		ProgressPct *float64 `json:"progress_pct"`
+	}
+	if err := json.Unmarshal([]byte(d.mustCtl("--json", "handoff", id)), &h); err != nil || h.Summary != "Wired the login form" || h.ProgressPct == nil || *h.ProgressPct != 40 {
+		t.Errorf("handoff summary %q progress %v (%v), want the report's", h.Summary, h.ProgressPct, err)
+	}
+	if st := d.mustCtl("state", dir); !strings.Contains(st, "Which database") {
+		t.Fatalf("the blocker is not in the state:\n%s", st)
+	}
+
+	// Between sessions: the state changes, and the next session's
+	// context has it resolved.
+	if r := d.ctl("report", "--summary", "x", "--resolve", "1", dir); r.code != 2 || !strings.Contains(r.stderr, "only --resolve") {
+		t.Errorf("a summary from outside:\n%s", r)
+	}
+	if r := d.ctl("report", "--resolve", "7", dir); r.code == 0 || !strings.Contains(r.stderr, "no open blocker #7") {
+		t.Errorf("resolving a blocker that is not open:\n%s", r)
+	}
+	out := d.mustCtl("report", "--resolve", "1", dir)
+	if !strings.Contains(out, "Resolved #1: Which database") || !strings.Contains(out, "session state") {
+		t.Errorf("report --resolve from outside: %q", out)
+	}
+	if st := d.mustCtl("state", dir); strings.Contains(st, "Which database") {
+		t.Errorf("the state still shows the resolved blocker:\n%s", st)
+	}
+	r = runCtl(t, d.sock, []string{env}, "start", "-q", "--checkpoint", "", dir, "--", "sh", "-c",
+		`cat "$SESSIOND_CONTEXT_FILE"; sessionctl report --blocker "Deploy on Friday?" && echo reported; exec sleep 300`)
+	if r.code != 0 {
+		t.Fatalf("start: %s", r)
+	}
+	id = strings.TrimSpace(r.stdout)
+	var ctx string
+	waitFor(t, 10*time.Second, "the context and the new blocker", func() (bool, string) {
+		ctx = d.mustCtl("logs", id)
+		return strings.Contains(ctx, "reported"), ctx
+	})
+	if strings.Contains(ctx, "- Blocked: Which database") || !strings.Contains(ctx, "(#1) (resolved since)") || !strings.Contains(ctx, "Wired the login form") {
+		t.Errorf("the next context.md still has the resolved blocker, or lacks the summary:\n%s", ctx)
+	}
+
+	// During a session, from outside it: the live session is told, and
+	// its end writes it.
+	out = d.mustCtl("report", "--resolve", "all", dir)
+	if !strings.Contains(out, "Resolved #2: Deploy on Friday?") || !strings.Contains(out, "told the live session "+id) {
+		t.Errorf("report --resolve all during a session: %q", out)
+	}
+	d.mustCtl("stop", id)
+	if st := d.mustCtl("state", dir); strings.Contains(st, "Deploy on Friday") {
+		t.Errorf("the session's end brought the resolved blocker back:\n%s", st)
+	}
+}

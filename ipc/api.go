@@ -106,6 +106,9 @@ type Projects interface {
 	ListProjects(ctx context.Context, c Caller) ([]Project, error)
 	ProjectSession(ctx context.Context, c Caller, p ProjectRef) (*ProjectSession, error)
 	ClearProjectSession(ctx context.Context, c Caller, p ProjectRef) error
+	// ResolveBlockers resolves open blockers of the project, from outside
+	// any session: in its live sessions, else in its session state.
+	ResolveBlockers(ctx context.Context, c Caller, p ProjectRef, req ResolveRequest) (*ResolveResponse, error)
 	ProjectCheckpoints(ctx context.Context, c Caller, p ProjectRef, opt CheckpointsOptions) ([]Checkpoint, error)
 	RestoreProject(ctx context.Context, c Caller, p ProjectRef, req RestoreRequest) (*RestoreResponse, error)
 	// CheckpointStats says what the project's checkpoints hold on disk.

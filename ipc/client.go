@@ -343,6 +343,13 @@ func (c *Client) ClearSessionState(ctx context.Context, dir string) error {
 	return err
 }
 
+// ResolveBlockers resolves open blockers of the project in dir, from
+// outside any session.
+func (c *Client) ResolveBlockers(ctx context.Context, dir string, ids []string) (*ResolveResponse, error) {
+	p, q := projectPath(dir, "/resolve")
+	return do[*ResolveResponse](ctx, c, http.MethodPost, p, q, ResolveRequest{Dir: dir, Resolve: ids})
+}
+
 // Checkpoints lists a project's checkpoints; opt.Prune > 0 first prunes each
 // session's checkpoints to that many.
 func (c *Client) Checkpoints(ctx context.Context, dir string, opt CheckpointsOptions) ([]Checkpoint, error) {

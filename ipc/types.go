@@ -431,6 +431,21 @@ type Project struct {
 	LastSession string `json:"last_session,omitempty"`
 }
 
+// ResolveRequest resolves a project's open blockers: their ids, or "all".
+type ResolveRequest struct {
+	Dir     string   `json:"dir,omitempty"`
+	Resolve []string `json:"resolve"`
+}
+
+// ResolveResponse says what a resolve did: the blockers resolved, those
+// still open, and the live sessions that were told ([] when the project
+// had none, and its session state was changed instead).
+type ResolveResponse struct {
+	Resolved []Blocker `json:"resolved"`
+	Open     []Blocker `json:"open"`
+	Sessions []string  `json:"sessions"`
+}
+
 // RestoreRequest asks to restore a project's work tree to a checkpoint.
 type RestoreRequest struct {
 	Dir        string `json:"dir,omitempty"`

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -259,11 +261,24 @@ func (a *app) reportCmd() *cobra.Command {
 	var progress float64
 	var session string
 	cmd := &cobra.Command{
-		Use:   "report [--summary S] [--next A]... [--blocker Q]... [--resolve ID|all]... [--plan P] [--progress PCT] [--task T] [--step N/M] [--status S]",
-		Short: "Record what the agent knows, from inside a session (uses SESSIOND_SESSION_ID)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Use:   "report [--summary S] [--next A]... [--blocker Q]... [--resolve ID|all]... [--plan P] [--progress PCT] [--task T] [--step N/M] [--status S] [DIR]",
+		Short: "Record what the agent knows, from inside a session (uses SESSIOND_SESSION_ID); --resolve also from outside, in DIR (default .)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
 			id := session
+			if id == "" && (len(args) == 1 || os.Getenv("SESSIOND_SESSION_ID") == "") && cmd.Flags().Changed("resolve") {
+				// A person answers the agent's question: from outside
+				// any session, live one or not.
+				for _, name := range []string{"summary", "next", "blocker", "plan", "progress", "task", "step", "status", "last-action"} {
+					if cmd.Flags().Changed(name) {
+						return usageErr("--%s comes from inside a session (SESSIOND_SESSION_ID); from outside, only --resolve", name)
+					}
+				}
+				return a.resolveFromOutside(cmd.Context(), args, r.Resolve)
+			}
+			if len(args) > 0 {
+				return usageErr("a directory is taken with --resolve alone, from outside a session: got %q", args[0])
+			}
 			if id == "" {
 				var err error
 				if id, err = sessionFromEnv(); err != nil {
@@ -318,6 +333,47 @@ func (a *app) reportCmd() *cobra.Command {
 	f.StringVar(&r.LastAction, "last-action", "", "the last thing done")
 	f.StringVar(&session, "session", "", "session id (default $SESSIOND_SESSION_ID)")
 	return cmd
+}
+
+// resolveFromOutside resolves blockers of the project in args[0] (default
+// .) and says what is resolved and what is still open.
+func (a *app) resolveFromOutside(ctx context.Context, args, ids []string) error {
+	for _, id := range ids {
+		if id == "all" {
+			continue
+		}
+		if n, err := strconv.Atoi(strings.TrimPrefix(id, "#")); err != nil || n <= 0 {
+			return usageErr("--resolve %q: want a blocker id (sessionctl state lists them) or all", id)
+		}
+	}
+	arg := "."
+	if len(args) == 1 {
+		arg = args[0]
+	}
+	dir, err := absDir(arg)
+	if err != nil {
+		return err
+	}
+	resp, err := a.client.ResolveBlockers(ctx, dir, ids)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.printJSON(resp)
+	}
+	for _, b := range resp.Resolved {
+		fmt.Fprintf(a.out, "✓ Resolved #%d: %s\n", b.ID, ipc.TerminalLine(b.Question))
+	}
+	switch {
+	case len(resp.Sessions) > 0:
+		fmt.Fprintf(a.out, "  told the live session %s\n", strings.Join(resp.Sessions, ", "))
+	default:
+		fmt.Fprintln(a.out, "  in the project's session state: the next session starts with it")
+	}
+	if len(resp.Open) > 0 {
+		fmt.Fprintf(a.out, "  %s still open\n", plural(len(resp.Open), "blocker"))
+	}
+	return nil
 }
 
 // plural says "1 file" or "3 files".

@@ -36,8 +36,18 @@ type Checkpointer interface {
 	Stats(ctx context.Context, req checkpoint.StatsRequest) (checkpoint.Stats, error)
 }
 
+// Resolver resolves blockers in a project's live sessions.
+type Resolver interface {
+	// ResolveLive resolves the blockers ids (or "all") in each live
+	// session of dir that c may report to, as its user would from inside
+	// it. It returns the sessions told (none: dir has no live session of
+	// c's) and the blockers open and resolved in the last of them.
+	ResolveLive(ctx context.Context, c ipc.Caller, dir string, ids []string) (told []string, open, resolved []ipc.Blocker, err error)
+}
+
 // Service is the projects API.
 type Service struct {
+	resolver Resolver
 	sessions Sessions
 	ckpt     Checkpointer
 	defaults config.Spec
@@ -48,8 +58,8 @@ type Service struct {
 var _ ipc.Projects = (*Service)(nil)
 
 // New returns the projects API over the sessions' records.
-func New(sessions Sessions, ckpt Checkpointer, defaults config.Spec, clock session.Clock, log *zap.Logger) *Service {
-	return &Service{sessions: sessions, ckpt: ckpt, defaults: defaults, clock: clock, log: log}
+func New(sessions Sessions, resolver Resolver, ckpt Checkpointer, defaults config.Spec, clock session.Clock, log *zap.Logger) *Service {
+	return &Service{sessions: sessions, resolver: resolver, ckpt: ckpt, defaults: defaults, clock: clock, log: log}
 }
 
 // visible reports whether caller c may see a session of uid: root sees
@@ -149,6 +159,56 @@ func (d *Service) ClearProjectSession(ctx context.Context, c ipc.Caller, p ipc.P
 		return fmt.Errorf("clear session state of %s: %w", proj.Dir(), err)
 	}
 	return nil
+}
+
+// ResolveBlockers implements ipc.Projects: a person answers the agent's
+// question between sessions, or during one from outside it. The live
+// sessions of the project are told, whose ends write it; without one,
+// the project's session state is changed, in the section every end
+// writes in, so that the next context.md and sessionctl state show it.
+func (d *Service) ResolveBlockers(ctx context.Context, c ipc.Caller, p ipc.ProjectRef, req ipc.ResolveRequest) (*ipc.ResolveResponse, error) {
+	rep, err := session.CleanReport(ipc.Report{Resolve: req.Resolve})
+	if err != nil {
+		return nil, err
+	}
+	if len(rep.Resolve) == 0 {
+		return nil, ipc.BadRequest("resolve: name a blocker id (sessionctl state lists them) or all")
+	}
+	proj, err := d.projectFor(c, p)
+	if err != nil {
+		return nil, err
+	}
+	told, open, resolved, err := d.resolver.ResolveLive(ctx, c, proj.Dir(), rep.Resolve)
+	if err != nil {
+		return nil, err
+	}
+	if len(told) > 0 {
+		return &ipc.ResolveResponse{Resolved: resolved, Open: open, Sessions: told}, nil
+	}
+	resp := &ipc.ResolveResponse{Sessions: []string{}}
+	err = proj.Exclusively(func(q *state.Project) error {
+		st, err := q.LoadSessionState()
+		if err != nil {
+			return ipc.Conflict("%s has no usable session state: %s", q.Dir(), strings.ReplaceAll(err.Error(), "\n", " "))
+		}
+		if st == nil {
+			return ipc.NotFound("%s has no session state, so no open blocker", q.Dir())
+		}
+		open, resolved, _, err := session.ApplyBlockers(st.ActiveBlockers, nil, st.BlockerSeq, rep)
+		if err != nil {
+			return err
+		}
+		st.ActiveBlockers = open
+		if err := q.SaveSessionState(st); err != nil {
+			return fmt.Errorf("write the session state of %s: %w", q.Dir(), err)
+		}
+		resp.Open, resp.Resolved = open, resolved
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
 }
 
 // ProjectCheckpoints implements ipc.Projects.

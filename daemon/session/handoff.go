@@ -214,10 +214,16 @@ func buildHandoff(in accountInput) *state.Handoff {
 		Checkpoint: rec.LastCheckpoint, LogTail: in.LogTail,
 		TaskAttempted: a.task, TaskStatus: a.status, CurrentStep: a.step[0], TotalSteps: a.step[1],
 		LastActionTaken:      rep.LastAction,
+		Summary:              a.summary,
+		Plan:                 rep.Plan,
 		RecommendedNextSteps: append([]string(nil), a.next...),
 		Warnings:             append([]string(nil), rec.Warnings...),
 		DevServerWasRunning:  rec.DevServerWasRunning,
 		Agent:                agentFacts(rec),
+	}
+	if a.progress.known {
+		pct := a.progress.pct
+		h.ProgressPct = &pct
 	}
 	if a := rec.Agent; a != nil && in.Reason == Waiting && a.WaitingReason != "" {
 		h.Warnings = append(h.Warnings, "the agent was waiting for "+a.WaitingReason)

@@ -108,7 +108,7 @@ func (s *Session) report(m *reportRequest) (ipc.Report, error) {
 	}
 	rep := m.report
 	rep.At = s.deps.Clock.Now()
-	open, resolved, seq, err := applyBlockers(s.rec.Blockers, s.rec.ResolvedBlockers, s.rec.BlockerSeq, rep)
+	open, resolved, seq, err := ApplyBlockers(s.rec.Blockers, s.rec.ResolvedBlockers, s.rec.BlockerSeq, rep)
 	if err != nil {
 		return ipc.Report{}, err
 	}
@@ -124,10 +124,10 @@ func (s *Session) report(m *reportRequest) (ipc.Report, error) {
 	return merged, nil
 }
 
-// applyBlockers adds a report's questions as blockers with new ids and
+// ApplyBlockers adds a report's questions as blockers with new ids and
 // resolves those it names ("all": every open one). An id that is not open
 // is an error naming it. The lists given are not changed.
-func applyBlockers(open, resolved []ipc.Blocker, seq int, rep ipc.Report) ([]ipc.Blocker, []ipc.Blocker, int, error) {
+func ApplyBlockers(open, resolved []ipc.Blocker, seq int, rep ipc.Report) ([]ipc.Blocker, []ipc.Blocker, int, error) {
 	open, resolved = slices.Clone(open), slices.Clone(resolved)
 	for _, r := range rep.Resolve {
 		if r == "all" {

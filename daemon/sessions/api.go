@@ -373,6 +373,34 @@ func (d *Service) ReportSession(ctx context.Context, c ipc.Caller, id string, re
 	return &merged, nil
 }
 
+// ResolveLive implements projects.Resolver: the blockers resolved in each
+// live session of dir that is c's (or any, for root), as a report from
+// inside it would.
+func (d *Service) ResolveLive(ctx context.Context, c ipc.Caller, dir string, ids []string) (told []string, open, resolved []ipc.Blocker, err error) {
+	for _, s := range d.reg.Live(dir) {
+		if !c.Root() && c.UID != s.UID() {
+			continue
+		}
+		before := s.Snapshot().ResolvedBlockers
+		if _, err := s.Report(ctx, ipc.Report{Resolve: ids}, c.PID, true); err != nil {
+			if errors.Is(err, session.ErrEnded) {
+				// Its end writes the session state as it knew it: the
+				// change goes into the state after that.
+				select {
+				case <-s.Done():
+				case <-ctx.Done():
+					return nil, nil, nil, ctx.Err()
+				}
+				continue
+			}
+			return nil, nil, nil, err
+		}
+		rec := s.Snapshot()
+		told, open, resolved = append(told, s.ID()), rec.Blockers, rec.ResolvedBlockers[min(len(before), len(rec.ResolvedBlockers)):]
+	}
+	return told, open, resolved, nil
+}
+
 // CheckpointSession implements ipc.Sessions.
 func (d *Service) CheckpointSession(ctx context.Context, c ipc.Caller, id string) (*ipc.CheckpointResult, error) {
 	const what = "checkpoint a project with a live session, or start one"

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -74,7 +77,7 @@ func BuildContext(in ContextInput) []byte {
 		}
 	}
 	if h := in.Previous; h != nil {
-		writePrevious(&b, h, in.Now)
+		writePrevious(&b, h, in.Now, in.State)
 	}
 	if s := in.State; s != nil {
 		writeState(&b, s, in.NextTask)
@@ -117,7 +120,7 @@ func WriteContext(project string, in ContextInput) error {
 	return p.WriteContext(in)
 }
 
-func writePrevious(b *bytes.Buffer, h *Handoff, now time.Time) {
+func writePrevious(b *bytes.Buffer, h *Handoff, now time.Time, st *SessionState) {
 	b.WriteString("\n## Previous session\n\n")
 	ended := "ended"
 	if h.EndReason != "" {
@@ -154,11 +157,15 @@ func writePrevious(b *bytes.Buffer, h *Handoff, now time.Time) {
 		fmt.Fprintf(b, "- Last action: %s\n", inline(h.LastActionTaken))
 	}
 	if h.BlockedReason != "" {
-		fmt.Fprintf(b, "- Blocked: %s", inline(h.BlockedReason))
-		if h.BlockedNeedsHuman {
-			b.WriteString(" (needs a human)")
+		if resolvedSince(h.BlockedReason, st) {
+			fmt.Fprintf(b, "- Was blocked: %s (resolved since)\n", inline(h.BlockedReason))
+		} else {
+			fmt.Fprintf(b, "- Blocked: %s", inline(h.BlockedReason))
+			if h.BlockedNeedsHuman {
+				b.WriteString(" (needs a human)")
+			}
+			b.WriteString("\n")
 		}
-		b.WriteString("\n")
 	}
 	if h.GitBranch != "" || h.GitCommitHash != "" {
 		b.WriteString("- Git:")
@@ -188,6 +195,27 @@ func writePrevious(b *bytes.Buffer, h *Handoff, now time.Time) {
 		b.WriteString("\n### End of its output\n\n")
 		writeFenced(b, "text", h.LogTail[max(0, len(h.LogTail)-contextLogLines):])
 	}
+}
+
+// blockerRef finds the ids a handoff's blocked_reason names ("question
+// (#3)").
+var blockerRef = regexp.MustCompile(`\(#(\d+)\)`)
+
+// resolvedSince reports whether every blocker a handoff's blocked_reason
+// names is no longer open in the session state st: resolved after the
+// session ended (sessionctl report --resolve from outside).
+func resolvedSince(reason string, st *SessionState) bool {
+	refs := blockerRef.FindAllStringSubmatch(reason, -1)
+	if st == nil || len(refs) == 0 {
+		return false
+	}
+	for _, m := range refs {
+		id, _ := strconv.Atoi(m[1])
+		if slices.ContainsFunc(st.ActiveBlockers, func(b Blocker) bool { return b.ID == id }) {
+			return false
+		}
+	}
+	return true
 }
 
 // writeState writes where the project stands — the one place context.md

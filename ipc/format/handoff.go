@@ -15,32 +15,38 @@ const (
 // not guess between "absent" and "empty"; ExitCode is null when the exit
 // status is unknown (an adopted or crashed session).
 type Handoff struct {
-	SessionID            string    `json:"session_id"`
-	ProjectDir           string    `json:"project_dir"`
-	Command              []string  `json:"command"`
-	StartedAt            time.Time `json:"started_at"`
-	EndedAt              time.Time `json:"ended_at"`
-	EndReason            string    `json:"end_reason"`
-	ExitCode             *int      `json:"exit_code"`
-	Signal               string    `json:"signal"`
-	TaskAttempted        string    `json:"task_attempted"`
-	TaskStatus           string    `json:"task_status"`
-	CurrentStep          int       `json:"current_step"`
-	TotalSteps           int       `json:"total_steps"`
-	LastActionTaken      string    `json:"last_action_taken"`
-	BlockedReason        string    `json:"blocked_reason"`
-	BlockedNeedsHuman    bool      `json:"blocked_needs_human"`
-	RecommendedNextSteps []string  `json:"recommended_next_steps"`
-	Warnings             []string  `json:"warnings"`
-	GitCommitHash        string    `json:"git_commit_hash"`
-	GitBranch            string    `json:"git_branch"`
-	UncommittedFiles     []string  `json:"uncommitted_files"`
-	Checkpoint           string    `json:"checkpoint"`
-	FilesChanged         []string  `json:"files_changed"`
-	LastFileEdited       string    `json:"last_file_edited"`
-	DevServerWasRunning  bool      `json:"dev_server_was_running"`
-	Restarts             int       `json:"restarts"`
-	LogTail              []string  `json:"log_tail"`
+	SessionID       string    `json:"session_id"`
+	ProjectDir      string    `json:"project_dir"`
+	Command         []string  `json:"command"`
+	StartedAt       time.Time `json:"started_at"`
+	EndedAt         time.Time `json:"ended_at"`
+	EndReason       string    `json:"end_reason"`
+	ExitCode        *int      `json:"exit_code"`
+	Signal          string    `json:"signal"`
+	TaskAttempted   string    `json:"task_attempted"`
+	TaskStatus      string    `json:"task_status"`
+	CurrentStep     int       `json:"current_step"`
+	TotalSteps      int       `json:"total_steps"`
+	LastActionTaken string    `json:"last_action_taken"`
+	// Summary and Plan are the agent's own words (sessionctl report
+	// --summary, --plan); ProgressPct the progress, from the feature list
+	// or the agent's report, when either says it.
+	Summary              string   `json:"summary,omitempty"`
+	Plan                 string   `json:"plan,omitempty"`
+	ProgressPct          *float64 `json:"progress_pct,omitempty"`
+	BlockedReason        string   `json:"blocked_reason"`
+	BlockedNeedsHuman    bool     `json:"blocked_needs_human"`
+	RecommendedNextSteps []string `json:"recommended_next_steps"`
+	Warnings             []string `json:"warnings"`
+	GitCommitHash        string   `json:"git_commit_hash"`
+	GitBranch            string   `json:"git_branch"`
+	UncommittedFiles     []string `json:"uncommitted_files"`
+	Checkpoint           string   `json:"checkpoint"`
+	FilesChanged         []string `json:"files_changed"`
+	LastFileEdited       string   `json:"last_file_edited"`
+	DevServerWasRunning  bool     `json:"dev_server_was_running"`
+	Restarts             int      `json:"restarts"`
+	LogTail              []string `json:"log_tail"`
 	// Agent is the session's coding agent, when sessiond knew it: its
 	// conversation, to resume, and what it used.
 	Agent *AgentFacts `json:"agent,omitempty"`

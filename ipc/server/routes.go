@@ -45,6 +45,7 @@ func (s *Server) register() {
 	s.handle("GET "+v+"/projects/{id}/checkpoints", s.projectCheckpoints)
 	s.handle("GET "+v+"/projects/{id}/checkpoints/stats", s.checkpointStats)
 	s.handle("POST "+v+"/projects/{id}/restore", s.restoreProject)
+	s.handle("POST "+v+"/projects/{id}/resolve", s.resolveBlockers)
 
 	s.handle("GET "+v+"/notify", func(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
 		st, err := b.Notifications.NotifyStatus(r.Context(), c, r.URL.Query().Get("dir"))
@@ -323,6 +324,22 @@ func (s *Server) restoreProject(w http.ResponseWriter, r *http.Request, c ipc.Ca
 		p.Dir = req.Dir
 	}
 	resp, err := s.svc.Projects.RestoreProject(r.Context(), c, p, req)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) resolveBlockers(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
+	var req ipc.ResolveRequest
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	p := project(r)
+	if p.Dir == "" {
+		p.Dir = req.Dir
+	}
+	resp, err := s.svc.Projects.ResolveBlockers(r.Context(), c, p, req)
 	if err != nil {
 		return err
 	}

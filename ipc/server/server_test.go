@@ -126,6 +126,9 @@ func (b *backend) ProjectSession(ctx context.Context, c ipc.Caller, p ipc.Projec
 func (b *backend) ClearProjectSession(ctx context.Context, c ipc.Caller, p ipc.ProjectRef) error {
 	return nil
 }
+func (b *backend) ResolveBlockers(ctx context.Context, c ipc.Caller, p ipc.ProjectRef, req ipc.ResolveRequest) (*ipc.ResolveResponse, error) {
+	return &ipc.ResolveResponse{Resolved: []ipc.Blocker{}, Open: []ipc.Blocker{}, Sessions: []string{}}, nil
+}
 func (b *backend) ProjectCheckpoints(ctx context.Context, c ipc.Caller, p ipc.ProjectRef, opt ipc.CheckpointsOptions) ([]ipc.Checkpoint, error) {
 	return []ipc.Checkpoint{{ID: "c1", SessionID: fmt.Sprint(opt.Prune)}}, nil
 }
