@@ -58,6 +58,7 @@ var sanctioned = map[string]struct {
 	"proc/proc_linux.go":         {"/proc of processes and the kernel's boot id: nothing of a user's files", []string{"BootID", "Catches", "SessionsByEnv", "allStats", "childrenOf", "envSession", "hasMarker", "readStat"}},
 	"proc/spawn.go":              {"the one spawner of sessions' commands (the user's credential) and /dev/null; the lookup of the command", []string{"Spawn", "executable"}},
 	"proc/usage_linux.go":        {"/proc of the session's processes", []string{"envSessionID"}},
+	"session/recover.go":         {"the session's log and record in the daemon's own state dir, for their last write", []string{"Session.lastSign"}},
 	"session/environ.go":         {"the environment kept in the session's directory, in the daemon's own state dir", []string{"Session.saveEnviron", "readEnviron"}},
 	"session/env.go":             {"the handoff archive in the daemon's own state dir", []string{"Session.HandoffFile"}},
 	"session/sidecar.go":         {"a sidecar's log in the daemon's own state dir", []string{"Session.startSidecar", "readyCheck"}},

@@ -188,3 +188,38 @@ func TestReportsLandWhereUsersLook(t *testing.T) {
 		t.Errorf("the session's end brought the resolved blocker back:\n%s", st)
 	}
 }
+
+// TestAnEndNobodySaw: a session's command ends (exit 0) while the daemon
+// is down. The next daemon cannot know its exit status, and says so; its
+// end time is its last sign of life (its log's last write), not the
+// restart that found it.
+func TestAnEndNobodySaw(t *testing.T) {
+	t.Parallel()
+	state := filepath.Join(t.TempDir(), "state")
+	sock := newSocketPath(t)
+	d := startDaemonAt(t, state, sock)
+	dir := project(t)
+	id := d.start("--checkpoint", "", dir, "--", "sh", "-c", "sleep 2; echo done")
+	d.kill9()
+	time.Sleep(5 * time.Second)
+	d = startDaemonAt(t, state, sock)
+	rec := d.waitEnded(id, 15*time.Second)
+	if rec.EndReason != "crashed" || rec.EndedAt == nil {
+		t.Fatalf("end %q at %v, want crashed (its end unobserved)", rec.EndReason, rec.EndedAt)
+	}
+	if ran := rec.EndedAt.Sub(rec.StartedAt); ran < 1500*time.Millisecond || ran > 4*time.Second {
+		t.Errorf("recorded as running %v, want about 2s (its log's last write), not until the restart", ran)
+	}
+	if ps := d.mustCtl("ps", "--all"); !strings.Contains(ps, "ended (unobserved)") || strings.Contains(ps, "crashed") {
+		t.Errorf("ps:\n%s", ps)
+	}
+	h := d.mustCtl("--json", "handoff", id)
+	for _, want := range []string{"it ended while the daemon was down", "exit status unknown"} {
+		if !strings.Contains(h, want) {
+			t.Errorf("the handoff does not say %q:\n%s", want, h)
+		}
+	}
+	if st := d.mustCtl("state", dir); !strings.Contains(st, "unobserved (exit status unknown) after 2s") {
+		t.Errorf("state:\n%s", st)
+	}
+}

@@ -46,6 +46,15 @@ var Ends = []End{
 	{Reason: EndBudget, Exit: ExitBudget, Requested: true, Status: format.TaskInProgress},
 }
 
+// EndLabel is how an end reason reads to a person: the reason itself,
+// except crashed, whose end no daemon saw, which reads "unobserved".
+func EndLabel(reason string) string {
+	if reason == EndCrashed {
+		return "unobserved"
+	}
+	return reason
+}
+
 // EndOf returns the entry of reason, false for a reason that is none.
 func EndOf(reason string) (End, bool) {
 	for _, e := range Ends {

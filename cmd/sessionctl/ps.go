@@ -153,7 +153,7 @@ func makeRow(s ipc.SessionRow, now time.Time, noTrunc bool) psRow {
 		r.Worktree, r.Port = ipc.TerminalLine(w.Branch), fmt.Sprint(w.Port)
 	}
 	if s.EndReason != "" && !ipc.Live(s.State) {
-		r.State += " (" + s.EndReason + ")"
+		r.State += " (" + ipc.EndLabel(s.EndReason) + ")"
 	}
 	if ipc.Live(s.State) {
 		r.Remaining = shortDuration(s.Deadline.Sub(now))

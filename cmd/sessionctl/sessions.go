@@ -368,15 +368,18 @@ func roundSeconds(d time.Duration) time.Duration {
 }
 
 func describe(r *ipc.Session) string {
+	reason := ipc.EndLabel(r.EndReason)
 	switch {
 	case r.Error != "":
 		return r.Error
 	case r.Signal != "":
-		return fmt.Sprintf("%s (%s)", r.EndReason, r.Signal)
+		return fmt.Sprintf("%s (%s)", reason, r.Signal)
 	case r.ExitCode != nil:
-		return fmt.Sprintf("%s (exit %d)", r.EndReason, *r.ExitCode)
+		return fmt.Sprintf("%s (exit %d)", reason, *r.ExitCode)
+	case r.EndReason == ipc.EndCrashed:
+		return reason + " (exit status unknown)"
 	}
-	return r.EndReason
+	return reason
 }
 
 func (a *app) killCmd() *cobra.Command {

@@ -59,7 +59,7 @@ func (a *app) printWorktrees(list []ipc.WorktreeInfo) {
 		for _, s := range w.Sessions {
 			st := s.State
 			if s.EndReason != "" && !ipc.Live(s.State) {
-				st += " (" + s.EndReason + ")"
+				st += " (" + ipc.EndLabel(s.EndReason) + ")"
 			}
 			sessions = append(sessions, s.ID+" "+st)
 		}

@@ -34,6 +34,9 @@ type ending struct {
 	retry   Timer
 	retryAt time.Time
 	delay   time.Duration
+	// at is when it ended, when that is known better than now: the last
+	// sign of life of a session whose end no daemon saw.
+	at time.Time
 }
 
 type endStage int
@@ -201,6 +204,9 @@ func (s *Session) endRecord() {
 		s.removeAgentFiles()
 		return func() {
 			now := s.deps.Clock.Now()
+			if !e.at.IsZero() && e.at.Before(now) {
+				now = e.at
+			}
 			s.rec.EndedAt = &now
 			s.rec.EndReason = string(e.reason)
 			s.rec.Signal = e.exit.Signal

@@ -401,6 +401,9 @@ func buildProgressEntry(in accountInput, h *state.Handoff) state.ProgressEntry {
 }
 
 func describeHandoffEnd(h *state.Handoff) string {
+	if h.EndReason == string(Crashed) {
+		return "unobserved (exit status unknown)"
+	}
 	if h.Signal == "" && h.ExitCode == nil {
 		return h.EndReason + " (exit status unknown)"
 	}

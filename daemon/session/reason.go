@@ -40,7 +40,7 @@ var warnings = map[Reason]func(spec config.Spec, end string) string{
 		return "the session was stopped after " + spec.IdleTimeout.String() + " without output or file changes: it may have been stuck"
 	},
 	Crashed: func(config.Spec, string) string {
-		return "the session's end was not observed (the daemon stopped): check the work tree before going on"
+		return "the session's end was not observed, so its exit status is unknown: check the work tree before going on"
 	},
 	Waiting: func(spec config.Spec, _ string) string {
 		return "the session was stopped after its agent waited " + spec.WaitingTimeout.String() + " for input (waiting_timeout): answer what it asked, then resume its conversation"

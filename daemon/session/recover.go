@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"go.uber.org/zap"
@@ -133,12 +134,38 @@ func (s *Session) recorded() proc.Process {
 	return proc.Process{PID: s.rec.PID, Start: s.rec.StartTime, Ino: s.rec.PIDIno}
 }
 
-// crashed ends a session whose process is gone and whose end nobody saw.
+// crashed ends a session whose process is gone and whose end nobody saw:
+// it ended while no daemon ran, when is not known, and how is not either.
+// The end recorded is its last sign of life (the last write of its log or
+// of its record, while a daemon watched it), not the restart that found it.
 func (s *Session) crashed() {
 	s.child = proc.Gone(s.rec.PID)
 	s.ckpt.last = s.startedAt
+	seen := s.lastSign()
+	s.warnRecord(fmt.Sprintf("it ended while the daemon was down, at %s or later (its last sign of life), found at %s; exit status unknown",
+		seen.UTC().Format(time.RFC3339), s.deps.Clock.Now().UTC().Format(time.RFC3339)))
 	s.beginEnd(Crashed, proc.Exit{Code: -1})
+	s.end.at = seen
 	s.release()
+}
+
+// lastSign is the last moment the session is known to have been alive:
+// the latest of its start, its last activity, its log's last write, and
+// the last write of its record by a daemon that watched it.
+func (s *Session) lastSign() time.Time {
+	seen := s.startedAt
+	if a := s.rec.LastActivity; a != nil && a.After(seen) {
+		seen = *a
+	}
+	for _, name := range []string{"output.log", "session.json"} {
+		if fi, err := os.Stat(filepath.Join(s.dir, name)); err == nil && fi.ModTime().After(seen) {
+			seen = fi.ModTime()
+		}
+	}
+	if now := s.deps.Clock.Now(); seen.After(now) {
+		seen = now
+	}
+	return seen
 }
 
 // adopt takes over a live session that an earlier daemon started: child

@@ -45,21 +45,21 @@ func TestProjectViewRecomputesFromTheFeatureList(t *testing.T) {
 }
 
 func TestApplyBlockers(t *testing.T) {
-	open, resolved, seq, err := applyBlockers(nil, nil, 4, ipc.Report{Blockers: []string{"db?", "port?"}})
+	open, resolved, seq, err := ApplyBlockers(nil, nil, 4, ipc.Report{Blockers: []string{"db?", "port?"}})
 	if err != nil || len(open) != 2 || open[0].ID != 5 || open[1].ID != 6 || seq != 6 || len(resolved) != 0 {
 		t.Fatalf("add: %v %v %d %v", open, resolved, seq, err)
 	}
-	open2, resolved2, _, err := applyBlockers(open, resolved, seq, ipc.Report{Resolve: []string{"5"}})
+	open2, resolved2, _, err := ApplyBlockers(open, resolved, seq, ipc.Report{Resolve: []string{"5"}})
 	if err != nil || len(open2) != 1 || open2[0].ID != 6 || len(resolved2) != 1 || resolved2[0].ID != 5 {
 		t.Errorf("resolve 5: %v %v %v", open2, resolved2, err)
 	}
 	if len(open) != 2 {
 		t.Error("the lists given were changed")
 	}
-	if _, _, _, err := applyBlockers(open2, resolved2, seq, ipc.Report{Resolve: []string{"5"}}); err == nil || !strings.Contains(err.Error(), "no open blocker #5") {
+	if _, _, _, err := ApplyBlockers(open2, resolved2, seq, ipc.Report{Resolve: []string{"5"}}); err == nil || !strings.Contains(err.Error(), "no open blocker #5") {
 		t.Errorf("resolve of a resolved one: %v", err)
 	}
-	if open3, resolved3, _, err := applyBlockers(open, nil, seq, ipc.Report{Resolve: []string{"all"}}); err != nil || len(open3) != 0 || len(resolved3) != 2 {
+	if open3, resolved3, _, err := ApplyBlockers(open, nil, seq, ipc.Report{Resolve: []string{"all"}}); err != nil || len(open3) != 0 || len(resolved3) != 2 {
 		t.Errorf("resolve all: %v %v %v", open3, resolved3, err)
 	}
 }
