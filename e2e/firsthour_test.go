@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -221,5 +223,36 @@ func TestAnEndNobodySaw(t *testing.T) {
 	}
 	if st := d.mustCtl("state", dir); !strings.Contains(st, "unobserved (exit status unknown) after 2s") {
 		t.Errorf("state:\n%s", st)
+	}
+}
+
+// TestConversationIDStays: a hook that names another conversation, one
+// with no transcript (a SessionEnd of an agent stopped before its first
+// turn), does not replace the id sessiond gave the agent; the handoff and
+// a resume point at the real one.
+func TestConversationIDStays(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	dir := project(t)
+	a := newAgentSetup(t, "prompt=go on,wait=end,exit")
+	id := d.start(append(a.flags, dir, "--", "claude", "-p", "go on")...)
+	rec := d.waitAgent(id, "working")
+	chosen := rec.Agent.ConversationID
+	other := "0b6e3c2a-58a1-4c55-9d5e-2f4a9c1d7e11"
+	payload := fmt.Sprintf(`{"session_id":%q,"transcript_path":%q,"cwd":%q,"hook_event_name":"SessionEnd","reason":"other"}`,
+		other, filepath.Join(a.home, ".claude", "projects", "x", other+".jsonl"), dir)
+	cmd := exec.Command(sessionctlBin, "--socket", d.sock, "hook", "claude-code")
+	cmd.Env = append(cleanEnv(), "SESSIOND_SESSION_ID="+id)
+	cmd.Stdin = strings.NewReader(payload)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("sessionctl hook: %v\n%s", err, out)
+	}
+	if got := d.agentRecord(id).Agent.ConversationID; got != chosen {
+		t.Errorf("conversation id %s after a hook naming %s (no transcript), want %s kept", got, other, chosen)
+	}
+	a.cue(t, "end")
+	d.waitEnded(id, 20*time.Second)
+	if h := d.mustCtl("--json", "handoff", id); !strings.Contains(h, chosen) || strings.Contains(h, `"conversation_id": "`+other) {
+		t.Errorf("the handoff does not point at %s:\n%s", chosen, h)
 	}
 }

@@ -267,11 +267,24 @@ func (s *Session) applyAgentEvent(ev agent.Event) {
 		s.agentNotice(n)
 	}
 	if id := ev.ConversationID; id != "" && id != rec.ConversationID {
-		// The agent's word on its conversation wins over what sessiond
-		// chose or found (a --resume by name, a /clear).
-		rec.ConversationID = id
-		if ev.TranscriptPath == "" {
-			rec.TranscriptPath = ""
+		switch {
+		case rec.ConversationID == "":
+			rec.ConversationID = id
+			if ev.TranscriptPath == "" {
+				rec.TranscriptPath = ""
+			}
+		case s.newConversation(ev):
+			// The agent's word on a real new conversation wins over what
+			// sessiond chose or found (a --resume by name, a /clear).
+			s.warnRecord(fmt.Sprintf("the agent moved to conversation %s (%s); it began in %s", id, sourceOr(ev.Source, ev.Hook), rec.ConversationID))
+			rec.ConversationID = id
+			rec.TranscriptPath = ev.TranscriptPath
+		default:
+			// An id that names no conversation (a SessionEnd of an agent
+			// stopped before its first turn): the one it runs in stays,
+			// so that the handoff and --resume point at a real one.
+			s.agentNotice(fmt.Sprintf("%s named conversation %s, which has no transcript: kept %s", ev.Hook, id, rec.ConversationID))
+			ev.TranscriptPath = ""
 		}
 	}
 	if p := ev.TranscriptPath; p != "" && p != rec.TranscriptPath {
@@ -577,4 +590,25 @@ func (s *Session) pollTranscript() (spent bool) {
 		s.recDirty = true
 	}
 	return spent
+}
+
+// newConversation reports whether an event that names another conversation
+// than the session's is the agent's own move to a new one: its SessionStart
+// after a /clear, or any event whose transcript exists (a resume by name).
+func (s *Session) newConversation(ev agent.Event) bool {
+	if ev.SessionStarted && ev.Source == "clear" {
+		return true
+	}
+	if ev.TranscriptPath == "" {
+		return false
+	}
+	fi, err := s.files().Stat(ev.TranscriptPath)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+func sourceOr(source, hook string) string {
+	if source != "" {
+		return hook + ", " + source
+	}
+	return hook
 }
