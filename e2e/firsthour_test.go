@@ -256,3 +256,28 @@ func TestConversationIDStays(t *testing.T) {
 		t.Errorf("the handoff does not point at %s:\n%s", chosen, h)
 	}
 }
+
+// TestGoInstalledSessionctl: a sessionctl built alone, as `go install
+// github.com/sessiond/sessiond/cmd/sessionctl@latest` builds it, with no
+// helper binaries beside it: its dashboard runs.
+func TestGoInstalledSessionctl(t *testing.T) {
+	t.Parallel()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "sessionctl")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/sessionctl")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/sessionctl: %v\n%s", err, out)
+	}
+	d := startDaemon(t)
+	d.start("--name", "installed", project(t), "--", "sleep", "600")
+	x := newTmux(t)
+	w := x.shell("ui", 100, 30)
+	x.typeLine(w, bin+" --socket "+d.sock+" ui; echo ui exited $?")
+	x.waitPane(w, "installed", "running")
+	x.run("send-keys", "-t", w, "q")
+	x.waitPane(w, "ui exited 0")
+}

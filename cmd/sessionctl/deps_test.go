@@ -10,7 +10,7 @@ import (
 // through ipc and links neither the supervisor's code, nor the API server,
 // nor the daemon's heavy dependencies.
 func TestThinClient(t *testing.T) {
-	forbidLinks(t, "it may import only ipc and config",
+	forbidLinks(t, "", "it may import only ipc and config",
 		"github.com/sessiond/sessiond/daemon",
 		"github.com/sessiond/sessiond/ipc/server",
 		"github.com/sessiond/sessiond/config/configfile",
@@ -22,10 +22,11 @@ func TestThinClient(t *testing.T) {
 }
 
 // TestHeavyCommandsAreHelpers keeps the MCP server and the dashboard in
-// binaries of their own (helper.go): their libraries would cost every
-// command of sessionctl its start-up.
+// binaries of their own in the build make build and the packages make
+// (helper_exec.go): their libraries would cost every command of sessionctl
+// its start-up.
 func TestHeavyCommandsAreHelpers(t *testing.T) {
-	forbidLinks(t, "it belongs to sessionctl-mcp or sessionctl-ui",
+	forbidLinks(t, "sessionctl_helpers", "it belongs to sessionctl-mcp or sessionctl-ui",
 		"github.com/sessiond/sessiond/cmd/sessionctl/mcp",
 		"github.com/sessiond/sessiond/cmd/sessionctl/ui",
 		"github.com/modelcontextprotocol/go-sdk",
@@ -34,11 +35,11 @@ func TestHeavyCommandsAreHelpers(t *testing.T) {
 	)
 }
 
-// forbidLinks fails for each package of sessionctl that is one of
-// forbidden or below one of them.
-func forbidLinks(t *testing.T, why string, forbidden ...string) {
+// forbidLinks fails for each package of sessionctl, built with tags, that
+// is one of forbidden or below one of them.
+func forbidLinks(t *testing.T, tags, why string, forbidden ...string) {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	out, err := exec.Command("go", "list", "-tags", tags, "-deps", ".").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}

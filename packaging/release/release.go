@@ -221,7 +221,7 @@ func (b *builder) logf(format string, args ...any) {
 func (b *builder) compile(ctx context.Context, t Target) (string, error) {
 	dir := filepath.Join(b.work, "bin", t.OS+"-"+t.Arch)
 	b.logf("build %s", t)
-	cmd := exec.CommandContext(ctx, b.Go, "build", "-trimpath", "-ldflags", "-s -w -X main.version="+b.Version,
+	cmd := exec.CommandContext(ctx, b.Go, "build", "-trimpath", "-tags", "sessionctl_helpers", "-ldflags", "-s -w -X main.version="+b.Version,
 		"-o", dir+string(filepath.Separator), "./cmd/sessiond", "./cmd/sessionctl", "./cmd/sessionctl/libexec/...")
 	cmd.Dir = b.Root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+t.OS, "GOARCH="+t.Arch)

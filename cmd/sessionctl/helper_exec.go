@@ -1,3 +1,5 @@
+//go:build sessionctl_helpers
+
 package main
 
 import (
@@ -15,7 +17,10 @@ import (
 // a `sessionctl ps`. sessionctl parses the command line and passes the
 // helper what it needs as flags of its own (cmd/sessionctl/libexec). The
 // helpers are beside sessionctl (bin/, the release tarball) or in
-// ../libexec/sessiond (the packages' /usr/libexec/sessiond).
+// ../libexec/sessiond (the packages' /usr/libexec/sessiond). This is the
+// build of make build and the packages (tag sessionctl_helpers); a plain
+// go build or go install of cmd/sessionctl runs them in its own process
+// (helper_inproc.go), so that every command works however it is installed.
 func execHelper(name string, args []string) error {
 	exe, err := os.Executable()
 	if err != nil {
@@ -32,5 +37,5 @@ func execHelper(name string, args []string) error {
 			return fmt.Errorf("run %s: %w", path, err)
 		}
 	}
-	return fmt.Errorf("%s is not installed: sessionctl looked for it at %s and %s; reinstall sessionctl with it", name, tried[0], tried[1])
+	return fmt.Errorf("%s is not installed: sessionctl looked for it at %s and %s; reinstall sessionctl with it (make build, the packages, or go install github.com/sessiond/sessiond/cmd/...)", name, tried[0], tried[1])
 }

@@ -1,0 +1,48 @@
+package ui
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/sessiond/sessiond/ipc"
+)
+
+// Main is sessionctl-ui: the dashboard of `sessionctl ui`, which checks
+// that it runs on a terminal and runs it as
+//
+//	sessionctl-ui --socket PATH --sessionctl PATH [--socket-given] [--no-color]
+//
+// by the helper binary, or in sessionctl's own process when it has none
+// beside it. --sessionctl is the binary whose commands the dashboard shows
+// and runs (stop, attach, ...); --socket-given says that the user named
+// the socket, so that those commands name it too. It returns the exit
+// status.
+func Main(args []string) int {
+	fs := flag.NewFlagSet("sessionctl-ui", flag.ContinueOnError)
+	socket := fs.String("socket", "", "the daemon's socket")
+	sessionctl := fs.String("sessionctl", "", "the sessionctl binary")
+	socketGiven := fs.Bool("socket-given", false, "the user named the socket")
+	noColor := fs.Bool("no-color", false, "no colour")
+	if err := fs.Parse(args); err != nil || *socket == "" || *sessionctl == "" || fs.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "sessionctl-ui is run by `sessionctl ui`; run that instead")
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := Run(ctx, Options{
+		Client:      &ipc.Client{Socket: *socket},
+		Socket:      *socket,
+		SocketGiven: *socketGiven,
+		Executable:  *sessionctl,
+		NoColor:     *noColor,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sessionctl ui:", err)
+		return 1
+	}
+	return 0
+}
