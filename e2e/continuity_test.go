@@ -466,7 +466,7 @@ func TestContinuityRestoreSummary(t *testing.T) {
 	if fileExists(filepath.Join(dir, ".sessiond", "session_state.json")) {
 		t.Errorf("session_state.json still there after clear-session")
 	}
-	if got := d.mustCtl("state", dir); got != "🚀 Starting new session...\n" {
+	if got := d.mustCtl("state", dir); got != "No session state in "+dir+": no session has ended there yet, and the next one starts from scratch.\n" {
 		t.Errorf("state after clear-session: %q", got)
 	}
 }

@@ -281,3 +281,24 @@ func TestGoInstalledSessionctl(t *testing.T) {
 	x.run("send-keys", "-t", w, "q")
 	x.waitPane(w, "ui exited 0")
 }
+
+// TestNotifyKnowsALiveSessionsOnWarning: notify rules and notify test go
+// by a live session's own --on-warning, as its warning will.
+func TestNotifyKnowsALiveSessionsOnWarning(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	dir := project(t)
+	mark := filepath.Join(t.TempDir(), "warned")
+	id := d.start("--checkpoint", "", "--env", "MARK_VALUE=from-the-session", "--on-warning", "echo $MARK_VALUE > "+mark, dir, "--", "sleep", "600")
+	if r := d.mustCtl("notify", "rules", "--dir", dir); !strings.Contains(r, "on_warning") || !strings.Contains(r, mark) {
+		t.Errorf("notify rules does not show the session's --on-warning:\n%s", r)
+	}
+	r := d.ctl("notify", "test", "--dir", dir, "on_warning")
+	if r.code != 0 {
+		t.Fatalf("notify test on_warning:\n%s", r)
+	}
+	if got := strings.TrimSpace(string(waitFile(t, mark, 5*time.Second))); got != "from-the-session" {
+		t.Errorf("the hook ran with MARK_VALUE %q, want the live session's environment", got)
+	}
+	d.mustCtl("stop", id)
+}

@@ -350,7 +350,7 @@ func TestWorktreeStartBadInput(t *testing.T) {
 		{"setup fails", []string{"--worktree=s", setupFails.dir}, 1, "cannot install"},
 		{"bad name", []string{"--worktree=a..b", r.dir}, 2, "not a valid git branch name"},
 		{"--from without --worktree", []string{"--from", "main", r.dir}, 2, "give --worktree too"},
-		{"name after a space", []string{"--worktree", "name", r.dir}, 2, "--worktree=name"},
+		{"two directories after --worktree", []string{"--worktree", setupFails.dir, r.dir}, 2, "--worktree="},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			res := d.ctl(append(append([]string{"start"}, tt.args...), "--", "true")...)
@@ -362,6 +362,13 @@ func TestWorktreeStartBadInput(t *testing.T) {
 	if list := d.worktrees(); len(list) != 0 {
 		t.Errorf("failed starts left worktrees: %+v", list)
 	}
+	// A name after a space that is no directory is the worktree's name.
+	spaced := d.start("--worktree", "feat-a", r.dir, "--", "sleep", "600")
+	if p := d.inspect(spaced).ProjectDir; !strings.HasSuffix(p, "feat-a") {
+		t.Errorf("start --worktree feat-a DIR runs in %s, want the worktree feat-a", p)
+	}
+	d.mustCtl("stop", spaced)
+	d.mustCtl("worktree", "rm", "--force", "feat-a")
 	if got := setupFails.git("branch", "--list", "sessiond/*"); got != "" {
 		t.Errorf("the failed setup left branch %s", got)
 	}

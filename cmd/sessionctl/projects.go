@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -210,8 +211,13 @@ func (a *app) stateCmd() *cobra.Command {
 				}
 				if a.json {
 					fmt.Fprintln(a.out, "null")
+					return nil
+				}
+				if live := a.liveIn(cmd.Context(), dir); live != nil {
+					fmt.Fprintf(a.out, "No session has ended in %s yet: session %s has been running for %s (sessionctl inspect %s).\n",
+						ipc.TerminalLine(dir), live.ID, shortDuration(time.Since(live.StartedAt)), live.ID)
 				} else {
-					fmt.Fprintln(a.out, "🚀 Starting new session...")
+					fmt.Fprintf(a.out, "No session state in %s: no session has ended there yet, and the next one starts from scratch.\n", ipc.TerminalLine(dir))
 				}
 				return nil
 			}
@@ -333,6 +339,20 @@ func (a *app) reportCmd() *cobra.Command {
 	f.StringVar(&r.LastAction, "last-action", "", "the last thing done")
 	f.StringVar(&session, "session", "", "session id (default $SESSIOND_SESSION_ID)")
 	return cmd
+}
+
+// liveIn is a live session of the project in dir, nil for none.
+func (a *app) liveIn(ctx context.Context, dir string) *ipc.SessionRow {
+	rows, err := a.client.SessionRows(ctx, ipc.ListOptions{})
+	if err != nil {
+		return nil
+	}
+	for i, r := range rows {
+		if r.ProjectDir == dir && ipc.Live(r.State) {
+			return &rows[i]
+		}
+	}
+	return nil
 }
 
 // resolveFromOutside resolves blockers of the project in args[0] (default

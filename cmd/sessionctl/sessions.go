@@ -59,6 +59,7 @@ func (a *app) startCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			dirs = flags.TakeWorktreeName(dirs)
 			if len(dirs) > 1 && cmd.Flags().Changed("worktree") && !flags.WorktreeNameGiven() {
 				return worktreeHint(cmd, &flags, usageErr("--worktree with %d directories", len(dirs)))
 			}

@@ -151,7 +151,7 @@ func (a *app) printRemoved(r *ipc.WorktreeRemoved) {
 	if r.BranchDeleted {
 		fmt.Fprintf(a.out, "  branch %s deleted (no commits of its own)\n", w.Branch)
 	} else if r.CommitsAhead > 0 {
-		fmt.Fprintf(a.out, "  branch %s kept: %d commits since its base (git branch -D %s deletes it)\n", w.Branch, r.CommitsAhead, w.Branch)
+		fmt.Fprintf(a.out, "  branch %s kept: %s since its base (git branch -D %s deletes it)\n", w.Branch, plural(r.CommitsAhead, "commit"), w.Branch)
 	}
 }
 

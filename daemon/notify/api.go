@@ -88,11 +88,19 @@ func (x *Service) scope(c ipc.Caller, dir string) (*scope, error) {
 		}
 		owner = o
 	}
-	if sp.OnWarning != "" {
-		add(ipc.NotifyOriginSpec, 0, onWarning(sp.OnWarning, "", config.NotifyWarned))
+	onWarn, env := sp.OnWarning, spec.BaseEnv(sp, nil)
+	if sc.dir != "" {
+		// A live session's on_warning is its own (sessionctl start
+		// --on-warning), and its environment the one it runs with.
+		if sub, ok := x.sessions.LiveSubject(sc.dir, c.UID); ok {
+			onWarn, env = sub.OnWarning, sub.Env
+		}
+	}
+	if onWarn != "" {
+		add(ipc.NotifyOriginSpec, 0, onWarning(onWarn, "", config.NotifyWarned))
 	}
 	sc.owner = x.ownerOf(c.UID, owner)
-	sc.env = spec.BaseEnv(sp, nil)
+	sc.env = env
 	return sc, nil
 }
 

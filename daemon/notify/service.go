@@ -51,6 +51,9 @@ type Subject struct {
 // costs no more than a lookup).
 type Sessions interface {
 	Subject(id string, full bool) (Subject, bool)
+	// LiveSubject is the live session of uid in the project dir, whose
+	// spec (its --on-warning, say) notify rules and notify test go by.
+	LiveSubject(dir string, uid int) (Subject, bool)
 }
 
 // Service feeds the daemon's events to its notifier and serves the

@@ -64,6 +64,7 @@ func (r *busReceiver) got() []string {
 type noSessions struct{}
 
 func (noSessions) Subject(string, bool) (Subject, bool) { return Subject{}, false }
+func (noSessions) LiveSubject(string, int) (Subject, bool) { return Subject{}, false }
 
 // newService makes the notifications of a daemon with the given rules, its
 // notifier closed at the end of the test.

@@ -153,6 +153,17 @@ func (s *Service) EndAll(ctx context.Context, leave bool, hurry <-chan struct{})
 	}
 }
 
+// LiveSubject implements notify.Sessions: the live session of uid (any
+// user's, for root) in the project dir.
+func (s *Service) LiveSubject(dir string, uid int) (notify.Subject, bool) {
+	for _, sess := range s.reg.Live(dir) {
+		if uid == 0 || sess.UID() == uid {
+			return s.Subject(sess.ID(), true)
+		}
+	}
+	return notify.Subject{}, false
+}
+
 // Subject implements notify.Sessions: what a notification tells of the
 // session id.
 func (s *Service) Subject(id string, full bool) (notify.Subject, bool) {

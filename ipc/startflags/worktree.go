@@ -3,6 +3,7 @@ package startflags
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -42,6 +43,27 @@ func (f *Flags) worktreeRequest(req *ipc.StartRequest) error {
 		return fmt.Errorf("--from %q: not a ref", req.From)
 	}
 	return nil
+}
+
+// TakeWorktreeName reads --worktree NAME written with a space, which pflag
+// took as --worktree alone and a first directory NAME: when NAME is no
+// directory, it is the worktree's name. It returns the directories left
+// (".", when it was the only one).
+func (f *Flags) TakeWorktreeName(dirs []string) []string {
+	if f.fs == nil || !f.fs.Changed("worktree") || f.worktree != worktreeByID || len(dirs) == 0 {
+		return dirs
+	}
+	if fi, err := os.Stat(dirs[0]); err == nil && fi.IsDir() {
+		return dirs
+	}
+	if config.CheckWorktreeName(dirs[0]) != nil {
+		return dirs
+	}
+	f.worktree = dirs[0]
+	if len(dirs) == 1 {
+		return []string{"."}
+	}
+	return dirs[1:]
 }
 
 // WorktreeNameGiven reports whether --worktree was given without a value
