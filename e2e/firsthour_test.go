@@ -302,3 +302,45 @@ func TestNotifyKnowsALiveSessionsOnWarning(t *testing.T) {
 	}
 	d.mustCtl("stop", id)
 }
+
+// TestCommandsDefaultToTheProjectHere: in a project directory, logs,
+// checkpoint, stop and handoff need no argument, as state and start do;
+// the traps of ps --format and extend -5m say what is wrong.
+func TestCommandsDefaultToTheProjectHere(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	dir := project(t)
+	if out, err := exec.Command("git", "-C", dir, "init", "-q").CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	id := d.start("--checkpoint", "", dir, "--", "sh", "-c", "echo hello-here; exec sleep 300")
+	here := func(args ...string) result {
+		t.Helper()
+		cmd := exec.Command(sessionctlBin, append([]string{"--socket", d.sock}, args...)...)
+		cmd.Dir, cmd.Env = dir, cleanEnv()
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		return result{args: args, stdout: out.String(), stderr: errb.String(), code: exitCode(err)}
+	}
+	waitFor(t, 10*time.Second, "logs in the project", func() (bool, string) {
+		r := here("logs")
+		return r.code == 0 && strings.Contains(r.stdout, "hello-here"), r.String()
+	})
+	writeFile(t, filepath.Join(dir, "a.txt"), "a\n")
+	if r := here("checkpoint"); r.code != 0 || !strings.Contains(r.stdout, "checkpoint") {
+		t.Errorf("checkpoint with no argument:\n%s", r)
+	}
+	if r := here("stop"); r.code != 0 || !strings.Contains(r.stdout, id+" ended") {
+		t.Errorf("stop with no argument:\n%s", r)
+	}
+	if r := here("handoff"); r.code != 0 || !strings.Contains(r.stdout, id) {
+		t.Errorf("handoff with no argument:\n%s", r)
+	}
+	if r := here("ps", "--format", "{{.Nope}}"); r.code != 2 || !strings.Contains(r.stderr, "there is no field .Nope; the fields are .ID") || strings.Contains(r.stderr, "main.") {
+		t.Errorf("ps --format with a field that is none:\n%s", r)
+	}
+	if r := here("extend", id, "-5m"); r.code != 2 || !strings.Contains(r.stderr, "a deadline only moves later") {
+		t.Errorf("extend -5m:\n%s", r)
+	}
+}

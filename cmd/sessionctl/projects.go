@@ -17,11 +17,11 @@ import (
 
 func (a *app) checkpointCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "checkpoint ID|DIR",
+		Use:   "checkpoint [ID|DIR]",
 		Short: "Take a checkpoint of a live session's project now",
-		Args:  cobra.ExactArgs(1),
+		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := a.resolve(cmd.Context(), args[0])
+			id, err := a.resolve(cmd.Context(), argOrHere(args))
 			if err != nil {
 				return err
 			}
@@ -173,11 +173,11 @@ func (a *app) restoreCmd() *cobra.Command {
 
 func (a *app) handoffCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "handoff ID|DIR",
+		Use:   "handoff [ID|DIR]",
 		Short: "Print a session's handoff",
-		Args:  cobra.ExactArgs(1),
+		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := a.resolve(cmd.Context(), args[0])
+			id, err := a.resolve(cmd.Context(), argOrHere(args))
 			if err != nil {
 				return err
 			}

@@ -2,7 +2,10 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,6 +51,11 @@ its base name), reason=END_REASON.
 				body := strings.TrimSpace(strings.TrimPrefix(format, "table"))
 				if tmpl, err = template.New("ps").Option("missingkey=error").Parse(unescapeTabs(body)); err != nil {
 					return usageErr("--format: %v", err)
+				}
+				// A field that is none is an error whether or not there
+				// are sessions to show.
+				if err := tmpl.Execute(io.Discard, psRow{}); err != nil && noField.MatchString(err.Error()) {
+					return formatErr(err)
 				}
 			}
 			opt.Stats = !quiet && (tmpl == nil || usesUsage(format))
@@ -116,6 +124,23 @@ type psRow struct {
 	// Worktree is the worktree's branch ("" for none), Port its port.
 	Worktree, Port string
 }
+
+// formatErr says what is wrong with a --format template in a user's
+// words: a field that is none is named with the fields there are.
+func formatErr(err error) error {
+	if m := noField.FindStringSubmatch(err.Error()); m != nil {
+		t := reflect.TypeFor[psRow]()
+		fields := make([]string, t.NumField())
+		for i := range fields {
+			fields[i] = "." + t.Field(i).Name
+		}
+		return usageErr("--format: there is no field .%s; the fields are %s", m[1], strings.Join(fields, " "))
+	}
+	return usageErr("--format: %v", err)
+}
+
+// noField is text/template's error for a field a type does not have.
+var noField = regexp.MustCompile(`can't evaluate field (\w+) in type`)
 
 // psHeader names the columns, for the header line of a "table" format.
 var psHeader = psRow{ID: "ID", Name: "NAME", Project: "PROJECT", ProjectDir: "PROJECT DIR", Command: "COMMAND",
@@ -252,7 +277,7 @@ func (a *app) printFormat(tmpl *template.Template, table bool, list []ipc.Sessio
 	render := func(r psRow) error {
 		var b strings.Builder
 		if err := tmpl.Execute(&b, r); err != nil {
-			return usageErr("--format: %v", err)
+			return formatErr(err)
 		}
 		lines = append(lines, b.String())
 		return nil

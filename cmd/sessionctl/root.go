@@ -212,6 +212,15 @@ func (a *app) resolve(ctx context.Context, arg string) (string, error) {
 
 // sessionFromEnv is the session sessionctl runs inside, for report,
 // remaining and the agent hook.
+// argOrHere is a command's one ID|DIR argument, "." (the project in the
+// working directory) when none is given.
+func argOrHere(args []string) string {
+	if len(args) == 0 {
+		return "."
+	}
+	return args[0]
+}
+
 func sessionFromEnv() (string, error) {
 	id := os.Getenv("SESSIOND_SESSION_ID")
 	if id == "" {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -250,12 +251,15 @@ func (a *app) stopCmd() *cobra.Command {
 	var grace string
 	var all bool
 	cmd := &cobra.Command{
-		Use:   "stop [--grace D] [--all] ID|DIR...",
+		Use:   "stop [--grace D] [--all] [ID|DIR...]",
 		Short: "Stop sessions: stop signal, grace, SIGKILL; returns once each handoff is written",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			if all == (len(args) > 0) {
-				return usageErr("give session ids or directories, or --all")
+			if all && len(args) > 0 {
+				return usageErr("give session ids or directories, or --all, not both")
+			}
+			if !all && len(args) == 0 {
+				args = []string{"."} // the project here
 			}
 			if grace != "" {
 				if g, err := config.ParseDuration(grace); err != nil || g.Duration < 0 {
@@ -409,9 +413,9 @@ func (a *app) logsCmd() *cobra.Command {
 	var tail int
 	var times logTimeFlags
 	cmd := &cobra.Command{
-		Use:   "logs [-f] [-n N] [-t] [--since T] [--until T] [--raw] ID|DIR",
+		Use:   "logs [-f] [-n N] [-t] [--since T] [--until T] [--raw] [ID|DIR]",
 		Short: "Print the session's combined stdout and stderr",
-		Args:  cobra.ExactArgs(1),
+		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if tail < 0 {
 				return usageErr("-n: want a non-negative number of lines")
@@ -420,7 +424,7 @@ func (a *app) logsCmd() *cobra.Command {
 			if err := times.apply(&opt, time.Now()); err != nil {
 				return err
 			}
-			id, err := a.resolve(cmd.Context(), args[0])
+			id, err := a.resolve(cmd.Context(), argOrHere(args))
 			if err != nil {
 				return err
 			}
@@ -502,7 +506,7 @@ func (a *app) eventsCmd() *cobra.Command {
 }
 
 func (a *app) extendCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "extend ID|DIR DURATION",
 		Short: "Move the session's deadline (and warning) later",
 		Args:  cobra.ExactArgs(2),
@@ -527,7 +531,19 @@ func (a *app) extendCmd() *cobra.Command {
 			return nil
 		},
 	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		// A negative DURATION reads as flags: -5m is "-5" and "-m".
+		if m := negativeArg.FindStringSubmatch(err.Error()); m != nil {
+			return usageErr("DURATION %q: a deadline only moves later; want a positive duration such as 30m or 1h (to end sooner: sessionctl stop)", m[1])
+		}
+		return &exitError{exitUsage, err}
+	})
+	return cmd
 }
+
+// negativeArg finds, in pflag's error, an argument that is a negative
+// number.
+var negativeArg = regexp.MustCompile(`unknown shorthand flag: '[0-9]' in (-[0-9][^ ]*)`)
 
 // remaining is what sessionctl remaining prints with --json.
 type remaining struct {

@@ -93,6 +93,9 @@ func Parse(file string, data []byte) (*config.Config, error) {
 	if err := unknownKeys(file, data, md); err != nil {
 		return nil, err
 	}
+	if err := wantTables(file, data, md, "defaults.env", "defaults.watch"); err != nil {
+		return nil, err
+	}
 	if md.IsDefined("defaults", "warn_before") {
 		c.Defaults.WarnBeforeAuto = false
 	}
@@ -150,6 +153,9 @@ func ParseProject(file string, data []byte, base config.Spec) (config.Spec, erro
 	if err := checkNotify(file, data, p.Notify); err != nil {
 		return base, err
 	}
+	if err := wantTables(file, data, md, "session.env", "watch"); err != nil {
+		return base, err
+	}
 	s := p.Session
 	if md.IsDefined("session", "warn_before") {
 		s.WarnBeforeAuto = false
@@ -196,9 +202,54 @@ func decodeError(file string, data []byte, err error) error {
 	}
 	if m := typeErrRe.FindStringSubmatch(err.Error()); m != nil {
 		line, _ := strconv.Atoi(m[1])
-		return &Error{File: file, Line: line, Key: m[2], Msg: m[3]}
+		return &Error{File: file, Line: line, Key: m[2], Msg: typeMismatch(m[2], m[3])}
 	}
 	return &Error{File: file, Msg: err.Error()}
+}
+
+// wantTables checks that the keys, where given, are tables: the decoder
+// leaves a table's field as it was when given a string (env = "x").
+func wantTables(file string, data []byte, md toml.MetaData, keys ...string) error {
+	for _, k := range keys {
+		path := strings.Split(k, ".")
+		if md.IsDefined(path...) && md.Type(path...) != "Hash" {
+			return &Error{File: file, Line: findKey(data, k), Key: k, Msg: fmt.Sprintf("want a table, such as [%s] with KEY = \"VALUE\" lines, not %s", k, strings.ToLower(md.Type(path...)))}
+		}
+	}
+	return nil
+}
+
+// mismatchRe matches the decoder's words for a value of the wrong type.
+var mismatchRe = regexp.MustCompile(`^incompatible types: TOML value has type (\w+); destination has type (\w+)`)
+
+// typeMismatch says what a key of the wrong type wants, in a user's words:
+// command = "true" wants an array, as command = ["true"].
+func typeMismatch(key, msg string) string {
+	m := mismatchRe.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	name := key[strings.LastIndex(key, ".")+1:]
+	want := map[string]string{
+		"slice":   fmt.Sprintf(`an array, such as %s = ["..."]`, name),
+		"map":     fmt.Sprintf("a table, such as [%s] with KEY = \"VALUE\" lines", key),
+		"struct":  fmt.Sprintf("a table, such as [%s]", key),
+		"string":  fmt.Sprintf(`a string in quotes, such as %s = "..."`, name),
+		"bool":    fmt.Sprintf("true or false, such as %s = true", name),
+		"boolean": fmt.Sprintf("true or false, such as %s = true", name),
+		"int":     fmt.Sprintf("a whole number, such as %s = 8", name),
+		"int64":   fmt.Sprintf("a whole number, such as %s = 8", name),
+		"integer": fmt.Sprintf("a whole number, such as %s = 8", name),
+		"float":   fmt.Sprintf("a number, such as %s = 0.5", name),
+	}[m[2]]
+	if want == "" {
+		return msg
+	}
+	got := map[string]string{"string": "a string", "map": "a table", "slice": "an array", "int64": "a number", "integer": "a number", "float64": "a number", "float": "a number", "bool": "a boolean"}[m[1]]
+	if got == "" {
+		got = m[1]
+	}
+	return fmt.Sprintf("want %s, not %s", want, got)
 }
 
 // typeErrRe matches the decoder's type errors, which carry their position

@@ -48,7 +48,7 @@ func TestParseErrors(t *testing.T) {
 		{"zero timeout", "[defaults]\ntimeout = \"0s\"\n", 2, "defaults.timeout", "must be positive"},
 		{"warn not before timeout", "[defaults]\ntimeout = \"1h\"\nwarn_before = \"1h\"\n", 3, "defaults.warn_before", "not shorter than timeout"},
 		{"bad signal", "[defaults]\nstop_signal = \"SIGFOO\"\n", 2, "defaults.stop_signal", "unknown signal"},
-		{"bad type", "\nlog_level = 3\n", 2, "log_level", "incompatible types"},
+		{"bad type", "\nlog_level = 3\n", 2, "log_level", "want a string in quotes"},
 		{"bad level", "log_level = \"loud\"\n", 1, "log_level", "not one of"},
 		{"bad shutdown", "on_shutdown = \"explode\"\n", 1, "on_shutdown", "not one of"},
 		{"bad cron", "[defaults]\ncheckpoint = \"* * *\"\n", 2, "defaults.checkpoint", "invalid schedule"},
@@ -271,5 +271,24 @@ func TestWarnBeforeFitsAShortTimeout(t *testing.T) {
 	}
 	if _, err := Parse("x.toml", []byte("[defaults]\ntimeout = \"10m\"\nwarn_before = \"30m\"\n")); err == nil || !strings.Contains(err.Error(), "x.toml:3: defaults.warn_before") {
 		t.Errorf("daemon defaults with a warn_before that does not fit: %v", err)
+	}
+}
+
+// TestWrongTypesSayWhatTheyWant: a value of the wrong type is answered in
+// a user's words, with the file, the line and the key.
+func TestWrongTypesSayWhatTheyWant(t *testing.T) {
+	base := Default().Defaults
+	for _, tt := range []struct{ project, want string }{
+		{"[session]\ncommand = \"true\"\n", `sessiond.toml:2: session.command: want an array, such as command = ["..."], not a string`},
+		{"[session]\nenv = \"x\"\n", `sessiond.toml:2: session.env: want a table, such as [session.env] with KEY = "VALUE" lines, not string`},
+		{"[session]\nconcurrent = \"yes\"\n", `sessiond.toml:2: session.concurrent: want true or false, such as concurrent = true, not a string`},
+	} {
+		_, err := ParseProject("sessiond.toml", []byte(tt.project), base)
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("%q: %v\nwant %s", tt.project, err, tt.want)
+		}
+	}
+	if _, err := Parse("x.toml", []byte("max_sessions = \"x\"\n")); err == nil || err.Error() != "x.toml:1: max_sessions: want a whole number, such as max_sessions = 8, not a string" {
+		t.Errorf("max_sessions = \"x\": %v", err)
 	}
 }

@@ -23,7 +23,7 @@ func TestMetricsKeys(t *testing.T) {
 		{"metrics = true\nmetrics_listen = \"9477\"\n", 2, "not host:port"},
 		{"metrics = true\nmetrics_listen = \"localhost:http\"\n", 2, "not a number"},
 		{"metrics = true\nmetrics_listen = \"[::1]:99999\"\n", 2, "not a number"},
-		{"metrics = \"yes\"\n", 1, "incompatible types"},
+		{"metrics = \"yes\"\n", 1, "want true or false"},
 	} {
 		_, err := Parse("test.toml", []byte(tc.src))
 		var ce *Error
