@@ -61,6 +61,7 @@ type nfpmConfig struct {
 	Description   string                   `json:"description"`
 	Vendor        string                   `json:"vendor"`
 	License       string                   `json:"license"`
+	Recommends    []string                 `json:"recommends"`
 	MTime         time.Time                `json:"mtime"`
 	Contents      []nfpmContent            `json:"contents"`
 	Overrides     map[string]nfpmOverrides `json:"overrides"`
@@ -117,10 +118,13 @@ func (b *builder) nfpm(ctx context.Context, t Target, bin, format string) (strin
 		Version: PackageVersion(b.Version), VersionSchema: "none", Release: "1",
 		Section: "admin", Priority: "optional",
 		Maintainer: b.Maintainer, Description: description, Vendor: "sessiond", License: "Apache-2.0",
-		MTime:     b.mtime,
-		Overrides: overrides,
-		RPM:       map[string]string{"summary": summary, "group": "System Environment/Daemons", "compression": "zstd", "packager": b.Maintainer, "buildhost": "sessiond"},
-		Deb:       map[string]string{"compression": "xz"},
+		// Checkpoints, worktrees and the shadow repositories of projects
+		// that are not git's all run git; a session runs without it.
+		Recommends: []string{"git"},
+		MTime:      b.mtime,
+		Overrides:  overrides,
+		RPM:        map[string]string{"summary": summary, "group": "System Environment/Daemons", "compression": "zstd", "packager": b.Maintainer, "buildhost": "sessiond"},
+		Deb:        map[string]string{"compression": "xz"},
 	}
 	for _, e := range b.gen.packageContents(bin) {
 		c := nfpmContent{Src: e.src, Dst: e.path, Packager: e.packager, FileInfo: nfpmFileInfo{Mode: uint32(e.mode.Perm()), Owner: "root", Group: "root"}}

@@ -384,6 +384,9 @@ func TestDebInstall(t *testing.T) {
 		t.Skip("dpkg is not installed: this is not a Debian machine")
 	}
 	deb := artifact(t, ".deb")
+	if out, err := exec.Command("dpkg-deb", "-f", deb, "Recommends").Output(); err != nil || strings.TrimSpace(string(out)) != "git" {
+		t.Errorf("the .deb recommends %q (%v), want git", out, err)
+	}
 	o := newOverlay(t)
 	data, err := os.ReadFile(deb)
 	if err != nil {
@@ -537,6 +540,9 @@ func TestRPMInstall(t *testing.T) {
 		if !strings.Contains(listing, want) {
 			t.Errorf("rpm lacks %q:\n%s", want, listing)
 		}
+	}
+	if out, err := exec.Command("rpm", "-qp", "--recommends", rpm).Output(); err != nil || strings.TrimSpace(string(out)) != "git" {
+		t.Errorf("the .rpm recommends %q (%v), want git", out, err)
 	}
 	if strings.Contains(listing, "vendor-completions") || strings.Contains(listing, "/copyright") {
 		t.Errorf("rpm has Debian's files:\n%s", listing)
