@@ -344,3 +344,36 @@ func TestCommandsDefaultToTheProjectHere(t *testing.T) {
 		t.Errorf("extend -5m:\n%s", r)
 	}
 }
+
+// TestDashboardAttachLeavesLines: attach from the dashboard, detach, quit:
+// the shell's prompt comes on a line of its own, below the attached
+// screen, as after sessionctl attach alone.
+func TestDashboardAttachLeavesLines(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	id := d.start("--tty", "--checkpoint", "", "--env", "PS1=inner$ ", project(t), "--", "bash", "--norc", "--noprofile", "-i")
+	d.waitScreen(id, "inner$")
+	x := newTmux(t)
+	w := x.shell("ui", 100, 30)
+	x.typeLine(w, sessionctlBin+" --socket "+d.sock+" ui")
+	x.waitPane(w, id, "running")
+	x.pressUntil(w, "a", "inner$")
+	x.typeLine(w, "echo from-inside")
+	x.waitPane(w, "from-inside")
+	x.run("send-keys", "-t", w, "C-]")
+	x.waitPane(w, "[live 1]")
+	x.run("send-keys", "-t", w, "q")
+	var lines []string
+	waitFor(t, 10*time.Second, "the shell's prompt after the dashboard", func() (bool, string) {
+		lines = lines[:0]
+		for _, l := range strings.Split(x.pane(w), "\n") {
+			if strings.TrimSpace(l) != "" {
+				lines = append(lines, strings.TrimRight(l, " "))
+			}
+		}
+		return len(lines) > 0 && strings.HasSuffix(lines[len(lines)-1], "tmux$"), strings.Join(lines, "\n")
+	})
+	if last := lines[len(lines)-1]; last != "tmux$" {
+		t.Errorf("the prompt shares its line with the attached screen: %q\n%s", last, strings.Join(lines, "\n"))
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -389,9 +390,44 @@ func (m model) attach(s *ipc.Session) (model, tea.Cmd) {
 	c := exec.Command(m.opt.Executable, "--socket", m.opt.Socket, "attach", s.ID)
 	c.Stderr = stderr
 	id := s.ID
-	return m, tea.ExecProcess(c, func(err error) tea.Msg {
+	return m, tea.Exec(&attachRun{Cmd: c}, func(err error) tea.Msg {
 		return attachedMsg{id: id, err: err, stderr: stderr.String()}
 	})
+}
+
+// attachRun is sessionctl attach run by the dashboard. Its detach line
+// goes to the dashboard's status, not the terminal, so the attached
+// screen's last line has no end: attachRun ends it, so that what the
+// terminal shows once the dashboard quits (the attached screen, then the
+// shell's prompt) is line by line, as after sessionctl attach alone.
+type attachRun struct {
+	*exec.Cmd
+}
+
+func (a *attachRun) SetStdin(r io.Reader) {
+	if a.Stdin == nil {
+		a.Stdin = r
+	}
+}
+
+func (a *attachRun) SetStdout(w io.Writer) {
+	if a.Stdout == nil {
+		a.Stdout = w
+	}
+}
+
+func (a *attachRun) SetStderr(w io.Writer) {
+	if a.Stderr == nil {
+		a.Stderr = w
+	}
+}
+
+func (a *attachRun) Run() error {
+	err := a.Cmd.Run()
+	if a.Stdout != nil {
+		_, _ = io.WriteString(a.Stdout, "\r\n")
+	}
+	return err
 }
 
 // boundedBuffer keeps the first max bytes written to it.
