@@ -509,9 +509,9 @@ func TestClientExitCodes(t *testing.T) {
 	}
 	// Usage errors are exit 2, before any attempt to reach the daemon.
 	for _, args := range [][]string{
-		{"stop"},
+		{"stop", "--all", "abc"},
 		{"ps", "--bogus"},
-		{"logs"},
+		{"logs", "abc", "def"},
 		{"inspect"},
 		{"extend", "abc"},
 		{"extend", "abc", "soon"},

@@ -269,6 +269,9 @@ type StartRequest struct {
 	// InheritEnv false runs the session with a clean environment instead
 	// (the spec's inherit_env).
 	InheritEnv *bool `json:"inherit_env,omitempty"`
+	// EnvironOfFirst, in a batch, is Environ given once: the first
+	// request's (a thousand copies would not fit a request).
+	EnvironOfFirst bool `json:"environ_of_first,omitempty"`
 }
 
 // StartResponse is the new session, and the project's restore summary

@@ -9,6 +9,7 @@ import (
 	"io"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -167,7 +168,12 @@ func (a *app) startBatch(ctx context.Context, flags *startflags.Flags, dirs, com
 			return usageErr("--name names one session: a batch's sessions are named after their directories")
 		}
 		for range count {
-			reqs = append(reqs, req)
+			r := req
+			if len(reqs) > 0 && slices.Equal(r.Environ, reqs[0].Environ) {
+				// The environment once, not once per session.
+				r.Environ, r.EnvironOfFirst = nil, true
+			}
+			reqs = append(reqs, r)
 		}
 	}
 	if len(reqs) > ipc.MaxBatch {

@@ -8,10 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"go.uber.org/zap"
-
-	"github.com/sessiond/sessiond/daemon/state"
 )
 
 // EnvironFile is the file in a session's directory that keeps the
@@ -55,14 +54,24 @@ func (s *Session) saveEnviron() error {
 		b.WriteString(kv)
 		b.WriteByte(0)
 	}
-	path := filepath.Join(s.dir, EnvironFile)
-	if err := state.WriteFile(path, b.Bytes(), 0o600); err != nil {
+	// A new file of a new session's directory, not synced: a start pays
+	// no sync for it, and a machine that crashes ends the session anyway
+	// (an entry cut short is dropped when it is read).
+	f, err := os.OpenFile(filepath.Join(s.dir, EnvironFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
 		return fmt.Errorf("keep the session's environment: %w", err)
 	}
 	if s.uid != os.Geteuid() {
-		if err := os.Lchown(path, s.uid, -1); err != nil {
-			return fmt.Errorf("keep the session's environment: %w", err)
-		}
+		err = f.Chown(s.uid, -1)
+	}
+	if _, werr := f.Write(b.Bytes()); err == nil {
+		err = werr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("keep the session's environment: %w", err)
 	}
 	return nil
 }
@@ -89,7 +98,16 @@ func readEnviron(path string) ([]string, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	env := []string{}
-	for _, kv := range strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00") {
+	text, _ := strings.CutSuffix(string(data), "\x00")
+	if !strings.HasSuffix(string(data), "\x00") {
+		// The last entry was cut short (a crash as it was written).
+		if i := strings.LastIndexByte(text, 0); i >= 0 {
+			text = text[:i]
+		} else {
+			text = ""
+		}
+	}
+	for _, kv := range strings.Split(text, "\x00") {
 		if k, _, ok := strings.Cut(kv, "="); ok && k != "" {
 			env = append(env, kv)
 		}

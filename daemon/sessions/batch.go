@@ -26,6 +26,11 @@ func (d *Service) StartSessions(ctx context.Context, c ipc.Caller, reqs []ipc.St
 	if err := d.allowStarts(c, len(reqs)); err != nil {
 		return nil, err
 	}
+	for i := range reqs {
+		if reqs[i].EnvironOfFirst {
+			reqs[i].Environ, reqs[i].EnvironOfFirst = reqs[0].Environ, false
+		}
+	}
 	out := make([]ipc.StartResult, len(reqs))
 	sem := make(chan struct{}, startParallel)
 	var wg sync.WaitGroup
