@@ -590,18 +590,6 @@ func sameDir(files FS, dir string) func(string) bool {
 	}
 }
 
-// globEscape quotes the pattern characters of a literal path.
-func globEscape(p string) string {
-	var b strings.Builder
-	for _, r := range p {
-		if strings.ContainsRune(`*?[\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
 // ParseHook reads the JSON argument Codex gives its notify program.
 func (a codex) ParseHook(payload []byte, interactive bool) (Event, error) {
 	if len(payload) > MaxPayload {

@@ -86,23 +86,6 @@ func mkdirAll(c *Credential, dir string) error {
 	return nil
 }
 
-// mayRead reports whether the credential's user may read a file with the
-// given owner and mode (the permission bits as the kernel checks them).
-func mayRead(c *Credential, st *syscall.Stat_t) bool {
-	if c == nil {
-		return true
-	}
-	mode := uint32(st.Mode)
-	switch {
-	case int(st.Uid) == c.UID:
-		return mode&0o400 != 0
-	case int(st.Gid) == c.GID || slices.Contains(c.Groups, int(st.Gid)):
-		return mode&0o040 != 0
-	default:
-		return mode&0o004 != 0
-	}
-}
-
 // mayWriteDir reports whether the credential's user may create and remove
 // entries in a directory with the given owner and mode.
 func mayWriteDir(c *Credential, uid, gid, mode uint32) bool {

@@ -7,16 +7,12 @@ import (
 	"io/fs"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/sessiond/sessiond/daemon/state"
 )
 
 // maxSecret bounds a secret: it is one header value.
 const maxSecret = 4 << 10
-
-// secretReadTimeout bounds reading a secret file as another user.
-const secretReadTimeout = 5 * time.Second
 
 // errSecret marks every failure to get a webhook's secret. Its messages name
 // the file or variable, never the content.

@@ -63,7 +63,7 @@ func (r *busReceiver) got() []string {
 // noSessions is a daemon that knows no session of the events.
 type noSessions struct{}
 
-func (noSessions) Subject(string, bool) (Subject, bool) { return Subject{}, false }
+func (noSessions) Subject(string, bool) (Subject, bool)    { return Subject{}, false }
 func (noSessions) LiveSubject(string, int) (Subject, bool) { return Subject{}, false }
 
 // newService makes the notifications of a daemon with the given rules, its

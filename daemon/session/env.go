@@ -3,7 +3,6 @@ package session
 import (
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -94,15 +93,6 @@ func dedupeEnv(env []string) []string {
 		out = append(out, kv)
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // NotifyEnv is the environment a notification command of the session

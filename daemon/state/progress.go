@@ -158,7 +158,7 @@ func appendEntriesOnce(dirfd int, name, display string, es []ProgressEntry) (ns 
 		if pre.Mode&unix.S_IFMT == unix.S_IFLNK {
 			return nil, false, fmt.Errorf("refused: %s is a symlink: %w", display, ErrFileType)
 		}
-		return nil, false, notRegular(display, pre.Mode)
+		return nil, false, notRegular(display, uint32(pre.Mode))
 	}
 	fd, err := openat(dirfd, name, unix.O_RDWR|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY, 0o600)
 	replace := false
@@ -178,7 +178,7 @@ func appendEntriesOnce(dirfd int, name, display string, es []ProgressEntry) (ns 
 		return nil, false, fmt.Errorf("stat %s: %w", display, err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, false, notRegular(display, st.Mode)
+		return nil, false, notRegular(display, uint32(st.Mode))
 	}
 	if err := flock(fd); err != nil {
 		return nil, false, fmt.Errorf("lock %s: %w", display, err)
