@@ -55,6 +55,11 @@ func (o WorktreeOption) MarshalJSON() ([]byte, error) {
 	return json.Marshal(o.Enabled)
 }
 
+// MarshalTOML implements the TOML encoder's Marshaler (sessiond config
+// check prints the effective config): worktree = false, true or "NAME", as
+// it is read (a name is a plain word, quoted alike in JSON and TOML).
+func (o WorktreeOption) MarshalTOML() ([]byte, error) { return o.MarshalJSON() }
+
 // UnmarshalJSON reads what MarshalJSON writes.
 func (o *WorktreeOption) UnmarshalJSON(b []byte) error {
 	var v any

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/BurntSushi/toml"
 	"github.com/sessiond/sessiond/config"
 )
 
@@ -290,5 +291,27 @@ func TestWrongTypesSayWhatTheyWant(t *testing.T) {
 	}
 	if _, err := Parse("x.toml", []byte("max_sessions = \"x\"\n")); err == nil || err.Error() != "x.toml:1: max_sessions: want a whole number, such as max_sessions = 8, not a string" {
 		t.Errorf("max_sessions = \"x\": %v", err)
+	}
+}
+
+// TestEffectiveConfigRoundTrips: the effective config as sessiond config
+// check prints it (TOML of the config) reads back as the same config, the
+// worktree key included (false, not a table of Go fields).
+func TestEffectiveConfigRoundTrips(t *testing.T) {
+	c := Default()
+	c.Defaults.Worktree = config.WorktreeOption{Enabled: true, Name: "feat-a"}
+	var b strings.Builder
+	if err := toml.NewEncoder(&b).Encode(c); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "Enabled") {
+		t.Errorf("the printed config has Go's field names:\n%s", b.String())
+	}
+	back, err := Parse("printed.toml", []byte(b.String()))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	if back.Defaults.Worktree != c.Defaults.Worktree {
+		t.Errorf("worktree %+v read back as %+v", c.Defaults.Worktree, back.Defaults.Worktree)
 	}
 }
