@@ -196,11 +196,7 @@ func (a *app) stateCmd() *cobra.Command {
 		Short: "Print the project's session state as the restore summary (--json: the state)",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			arg := "."
-			if len(args) == 1 {
-				arg = args[0]
-			}
-			dir, err := absDir(arg)
+			dir, err := absDir(argOrHere(args))
 			if err != nil {
 				return err
 			}
@@ -300,13 +296,8 @@ func (a *app) reportCmd() *cobra.Command {
 			if !cmd.Flags().Changed("blocker") {
 				r.Blockers = nil
 			}
-			for _, id := range r.Resolve {
-				if id == "all" {
-					continue
-				}
-				if n, err := strconv.Atoi(strings.TrimPrefix(id, "#")); err != nil || n <= 0 {
-					return usageErr("--resolve %q: want a blocker id (sessionctl state lists them) or all", id)
-				}
+			if err := checkResolve(r.Resolve); err != nil {
+				return err
 			}
 			given := false
 			for _, name := range []string{"summary", "next", "blocker", "resolve", "plan", "progress", "task", "step", "status", "last-action"} {
@@ -355,9 +346,8 @@ func (a *app) liveIn(ctx context.Context, dir string) *ipc.SessionRow {
 	return nil
 }
 
-// resolveFromOutside resolves blockers of the project in args[0] (default
-// .) and says what is resolved and what is still open.
-func (a *app) resolveFromOutside(ctx context.Context, args, ids []string) error {
+// checkResolve checks --resolve's values: blocker ids, or all.
+func checkResolve(ids []string) error {
 	for _, id := range ids {
 		if id == "all" {
 			continue
@@ -366,11 +356,16 @@ func (a *app) resolveFromOutside(ctx context.Context, args, ids []string) error 
 			return usageErr("--resolve %q: want a blocker id (sessionctl state lists them) or all", id)
 		}
 	}
-	arg := "."
-	if len(args) == 1 {
-		arg = args[0]
+	return nil
+}
+
+// resolveFromOutside resolves blockers of the project in args[0] (default
+// .) and says what is resolved and what is still open.
+func (a *app) resolveFromOutside(ctx context.Context, args, ids []string) error {
+	if err := checkResolve(ids); err != nil {
+		return err
 	}
-	dir, err := absDir(arg)
+	dir, err := absDir(argOrHere(args))
 	if err != nil {
 		return err
 	}
