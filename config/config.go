@@ -19,14 +19,17 @@ type Config struct {
 	// MaxStartsPerMinutePerUser the sessions one user starts in a minute,
 	// MaxBatch the entries of one batch start: each 0 for no bound, none
 	// of them for root.
-	MaxSessionsPerUser        int      `toml:"max_sessions_per_user" json:"max_sessions_per_user"`
-	MaxStartsPerMinutePerUser int      `toml:"max_starts_per_minute_per_user" json:"max_starts_per_minute_per_user"`
-	MaxBatch                  int      `toml:"max_batch" json:"max_batch"`
-	HistoryLimit              int      `toml:"history_limit" json:"history_limit"`
-	OnShutdown                string   `toml:"on_shutdown" json:"on_shutdown"`
-	AllowedGroups             []string `toml:"allowed_groups" json:"allowed_groups"`
-	LogMaxSize                Size     `toml:"log_max_size" json:"log_max_size"`
-	LogKeep                   int      `toml:"log_keep" json:"log_keep"`
+	MaxSessionsPerUser        int    `toml:"max_sessions_per_user" json:"max_sessions_per_user"`
+	MaxStartsPerMinutePerUser int    `toml:"max_starts_per_minute_per_user" json:"max_starts_per_minute_per_user"`
+	MaxBatch                  int    `toml:"max_batch" json:"max_batch"`
+	HistoryLimit              int    `toml:"history_limit" json:"history_limit"`
+	OnShutdown                string `toml:"on_shutdown" json:"on_shutdown"`
+	// Cgroups contains each session in a cgroup of its own where the host
+	// allows it (nil: true).
+	Cgroups       *bool    `toml:"cgroups" json:"cgroups,omitempty"`
+	AllowedGroups []string `toml:"allowed_groups" json:"allowed_groups"`
+	LogMaxSize    Size     `toml:"log_max_size" json:"log_max_size"`
+	LogKeep       int      `toml:"log_keep" json:"log_keep"`
 	// MaxConnections bounds the API connections open at once, in total and
 	// per user other than root and the daemon's own (0: the default).
 	MaxConnections        int `toml:"max_connections" json:"max_connections"`
@@ -66,6 +69,9 @@ type FieldError struct {
 }
 
 func (e *FieldError) Error() string { return fmt.Sprintf("%s: %s", e.Key, e.Msg) }
+
+// CgroupsOn reports whether sessions are to be contained in cgroups.
+func (c *Config) CgroupsOn() bool { return c.Cgroups == nil || *c.Cgroups }
 
 // Validate reports the first thing wrong with c as a *FieldError naming
 // the key. Schedules

@@ -109,6 +109,8 @@ type Spec struct {
 	TTY *bool `toml:"tty" json:"tty,omitempty"`
 	// DetachKey ends sessionctl attach ("ctrl-]" when empty).
 	DetachKey string `toml:"detach_key" json:"detach_key,omitempty"`
+	// Limits bound what the session may take (config/limits.go).
+	Limits
 }
 
 // Watch configures the project watcher.
@@ -223,6 +225,9 @@ func (s *Spec) Validate() error {
 		}
 	}
 	if err := s.validateAgent(); err != nil {
+		return err
+	}
+	if err := s.Limits.Validate(); err != nil {
 		return err
 	}
 	if err := s.validateTerminal(); err != nil {

@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"os"
@@ -12,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sessiond/sessiond/config"
+	"github.com/sessiond/sessiond/daemon/cgroup"
 	"github.com/sessiond/sessiond/daemon/checkpoint"
 	"github.com/sessiond/sessiond/daemon/events"
 	"github.com/sessiond/sessiond/daemon/logs"
@@ -53,8 +56,10 @@ type Daemon struct {
 	clock   session.Clock
 	since   time.Time
 
-	reg       *registry.Registry
-	pending   *session.PendingEnds
+	reg     *registry.Registry
+	pending *session.PendingEnds
+	// cgroups is what the host offers to contain sessions.
+	cgroups   *cgroup.Host
 	bus       *events.Bus
 	watcher   *logs.Watcher
 	logs      *logs.Service
@@ -111,18 +116,25 @@ func New(opt Options) (*Daemon, error) {
 		return nil, fmt.Errorf("start project watcher: %w", err)
 	}
 	d.pending = session.NewPendingEnds(cfg.StateDir)
+	d.cgroups = cgroup.Detect(cgroup.Options{Name: cgroupName(cfg.StateDir), Off: !cfg.CgroupsOn()})
+	if c := d.cgroups.Info(); c.Mode == cgroup.None {
+		log.Warn("sessions are not contained in cgroups of their own: their stop reaches what stays in their process group and what the /proc sweep finds; limits cannot be applied",
+			zap.String("why", c.Why), zap.String("fix", c.Fix))
+	} else {
+		log.Info("sessions are contained in cgroups", zap.String("mode", c.Mode), zap.String("path", c.Path), zap.Any("controllers", c.Controllers))
+	}
 	deps := &session.Deps{
 		Clock: clock, Log: log, StateDir: cfg.StateDir, Socket: cfg.Socket, BootID: proc.BootID(), LeaveOut: checkpoint.DefaultLeaveOut,
 		Sessionctl: sessions.FindSessionctl(),
 		Events:     d.bus, Records: sessions.RecordWriter{StateDir: cfg.StateDir}, Watches: d.hub, Checkpoints: d.ckpt,
 		Schedule: d.cron, Output: d.watcher,
 		Terminal: session.TerminalDeps{LogMaxSize: int64(cfg.LogMaxSize), LogKeep: cfg.LogKeep},
-		Pending:  d.pending,
+		Pending:  d.pending, Cgroups: d.cgroups,
 	}
 	if cfg.Metrics {
 		d.enableMetrics(deps)
 	}
-	d.worktrees = worktree.NewService(cfg.StateDir, d.reg, d.ckpt, log.Named("worktree"))
+	d.worktrees = worktree.NewService(cfg.StateDir, d.reg, d.ckpt, d.cgroups, log.Named("worktree"))
 	notes := &lateSubjects{}
 	if d.notes, err = notify.NewService(cfg, notes, log); err != nil {
 		d.close()
@@ -186,6 +198,7 @@ func (d *Daemon) Run(ctx context.Context, hurry <-chan struct{}) error {
 		return err
 	}
 	d.sessions.Recover()
+	go d.sessions.WatchMemory(ctx)
 	d.worktrees.Recover()
 	// Root and the daemon's own user (whose agents' hooks may all call at
 	// once) are bounded only by the total.
@@ -253,7 +266,17 @@ func (d *Daemon) shutdown(srv *server.Server, hurry <-chan struct{}) {
 
 // close releases the shared services (a New that failed half way, or the
 // end of a shutdown).
+// cgroupName names the cgroups of the daemon whose state dir is dir, so
+// that two daemons of one host never share theirs.
+func cgroupName(dir string) string {
+	sum := sha256.Sum256([]byte(dir))
+	return "sessiond-" + hex.EncodeToString(sum[:6])
+}
+
 func (d *Daemon) close() {
+	if d.cgroups != nil {
+		d.cgroups.Close()
+	}
 	if d.cron != nil {
 		d.cron.Stop()
 	}
@@ -265,6 +288,8 @@ func (d *Daemon) close() {
 	}
 }
 
+func ptr[T any](v T) *T { return &v }
+
 // system is the daemon's own information (ipc.System).
 type system struct{ d *Daemon }
 
@@ -274,7 +299,7 @@ func (s system) Version(context.Context) ipc.Version {
 	if os.Geteuid() == 0 {
 		mode = "system"
 	}
-	return ipc.Version{Version: s.d.version, API: ipc.APIVersion, PID: os.Getpid(), Socket: s.d.cfg.Socket, Mode: mode, StateDir: s.d.cfg.StateDir}
+	return ipc.Version{Version: s.d.version, API: ipc.APIVersion, PID: os.Getpid(), Socket: s.d.cfg.Socket, Mode: mode, StateDir: s.d.cfg.StateDir, Containment: ptr(s.d.cgroups.Info())}
 }
 
 // Health implements ipc.System.

@@ -278,8 +278,6 @@ func TestStartBadInput(t *testing.T) {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
-
 func TestWarningAndTimeout(t *testing.T) {
 	h := start(t, nil)
 	dir := project(t)

@@ -44,6 +44,10 @@ var Ends = []End{
 	{Reason: EndWaiting, Exit: ExitWaiting, Status: format.TaskInProgress},
 	// A spent budget is not restarted: a restart would spend more.
 	{Reason: EndBudget, Exit: ExitBudget, Requested: true, Status: format.TaskInProgress},
+	// The kernel's OOM killer ended a process at the session's memory
+	// bound: on-failure restarts it, with the backoff and max_restarts
+	// of every failure.
+	{Reason: EndOOM, Failure: true, Status: format.TaskFailed},
 }
 
 // EndLabel is how an end reason reads to a person: the reason itself,

@@ -39,6 +39,7 @@ const (
 	EndInterrupted = "interrupted"
 	EndCrashed     = "crashed"
 	EndBudget      = "budget"
+	EndOOM         = "oom"
 	EndWaiting     = "waiting"
 )
 
@@ -119,6 +120,11 @@ type Session struct {
 	// Usage is what the session's process tree uses now, when asked for
 	// (GET /v1/sessions?stats=1); never stored.
 	Usage *Usage `json:"usage,omitempty"`
+	// Cgroup is where the session's processes are contained (nil: in no
+	// cgroup of their own); Memory their memory's account from it, at
+	// the end (with its peak and OOM kills) or, live, when asked for.
+	Cgroup *Cgroup `json:"cgroup,omitempty"`
+	Memory *Memory `json:"memory,omitempty"`
 	// DevServerWasRunning records, at the end, whether a sidecar was still
 	// running when the session stopped.
 	DevServerWasRunning bool `json:"dev_server_was_running,omitempty"`
@@ -211,6 +217,7 @@ const (
 	WarnDeadline = "deadline"
 	WarnWaiting  = "waiting"
 	WarnBudget   = "budget"
+	WarnMemory   = "memory"
 )
 
 // RestartLimitKey marks (in its data) the failed event of a session the
@@ -272,6 +279,14 @@ type StartRequest struct {
 	// EnvironOfFirst, in a batch, is Environ given once: the first
 	// request's (a thousand copies would not fit a request).
 	EnvironOfFirst bool `json:"environ_of_first,omitempty"`
+	// Limits over the spec's: sizes as in sessiond.toml ("2G"), cpu_max a
+	// percentage of one CPU, Limits "strict" or "best-effort".
+	MemoryMax  string `json:"memory_max,omitempty"`
+	MemoryHigh string `json:"memory_high,omitempty"`
+	PidsMax    int64  `json:"pids_max,omitempty"`
+	CPUWeight  int64  `json:"cpu_weight,omitempty"`
+	CPUMax     string `json:"cpu_max,omitempty"`
+	Limits     string `json:"limits,omitempty"`
 }
 
 // StartResponse is the new session, and the project's restore summary
@@ -365,6 +380,8 @@ type Version struct {
 	// else "user"; StateDir is where it keeps sessions.
 	Mode     string `json:"mode,omitempty"`
 	StateDir string `json:"state_dir,omitempty"`
+	// Containment is what the daemon contains its sessions in.
+	Containment *Containment `json:"containment,omitempty"`
 }
 
 // Health is the daemon's liveness report.

@@ -3,6 +3,9 @@ package proc
 import (
 	"os/exec"
 	"sync"
+	"syscall"
+
+	"github.com/sessiond/sessiond/daemon/cgroup"
 )
 
 // helpers is the set of pids of short-lived helper commands (git, hooks) that
@@ -40,6 +43,36 @@ func Wait(cmd *exec.Cmd) error {
 	delete(helpers.pids, cmd.Process.Pid)
 	helpers.pidsMu.Unlock()
 	return err
+}
+
+// RunIn is Run with cmd born in the leaf of a session's cgroup (g nil:
+// Run). cmd.SysProcAttr, if set, is kept.
+func RunIn(g *cgroup.Group, leaf string, cmd *exec.Cmd) error {
+	if g == nil {
+		return Run(cmd)
+	}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	if err := InCgroup(g, leaf, cmd.SysProcAttr, func() error { return Start(cmd) }); err != nil {
+		return err
+	}
+	return Wait(cmd)
+}
+
+// InCgroup runs start, which forks with attr, so that the child is born in
+// the leaf of g (cgroup.LeafCommand when empty); g nil runs start alone.
+func InCgroup(g *cgroup.Group, leaf string, attr *syscall.SysProcAttr, start func() error) error {
+	if g == nil {
+		return start()
+	}
+	if leaf == "" {
+		leaf = cgroup.LeafCommand
+	}
+	return g.Start(leaf, func(fd int) error {
+		intoCgroup(attr, fd)
+		return start()
+	})
 }
 
 // Run is Start followed by Wait.

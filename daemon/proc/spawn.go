@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sessiond/sessiond/daemon/cgroup"
 )
 
 // Spec says how to start a session's process.
@@ -25,6 +27,10 @@ type Spec struct {
 	Output *os.File
 	// Credential, when set, runs the child as another user (root daemon only).
 	Credential *syscall.Credential
+	// Cgroup, when set, is the session's cgroup: the child is born in its
+	// Leaf (cgroup.LeafCommand when empty).
+	Cgroup *cgroup.Group
+	Leaf   string
 }
 
 // Exit is how a process ended.
@@ -180,7 +186,11 @@ func Spawn(spec Spec) (*Child, error) {
 	// Hold the helpers lock for reading so the reaper cannot see the child
 	// exit before it is registered and mistake it for an orphan.
 	helpers.mu.RLock()
-	p, err := os.StartProcess(path, spec.Argv, attr)
+	var p *os.Process
+	err = InCgroup(spec.Cgroup, spec.Leaf, attr.Sys, func() (err error) {
+		p, err = os.StartProcess(path, spec.Argv, attr)
+		return err
+	})
 	if err != nil {
 		helpers.mu.RUnlock()
 		return nil, fmt.Errorf("start %s: %w", spec.Argv[0], err)

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/sessiond/sessiond/daemon/cgroup"
 	"github.com/sessiond/sessiond/daemon/checkpoint"
 	"github.com/sessiond/sessiond/daemon/watch"
 	"github.com/sessiond/sessiond/ipc"
@@ -40,6 +41,8 @@ type Deps struct {
 	Output      OutputWatcher
 	// Terminal says how tty sessions start their terminal holders.
 	Terminal TerminalDeps
+	// Cgroups is what the host offers to contain sessions (nil: nothing).
+	Cgroups *cgroup.Host
 
 	// Live reports whether the session with an id is live (a lock file
 	// left by one that is not means an unclean end).

@@ -74,6 +74,7 @@ func (s *Session) beginEnd(reason Reason, exit proc.Exit) {
 	s.work(func() func() {
 		s.killAll()
 		devServer := s.stopSidecars()
+		s.closeCgroup()
 		// Nothing of the session writes its log any more: its end is read
 		// for the handoff while the log is still open (a tty session's end
 		// is its screen, which its holder records).

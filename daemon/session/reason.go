@@ -24,6 +24,7 @@ const (
 	Crashed     Reason = ipc.EndCrashed
 	Waiting     Reason = ipc.EndWaiting
 	Budget      Reason = ipc.EndBudget
+	OOM         Reason = ipc.EndOOM
 )
 
 // warnings are what the handoff tells the next session after an end of

@@ -50,6 +50,9 @@ const (
 func (s *Session) Recover(ctx context.Context) Recovery {
 	rec := s.rec
 	close(s.started)
+	// Whatever becomes of it, its cgroup is found again: an adopted
+	// session's stop kills it whole, a gone one's end kills what it left.
+	s.findCgroup()
 	switch {
 	case rec.EndedAt != nil && Reason(rec.EndReason).Valid():
 		s.logger().Debug("finishing the end an earlier daemon recorded", zap.String("reason", rec.EndReason))

@@ -81,6 +81,8 @@ func (s *Session) onRequest(req request) {
 		// Whoever asks, a checkpoint is the spec's (its mode, its
 		// maximum file, its ignores) and joins one under way.
 		s.requestCheckpoint(r)
+	case *memoryRequest:
+		s.warnMemory(r.why)
 	}
 }
 
@@ -174,7 +176,7 @@ func (s *Session) onDue(what due) bool {
 func (s *Session) resetTimeline() {
 	s.timeline = timeline{
 		deadline: s.rec.Deadline, warnAt: s.rec.WarnAt, warnBefore: s.spec.WarnBefore.Duration,
-		warned:      s.rec.State == ipc.StateWarned && (s.rec.Warning == nil || s.rec.Warning.Reason != warnWaiting && s.rec.Warning.Reason != warnBudget),
+		warned:      s.rec.State == ipc.StateWarned && (s.rec.Warning == nil || s.rec.Warning.Reason != warnWaiting && s.rec.Warning.Reason != warnBudget && s.rec.Warning.Reason != warnMemory),
 		idle:        s.spec.IdleTimeout.Duration,
 		waitTimeout: s.spec.WaitingTimeout.Duration, waitingSince: s.timeline.waitingSince,
 		readAt: s.timeline.readAt,

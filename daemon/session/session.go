@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sessiond/sessiond/config"
+	"github.com/sessiond/sessiond/daemon/cgroup"
 	"github.com/sessiond/sessiond/daemon/checkpoint"
 	"github.com/sessiond/sessiond/daemon/lazylog"
 	"github.com/sessiond/sessiond/daemon/proc"
@@ -75,6 +76,11 @@ type Session struct {
 	// watchP is the project's watch while the session is live, for the
 	// live fields of snapshots.
 	watchP atomic.Pointer[watch.Watch]
+	// cgP is the session's cgroup for PollMemory (nil: none); memMu
+	// guards cgWatch, the account of its memory between polls.
+	cgP     atomic.Pointer[cgroup.Group]
+	memMu   sync.Mutex
+	cgWatch memoryWatch
 	// lastOutput is the time of the last write to the log (Unix ns).
 	lastOutput atomic.Int64
 	// lastActivityEvent is when the last activity event went out (Unix ns).
@@ -112,10 +118,13 @@ type Session struct {
 	end  *ending
 	// leaving: the session is being left running for the next daemon,
 	// once its checkpoint is in.
-	leaving    bool
-	rec        ipc.Session
-	child      *proc.Child
-	adopted    bool
+	leaving bool
+	rec     ipc.Session
+	child   *proc.Child
+	adopted bool
+	// cg is the session's cgroup (nil: none); cgWatch the account of its
+	// memory while it runs.
+	cg         *cgroup.Group
 	watch      *watch.Watch
 	unschedule func()
 	unwatchLog func()

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sessiond/sessiond/config"
+	"github.com/sessiond/sessiond/daemon/cgroup"
 	"github.com/sessiond/sessiond/daemon/proc"
 	"github.com/sessiond/sessiond/ipc"
 )
@@ -65,7 +66,7 @@ func (s *Session) startSidecar(ctx context.Context, svc config.Service) (*sideca
 	if err != nil {
 		return nil, err
 	}
-	child, err := proc.Spawn(proc.Spec{Argv: svc.Command, Path: path, Dir: s.projectDir, Env: env, Output: out, Credential: s.credential()})
+	child, err := proc.Spawn(proc.Spec{Argv: svc.Command, Path: path, Dir: s.projectDir, Env: env, Output: out, Credential: s.credential(), Cgroup: s.cg, Leaf: cgroup.LeafSidecars})
 	if err != nil {
 		return nil, err
 	}
@@ -165,6 +166,13 @@ func (s *Session) stopSidecars() (wereRunning bool) {
 			wereRunning = true
 		}
 		s.stopSidecar(sc)
+	}
+	if s.cg != nil {
+		// Whatever the services left goes with them.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = s.cg.KillLeaf(cgroup.LeafSidecars)
+		_ = s.cg.Wait(ctx, cgroup.LeafSidecars)
+		cancel()
 	}
 	s.sidecars = nil
 	return wereRunning

@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/sessiond/sessiond/daemon/cgroup"
 	"github.com/sessiond/sessiond/daemon/checkpoint"
 	"github.com/sessiond/sessiond/daemon/logfile"
 	"github.com/sessiond/sessiond/daemon/proc"
@@ -47,6 +48,9 @@ func (s *Session) start() (err error) {
 		return fmt.Errorf("create session directory: %w", err)
 	}
 	if err := s.saveEnviron(); err != nil {
+		return err
+	}
+	if err := s.makeCgroup(); err != nil {
 		return err
 	}
 	// No session without its record: one that cannot be written is a
@@ -90,7 +94,7 @@ func (s *Session) start() (err error) {
 		var path string
 		if path, err = s.files().LookPath(s.command[0], s.projectDir, env); err == nil {
 			child, err = proc.Spawn(proc.Spec{
-				Argv: s.command, Path: path, Dir: s.projectDir, Env: env, Output: out, Credential: s.credential(),
+				Argv: s.command, Path: path, Dir: s.projectDir, Env: env, Output: out, Credential: s.credential(), Cgroup: s.cg,
 			})
 		}
 	}
@@ -173,6 +177,10 @@ func (s *Session) startDone(err error) {
 // undoStart stops what a start began before it failed.
 func (s *Session) undoStart() {
 	s.stopSidecars()
+	if s.cg != nil {
+		s.killAll()
+		s.closeCgroup()
+	}
 	if s.watch != nil {
 		_ = s.watch.Close()
 		s.watch = nil
@@ -347,7 +355,7 @@ func (s *Session) preflight(ctx context.Context, out *os.File) error {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: s.credential()}
 		cmd.Cancel = proc.CancelGroup(cmd)
 		fmt.Fprintf(out, "sessiond: preflight: %s\n", c)
-		err := proc.Run(cmd)
+		err := proc.RunIn(s.cg, cgroup.LeafCommand, cmd)
 		cancel()
 		if err != nil {
 			if s.startCtx.Err() != nil {

@@ -128,6 +128,11 @@ func (s *Session) stepStopping(ev event) {
 func (s *Session) killAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
+	if s.killContained(ctx) {
+		// The leader, the daemon's child, is reaped by the reaper; its
+		// cgroup holds nothing more.
+		return
+	}
 	if left := proc.KillSession(ctx, s.id, s.child, !s.adopted); len(left) > 0 {
 		s.logger().Error("processes of the session survived SIGKILL", zap.Ints("pids", left))
 	}

@@ -70,6 +70,7 @@ func (s *Session) spawnOnTerminal(argv []string) (*proc.Child, error) {
 	spec := term.Spec{
 		Argv: argv, Dir: s.projectDir, Env: s.env(), SessionDir: s.dir, LogPath: s.logPath(),
 		LogMaxSize: s.deps.Terminal.LogMaxSize, LogKeep: rotatedKeep(s.deps.Terminal.LogKeep),
+		Cgroup: s.cg.Record(),
 	}
 	spec.Credential = s.termCredential()
 	h, err := term.Start(ctx, spec, term.StartOptions{Executable: s.deps.Terminal.Executable})
@@ -129,6 +130,9 @@ func (s *Session) exitReason(exit proc.Exit) Reason {
 	if s.term != nil && s.term.died.Load() {
 		s.warnRecord(fmt.Sprintf("the terminal holder (pid %d) died without recording how the command ended; the command got a hang-up", s.term.holder.Info().HolderPID))
 		return Crashed
+	}
+	if s.oomReason(describeExit(exit)) {
+		return OOM
 	}
 	return reasonOf(exit.Code)
 }

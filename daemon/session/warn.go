@@ -16,6 +16,7 @@ const (
 	warnDeadline = ipc.WarnDeadline
 	warnWaiting  = ipc.WarnWaiting
 	warnBudget   = ipc.WarnBudget
+	warnMemory   = ipc.WarnMemory
 )
 
 // warning is one warning to give: what for, when the session will be

@@ -117,6 +117,7 @@ func (d *Service) Recover() {
 	}
 	sum.pending = pending
 	sum.swept = d.sweepOrphans()
+	d.sweepCgroups()
 	d.trimHistory()
 	for _, s := range d.reg.All() {
 		if rec := s.Snapshot(); rec.Stop != nil && rec.Stop.Restart && !ipc.Live(rec.State) {

@@ -109,6 +109,9 @@ func Resolve(defaults config.Spec, p *state.Project, req ipc.StartRequest) (conf
 	if req.MaxCostUSD > 0 {
 		spec.MaxCostUSD = req.MaxCostUSD
 	}
+	if spec.Limits, err = req.LimitsOver(spec.Limits); err != nil {
+		return spec, ipc.BadRequest("%w", err)
+	}
 	if err := configfile.CheckSpec(&spec); err != nil {
 		return spec, ipc.BadRequest("%w", err)
 	}

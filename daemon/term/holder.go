@@ -20,6 +20,7 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
+	"github.com/sessiond/sessiond/daemon/cgroup"
 	"github.com/sessiond/sessiond/daemon/proc"
 	"github.com/sessiond/sessiond/daemon/state"
 	"github.com/sessiond/sessiond/ipc"
@@ -220,11 +221,21 @@ func (h *holder) setUp() error {
 			return fmt.Errorf("give the terminal to uid %d: %w", c.UID, err)
 		}
 	}
-	child, err := os.StartProcess(path, s.Argv, &os.ProcAttr{
-		Dir:   s.Dir,
-		Env:   s.childEnv(),
-		Files: []*os.File{slave, slave, slave},
-		Sys:   attr,
+	var g *cgroup.Group
+	if s.Cgroup != nil {
+		if g, err = cgroup.Attach(s.Cgroup); err != nil {
+			return fmt.Errorf("the session's cgroup: %w", err)
+		}
+	}
+	var child *os.Process
+	err = proc.InCgroup(g, cgroup.LeafCommand, attr, func() (err error) {
+		child, err = os.StartProcess(path, s.Argv, &os.ProcAttr{
+			Dir:   s.Dir,
+			Env:   s.childEnv(),
+			Files: []*os.File{slave, slave, slave},
+			Sys:   attr,
+		})
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("start %s: %w", s.Argv[0], err)

@@ -46,6 +46,9 @@ type Spec struct {
 	// Scrollback is how many lines scrolled off the top are kept as text
 	// (0 means DefaultScrollback).
 	Scrollback int `json:"scrollback,omitempty"`
+	// Cgroup, when set, is the session's cgroup: the command is born in
+	// its command leaf (the holder itself stays out of it).
+	Cgroup *ipc.Cgroup `json:"cgroup,omitempty"`
 }
 
 // Credential is a user to run the command as (identity.User; the holder

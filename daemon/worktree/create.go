@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/config"
+	"github.com/sessiond/sessiond/daemon/cgroup"
 	"github.com/sessiond/sessiond/daemon/checkpoint"
 	"github.com/sessiond/sessiond/daemon/state"
 )
@@ -43,6 +44,8 @@ type PrepareRequest struct {
 	Ports config.PortRange
 	// Output, if not nil, receives the setup's output.
 	Output io.Writer
+	// Cgroup, if not nil, is the session's cgroup the setup runs in.
+	Cgroup *cgroup.Group
 }
 
 // Prepared says what Prepare did.
@@ -212,7 +215,7 @@ func (m *Manager) finish(ctx context.Context, req PrepareRequest, e *Entry, res 
 	if res.Copied, err = copyIncluded(req.Owner, e.Repo, e.Path, files); err != nil {
 		return err
 	}
-	if err := runSetup(ctx, e.Path, req.Setup, setupEnv(req.Env, *e), req.Owner, req.Output); err != nil {
+	if err := runSetup(ctx, e.Path, req.Setup, setupEnv(req.Env, *e), req.Owner, req.Output, req.Cgroup); err != nil {
 		return err
 	}
 	res.SetupRan = len(req.Setup)

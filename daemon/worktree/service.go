@@ -14,6 +14,7 @@ import (
 
 	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/daemon/access"
+	"github.com/sessiond/sessiond/daemon/cgroup"
 	"github.com/sessiond/sessiond/daemon/checkpoint"
 	"github.com/sessiond/sessiond/daemon/spec"
 	"github.com/sessiond/sessiond/daemon/state"
@@ -30,6 +31,8 @@ type Service struct {
 	ckpt     Checkpointer
 	stateDir string
 	log      *zap.Logger
+	// cgroups contains the setup commands in their session's cgroup.
+	cgroups *cgroup.Host
 }
 
 var _ ipc.Worktrees = (*Service)(nil)
@@ -54,12 +57,12 @@ type Checkpointer interface {
 
 // NewService opens the worktree index of the state dir; a corrupt one is
 // kept aside and rebuilt from the session records (Recover).
-func NewService(stateDir string, sessions Sessions, ckpt Checkpointer, log *zap.Logger) *Service {
+func NewService(stateDir string, sessions Sessions, ckpt Checkpointer, cgroups *cgroup.Host, log *zap.Logger) *Service {
 	m, err := Open(Options{StateDir: stateDir, Log: log})
 	if err != nil {
 		log.Warn("worktree index unreadable: rebuilt from the session records", zap.Error(err))
 	}
-	return &Service{m: m, sessions: sessions, ckpt: ckpt, stateDir: stateDir, log: log}
+	return &Service{m: m, sessions: sessions, ckpt: ckpt, stateDir: stateDir, log: log, cgroups: cgroups}
 }
 
 // Start is the worktree of one start: made or reused before the session
@@ -74,6 +77,22 @@ type Start struct {
 	// named after it.
 	id      string
 	notices []string
+	// cg is the session's cgroup, made for the setup (nil: none).
+	cg *cgroup.Group
+}
+
+// dropCgroup removes the cgroup made for a setup whose session will not
+// run.
+func (w *Start) dropCgroup() {
+	if w.cg == nil {
+		return
+	}
+	_ = w.cg.Kill()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = w.cg.Wait(ctx)
+	_ = w.cg.Remove()
+	w.cg = nil
 }
 
 // Wire is the record's account of the worktree.
@@ -147,11 +166,19 @@ func (x *Service) Begin(ctx context.Context, c ipc.Caller, p *state.Project, own
 		// worktrees go where the user's own daemon keeps them.
 		root = filepath.Join(home, ".local", "state", "sessiond", "worktrees")
 	}
+	if len(sp.WorktreeSetup) > 0 && x.cgroups != nil {
+		// The setup is the session's first work: it runs in the session's
+		// cgroup, under its limits.
+		if w.cg, _, err = x.cgroups.New(w.id, sp.Limits); err != nil {
+			return nil, ipc.BadRequest("%w", err)
+		}
+	}
 	prep, err := x.m.Prepare(ctx, PrepareRequest{
 		Dir: p.Dir(), Name: name, From: req.From, Root: root, UID: c.UID, Owner: owner, Credential: w.cred,
-		Setup: sp.WorktreeSetup, Env: baseSetupEnv(sp, req.Environ, w.cred), Ports: sp.PortRange,
+		Setup: sp.WorktreeSetup, Env: baseSetupEnv(sp, req.Environ, w.cred), Ports: sp.PortRange, Cgroup: w.cg,
 	})
 	if err != nil {
+		w.dropCgroup()
 		return nil, apiError(err)
 	}
 	w.entry, w.created, w.notices = prep.Entry, prep.Created, prep.Notices
@@ -184,6 +211,7 @@ func (x *Service) Undo(w *Start) {
 	if w == nil {
 		return
 	}
+	w.dropCgroup()
 	k := w.entry.Key()
 	if !w.created {
 		_ = x.m.Release(k, "")

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/config"
+	"github.com/sessiond/sessiond/daemon/cgroup"
 	"github.com/sessiond/sessiond/daemon/proc"
 	"github.com/sessiond/sessiond/daemon/state"
 )
@@ -28,7 +29,7 @@ const setupTail = 4 << 10
 // of its own that a timeout or a cancelled ctx kills whole. Output goes to
 // out (if not nil); the first failure stops and is returned with the tail
 // of its output.
-func runSetup(ctx context.Context, dir string, cmds config.SetupCommands, env []string, owner *state.Owner, out io.Writer) error {
+func runSetup(ctx context.Context, dir string, cmds config.SetupCommands, env []string, owner *state.Owner, out io.Writer, cg *cgroup.Group) error {
 	cred := procCredential(owner)
 	for i, c := range cmds {
 		tail := &tailBuffer{max: setupTail}
@@ -53,7 +54,7 @@ func runSetup(ctx context.Context, dir string, cmds config.SetupCommands, env []
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred}
 		cmd.Cancel = proc.CancelGroup(cmd)
 		cmd.WaitDelay = 5 * time.Second
-		err = proc.Run(cmd)
+		err = proc.RunIn(cg, cgroup.LeafCommand, cmd)
 		timedOut := cctx.Err() == context.DeadlineExceeded
 		cancel()
 		if err == nil {

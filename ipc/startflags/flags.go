@@ -5,6 +5,7 @@
 package startflags
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -52,6 +53,12 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.req.WaitingTimeout, "waiting-timeout", "", "stop when the agent has waited this long for input (default off)")
 	fs.Int64Var(&f.req.MaxTokens, "max-tokens", 0, "token budget of the agent (default none)")
 	fs.Float64Var(&f.req.MaxCostUSD, "max-cost-usd", 0, "cost budget of the agent in USD, where it reports cost (default none)")
+	fs.StringVar(&f.req.MemoryMax, "memory-max", "", "memory the session's processes may use together, e.g. 2G; beyond it the kernel kills (end reason oom)")
+	fs.StringVar(&f.req.MemoryHigh, "memory-high", "", "memory above which the session is slowed and warned, e.g. 1536M")
+	fs.Int64Var(&f.req.PidsMax, "pids-max", 0, "processes and threads the session may have at once")
+	fs.Int64Var(&f.req.CPUWeight, "cpu-weight", 0, "the session's CPU share against others, 1-10000 (100 is everyone's default)")
+	fs.StringVar(&f.req.CPUMax, "cpu-max", "", "CPU time the session may use, as a percentage of one CPU (150%)")
+	fs.StringVar(&f.req.Limits, "limits", "", `strict (refuse a limit the host cannot apply) or best-effort (run without it)`)
 	f.bindWorktree(fs)
 }
 
@@ -145,6 +152,13 @@ func (f *Flags) Request(dir string, command []string) (ipc.StartRequest, error) 
 		return req, fmt.Errorf("--on-warning: the command contains a NUL byte")
 	}
 	if err := f.worktreeRequest(&req); err != nil {
+		return req, err
+	}
+	if _, err := req.LimitsOver(config.Limits{}); err != nil {
+		var fe *config.FieldError
+		if errors.As(err, &fe) {
+			return req, fmt.Errorf("--%s: %s", strings.ReplaceAll(fe.Key, "_", "-"), fe.Msg)
+		}
 		return req, err
 	}
 	return req, nil

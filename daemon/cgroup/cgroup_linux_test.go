@@ -1,0 +1,130 @@
+package cgroup
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sessiond/sessiond/config"
+)
+
+// testHost is a Host of its own for t, swept and removed at its end.
+func testHost(t *testing.T) *Host {
+	t.Helper()
+	h := Detect(Options{Name: fmt.Sprintf("sessiond-test-%d-%d", os.Getpid(), time.Now().UnixNano())})
+	if !h.Enabled() {
+		t.Skipf("no cgroup for sessions on this host: %s", h.Info().Why)
+	}
+	v1 := make(map[string]string, len(h.v1))
+	for c, d := range h.v1 {
+		v1[c] = d
+	}
+	t.Cleanup(func() {
+		h.Sweep(context.Background(), func(string) bool { return false })
+		_ = os.Remove(h.base)
+		for _, d := range v1 {
+			_ = os.Remove(d)
+		}
+	})
+	return h
+}
+
+// startIn starts argv in g's command leaf, as the daemon does.
+func startIn(t *testing.T, g *Group, argv ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	err := g.Start(LeafCommand, func(fd int) error {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, UseCgroupFD: true, CgroupFD: fd}
+		return cmd.Start()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
+func TestAChildIsBornInItsSessionsCgroups(t *testing.T) {
+	h := testHost(t)
+	g, _, err := h.New("s1", config.Limits{PidsMax: 64, Mode: config.LimitsBestEffort})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := startIn(t, g, "sleep", "100")
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "::"+strings.TrimPrefix(g.Dir(), h.mount)+"/"+LeafCommand+"\n") {
+		t.Errorf("the child is not in %s/%s:\n%s", g.Dir(), LeafCommand, data)
+	}
+	for c, d := range g.v1 {
+		if !strings.Contains(string(data), strings.TrimPrefix(d, h.v1mount[c])+"\n") {
+			t.Errorf("the child is not in the v1 %s cgroup %s:\n%s", c, d, data)
+		}
+	}
+	// The daemon itself stays where it was.
+	self, _ := os.ReadFile("/proc/self/cgroup")
+	if strings.Contains(string(self), "/s1") {
+		t.Errorf("the daemon entered the session's cgroup:\n%s", self)
+	}
+	if !g.Populated("") {
+		t.Error("a group with a process is not populated")
+	}
+	if err := g.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := g.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if isDir(g.Dir()) {
+		t.Errorf("%s is still there", g.Dir())
+	}
+}
+
+func TestMemoryMaxEndsInAnOOMKillThatIsCounted(t *testing.T) {
+	h := testHost(t)
+	if h.Info().Controllers["memory"] == "" {
+		t.Skip("no memory controller for sessions here")
+	}
+	g, _, err := h.New("oom", config.Limits{MemoryMax: 32 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Remove()
+	cmd := startIn(t, g, "python3", "-c", "a=[]\nwhile True: a.append(bytearray(1<<20))")
+	err = cmd.Wait()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("the allocation ended with %v, not SIGKILL", err)
+	}
+	m, ok := g.Memory()
+	if !ok || m.OOMKills < 1 || m.PeakBytes < 16<<20 {
+		t.Errorf("memory account %+v (known %v): want an OOM kill and a peak near 32 MiB", m, ok)
+	}
+}
+
+func TestALimitTheHostLacksIsAnErrorUnlessBestEffort(t *testing.T) {
+	h := testHost(t)
+	h.info.Controllers["memory"] = ""
+	delete(h.v2, "memory")
+	delete(h.v1, "memory")
+	_, _, err := h.New("x", config.Limits{MemoryMax: 64 << 20})
+	if err == nil || !strings.Contains(err.Error(), "memory_max") || !strings.Contains(err.Error(), "best-effort") {
+		t.Fatalf("err = %v, want one naming memory_max and best-effort", err)
+	}
+	g, notices, err := h.New("y", config.Limits{MemoryMax: 64 << 20, Mode: config.LimitsBestEffort})
+	if err != nil || len(notices) != 1 || !strings.Contains(notices[0], "memory_max not applied") {
+		t.Fatalf("best-effort: err %v, notices %q", err, notices)
+	}
+	_ = g.Remove()
+}

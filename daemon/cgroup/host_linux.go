@@ -1,0 +1,347 @@
+package cgroup
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/containerd/cgroups/v3/cgroup2"
+	"golang.org/x/sys/unix"
+
+	"github.com/sessiond/sessiond/ipc"
+)
+
+// Modes: where a daemon's session cgroups come from.
+const (
+	Delegated = "delegated"
+	Scope     = "scope"
+	Cgroupfs  = "cgroupfs"
+	None      = "none"
+)
+
+// Controllers are the controllers session limits use.
+var Controllers = []string{"memory", "pids", "cpu"}
+
+// supervisorLeaf is the daemon's own leaf in a cgroup it was given whole
+// (a delegated subtree, a scope): cgroup v2 lets a cgroup with processes
+// of its own give no controller to its children.
+const supervisorLeaf = "supervisor"
+
+// Host is what this host offers to contain sessions, found once when the
+// daemon starts (Detect).
+type Host struct {
+	info ipc.Containment
+	// mount is the cgroup v2 mount; base the directory (under it) the
+	// sessions' cgroups are made in.
+	mount, base string
+	// v2 are the controllers the sessions' cgroups have in v2; v1 the
+	// directory, per controller, of a v1 hierarchy that has it instead.
+	v2 map[string]bool
+	v1 map[string]string
+	// v1mount is the mount of the v1 hierarchy of each controller in v1.
+	v1mount map[string]string
+}
+
+// Options say what Detect may do.
+type Options struct {
+	// Name tells this daemon's cgroups from another daemon's on the host
+	// (one per state directory).
+	Name string
+	// Off is containment turned off by configuration.
+	Off bool
+}
+
+// Detect finds what the host offers and prepares the cgroup the sessions'
+// cgroups go in. It never fails: what it cannot have, the Host says.
+func Detect(opt Options) *Host {
+	h := &Host{v2: map[string]bool{}, v1: map[string]string{}, v1mount: map[string]string{}}
+	h.info = ipc.Containment{Mode: None}
+	if opt.Off {
+		h.info.Why = "containment is turned off in the daemon's configuration (cgroups = false)"
+		return h
+	}
+	mounts, err := readMounts()
+	if err != nil {
+		h.info.Why = "cannot read /proc/self/mountinfo: " + err.Error()
+		return h
+	}
+	h.mount = mounts.v2
+	if h.mount == "" {
+		h.info.Why = "no cgroup v2 hierarchy is mounted"
+		h.info.Fix = "boot with a cgroup v2 hierarchy (systemd.unified_cgroup_hierarchy=1, or mount -t cgroup2 none /sys/fs/cgroup/unified)"
+		return h
+	}
+	own, err := cgroup2.PidGroupPath(os.Getpid())
+	if err != nil {
+		h.info.Why = "cannot read the daemon's own cgroup: " + err.Error()
+		return h
+	}
+	systemd := isDir("/run/systemd/system")
+	switch {
+	case systemd && delegated(filepath.Join(h.mount, own)):
+		h.info.Mode = Delegated
+		h.info.Why = "systemd delegates " + own + " to the daemon's unit"
+		err = h.takeWhole(own)
+	case systemd:
+		var scope string
+		if scope, err = startScope(opt.Name); err == nil {
+			if own, err = cgroup2.PidGroupPath(os.Getpid()); err == nil {
+				h.info.Mode = Scope
+				h.info.Why = "a transient scope of the systemd manager, " + scope
+				err = h.takeWhole(own)
+			}
+		}
+		if err != nil {
+			h.info.Why = fmt.Sprintf("the daemon's cgroup %s is systemd's and not delegated to it, and no transient scope could be had (%v)", own, err)
+			h.info.Fix = "run sessiond as its service (sessiond install; its unit has Delegate=yes), or under systemd-run --user --scope -p Delegate=yes"
+			return h
+		}
+	default:
+		h.info.Mode = Cgroupfs
+		h.info.Why = "a writable cgroupfs at " + h.mount + ", no systemd"
+		err = h.makeBase(own, opt.Name)
+	}
+	if err != nil {
+		h.info = ipc.Containment{Mode: None, Why: h.info.Why + ", but " + err.Error(), Fix: "run the daemon as root, or give it a delegated cgroup (a systemd unit with Delegate=yes, a container with a cgroup namespace of its own)"}
+		return h
+	}
+	h.info.Path = h.base
+	h.controllers(mounts, opt.Name)
+	return h
+}
+
+// takeWhole makes own, a cgroup given to the daemon whole, the base: the
+// daemon moves into a leaf of its own, so that own's children may have
+// controllers.
+func (h *Host) takeWhole(own string) error {
+	dir := filepath.Join(h.mount, own)
+	leaf := filepath.Join(dir, supervisorLeaf)
+	if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("cannot make %s: %w", leaf, err)
+	}
+	if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(fmt.Sprint(os.Getpid())), 0); err != nil {
+		return fmt.Errorf("cannot move the daemon into %s: %w", leaf, err)
+	}
+	h.base = dir
+	return nil
+}
+
+// makeBase makes the base in a cgroupfs the daemon may write: a cgroup
+// named for this daemon beside (under) its own.
+func (h *Host) makeBase(own, name string) error {
+	dir := filepath.Join(h.mount, own, name)
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("cannot make %s: %w", dir, err)
+	}
+	if unix.Access(filepath.Join(dir, "cgroup.procs"), unix.W_OK) != nil {
+		return fmt.Errorf("%s is not the daemon's to write", dir)
+	}
+	h.base = dir
+	return nil
+}
+
+// controllers settles where each controller of Controllers comes from:
+// the v2 hierarchy where the base's parent can give it, else a v1
+// hierarchy that has it.
+func (h *Host) controllers(m mounts, name string) {
+	dirs := []string{h.base}
+	if h.info.Mode == Cgroupfs {
+		// The base's parent is the daemon's own cgroup: it gives the base
+		// what it has if it is the root or holds no process.
+		dirs = []string{filepath.Dir(h.base), h.base}
+	}
+	for _, dir := range dirs {
+		avail := strings.Fields(readString(filepath.Join(dir, "cgroup.controllers")))
+		for _, c := range Controllers {
+			// Each controller alone: one refused (a threaded subtree,
+			// say) leaves the others.
+			if slices.Contains(avail, c) {
+				_ = os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+"+c), 0)
+			}
+		}
+	}
+	enabled := strings.Fields(readString(filepath.Join(h.base, "cgroup.subtree_control")))
+	h.info.Controllers = map[string]string{}
+	var missing []string
+	for _, c := range Controllers {
+		switch {
+		case slices.Contains(enabled, c):
+			h.v2[c] = true
+			h.info.Controllers[c] = "v2"
+		case m.v1[c] != "":
+			if dir, err := v1Base(m.v1[c], c, name); err == nil {
+				h.v1[c], h.v1mount[c] = dir, m.v1[c]
+				h.info.Controllers[c] = "v1"
+				continue
+			}
+			fallthrough
+		default:
+			h.info.Controllers[c] = ""
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) > 0 && h.info.Fix == "" {
+		h.info.Fix = fmt.Sprintf("the %s controller(s) are not delegated to %s: ", strings.Join(missing, ", "), h.base)
+		if h.info.Mode == Cgroupfs {
+			h.info.Fix += "enable them in the cgroup.subtree_control of every cgroup above it"
+		} else {
+			h.info.Fix += "delegate them to the user manager (a drop-in /etc/systemd/system/user@.service.d/delegate.conf with [Service] Delegate=memory pids cpu, then systemctl daemon-reload)"
+		}
+	}
+}
+
+// v1Base makes the daemon's cgroup in a v1 hierarchy mounted at mount:
+// under the daemon's own cgroup there, named as in v2.
+func v1Base(mount, controller, name string) (string, error) {
+	own, err := v1Own(controller)
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(mount, own, name)
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", err
+	}
+	return dir, unix.Access(filepath.Join(dir, "tasks"), unix.W_OK)
+}
+
+// v1Own is the daemon's cgroup in the v1 hierarchy that has controller.
+func v1Own(controller string) (string, error) {
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "", err
+	}
+	for line := range strings.Lines(string(data)) {
+		parts := strings.SplitN(strings.TrimSpace(line), ":", 3)
+		if len(parts) == 3 && slices.Contains(strings.Split(parts[1], ","), controller) {
+			return parts[2], nil
+		}
+	}
+	return "", fmt.Errorf("the daemon is in no %s cgroup", controller)
+}
+
+// Info says what the host offers and what the daemon does with it.
+func (h *Host) Info() ipc.Containment {
+	c := h.info
+	c.Controllers = make(map[string]string, len(h.info.Controllers))
+	for k, v := range h.info.Controllers {
+		c.Controllers[k] = v
+	}
+	return c
+}
+
+// Close removes the daemon's cgroups of a cgroupfs where no session runs
+// any more (a cgroup with sessions in it stays: it is not empty).
+func (h *Host) Close() {
+	if h.info.Mode != Cgroupfs {
+		return
+	}
+	_ = unix.Rmdir(h.base)
+	for _, d := range h.v1 {
+		_ = unix.Rmdir(d)
+	}
+}
+
+// Enabled reports whether sessions get cgroups.
+func (h *Host) Enabled() bool { return h != nil && h.info.Mode != None }
+
+// Sweep kills and removes the cgroups of the base that belong to no live
+// session (live says which ids are): what a session left behind when a
+// daemon died during its start or its end. It returns the ids swept.
+func (h *Host) Sweep(ctx context.Context, live func(id string) bool) []string {
+	if !h.Enabled() {
+		return nil
+	}
+	entries, err := os.ReadDir(h.base)
+	if err != nil {
+		return nil
+	}
+	var swept []string
+	for _, e := range entries {
+		id := e.Name()
+		if !e.IsDir() || id == supervisorLeaf || live(id) {
+			continue
+		}
+		g := h.group(id)
+		_ = g.Kill()
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_ = g.Wait(wctx)
+		cancel()
+		_ = g.Remove()
+		swept = append(swept, id)
+	}
+	return swept
+}
+
+// mounts are the cgroup hierarchies mounted: the v2 one, and the v1 ones
+// by controller.
+type mounts struct {
+	v2 string
+	v1 map[string]string
+}
+
+// readMounts reads /proc/self/mountinfo for cgroup hierarchies.
+func readMounts() (mounts, error) {
+	m := mounts{v1: map[string]string{}}
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return m, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		// id parent major:minor root mountpoint options [optional...] - fstype source superoptions
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		if !ok {
+			continue
+		}
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if len(f) < 5 || len(g) < 3 {
+			continue
+		}
+		switch g[0] {
+		case "cgroup2":
+			if m.v2 == "" {
+				m.v2 = f[4]
+			}
+		case "cgroup":
+			for _, o := range strings.Split(g[2], ",") {
+				if slices.Contains(Controllers, o) && m.v1[o] == "" {
+					m.v1[o] = f[4]
+				}
+			}
+		}
+	}
+	return m, sc.Err()
+}
+
+// delegated reports whether systemd delegates the cgroup at dir: it marks
+// such cgroups with a trusted.delegate (system manager) or user.delegate
+// (user manager) attribute.
+func delegated(dir string) bool {
+	for _, attr := range []string{"trusted.delegate", "user.delegate"} {
+		buf := make([]byte, 8)
+		if n, err := unix.Getxattr(dir, attr, buf); err == nil && string(buf[:n]) == "1" {
+			return true
+		}
+	}
+	return false
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+func readString(p string) string {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
