@@ -2,8 +2,6 @@ package daemon
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"os"
@@ -116,7 +114,7 @@ func New(opt Options) (*Daemon, error) {
 		return nil, fmt.Errorf("start project watcher: %w", err)
 	}
 	d.pending = session.NewPendingEnds(cfg.StateDir)
-	d.cgroups = cgroup.Detect(cgroup.Options{Name: cgroupName(cfg.StateDir), Off: !cfg.CgroupsOn()})
+	d.cgroups = cgroup.Detect(cgroup.Options{Name: cgroup.NameFor(cfg.StateDir), Off: !cfg.CgroupsOn()})
 	if c := d.cgroups.Info(); c.Mode == cgroup.None {
 		log.Warn("sessions are not contained in cgroups of their own: their stop reaches what stays in their process group and what the /proc sweep finds; limits cannot be applied",
 			zap.String("why", c.Why), zap.String("fix", c.Fix))
@@ -266,13 +264,6 @@ func (d *Daemon) shutdown(srv *server.Server, hurry <-chan struct{}) {
 
 // close releases the shared services (a New that failed half way, or the
 // end of a shutdown).
-// cgroupName names the cgroups of the daemon whose state dir is dir, so
-// that two daemons of one host never share theirs.
-func cgroupName(dir string) string {
-	sum := sha256.Sum256([]byte(dir))
-	return "sessiond-" + hex.EncodeToString(sum[:6])
-}
-
 func (d *Daemon) close() {
 	if d.cgroups != nil {
 		d.cgroups.Close()

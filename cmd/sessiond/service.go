@@ -462,6 +462,13 @@ func runStatus(cmd *cobra.Command, f *serviceFlags) error {
 		} else {
 			field("version", v.Version)
 		}
+		if c := v.Containment; c != nil {
+			if c.Mode == "none" {
+				field("contained", "no: "+c.Why+" (sessiond doctor)")
+			} else {
+				field("contained", c.Mode+", in "+c.Path+" ("+describeControllers(c.Controllers)+")")
+			}
+		}
 		if v.Warning != "" {
 			field("warning", v.Warning)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/sessiond/sessiond/ipc"
 	"io"
 	"net"
 	"net/http"
@@ -97,6 +98,8 @@ type daemonVersion struct {
 	PID      int    `json:"pid"`
 	Socket   string `json:"socket"`
 	StateDir string `json:"state_dir"`
+	// Containment is what the daemon contains its sessions in.
+	Containment *ipc.Containment `json:"containment"`
 	// Warning is the daemon's Sessiond-Warning ("state dir full: 3 ends
 	// pending"), "" for none.
 	Warning string `json:"-"`

@@ -52,13 +52,8 @@ var ErrLimit = errors.New("limit not available")
 // best-effort: then it is left out, and notices say so.
 func (h *Host) New(id string, l config.Limits) (g *Group, notices []string, err error) {
 	if !h.Enabled() {
-		if l.Any() && !l.BestEffort() {
-			return nil, nil, fmt.Errorf("%w: this host gives sessiond no cgroup (%s); %s", ErrLimit, h.info.Why, limitsHint)
-		}
-		if l.Any() {
-			notices = append(notices, "limits not applied: this host gives sessiond no cgroup ("+h.info.Why+")")
-		}
-		return nil, notices, nil
+		notices, err = h.Fit(l)
+		return nil, notices, err
 	}
 	l, notices, err = h.fit(l)
 	if err != nil {
@@ -447,6 +442,13 @@ func (g *Group) Memory() (ipc.Memory, bool) {
 		return m, false
 	}
 	return m, true
+}
+
+// CPU is the CPU time the group's processes have used, the ended ones
+// included (cpu.stat's usage_usec, which cgroup v2 keeps without any
+// controller).
+func (g *Group) CPU() time.Duration {
+	return time.Duration(readKey(filepath.Join(g.dir, "cpu.stat"), "usage_usec")) * time.Microsecond
 }
 
 // Pressure is the group's memory pressure: the share of the last ten

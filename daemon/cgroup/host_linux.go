@@ -15,6 +15,7 @@ import (
 	"github.com/containerd/cgroups/v3/cgroup2"
 	"golang.org/x/sys/unix"
 
+	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/ipc"
 )
 
@@ -47,6 +48,8 @@ type Host struct {
 	v1 map[string]string
 	// v1mount is the mount of the v1 hierarchy of each controller in v1.
 	v1mount map[string]string
+	// probe: only look (Options.Probe).
+	probe bool
 }
 
 // Options say what Detect may do.
@@ -56,12 +59,16 @@ type Options struct {
 	Name string
 	// Off is containment turned off by configuration.
 	Off bool
+	// Probe only looks (sessiond doctor): it makes no cgroup, moves no
+	// process and asks systemd for nothing, and says what a daemon would
+	// do.
+	Probe bool
 }
 
 // Detect finds what the host offers and prepares the cgroup the sessions'
 // cgroups go in. It never fails: what it cannot have, the Host says.
 func Detect(opt Options) *Host {
-	h := &Host{v2: map[string]bool{}, v1: map[string]string{}, v1mount: map[string]string{}}
+	h := &Host{v2: map[string]bool{}, v1: map[string]string{}, v1mount: map[string]string{}, probe: opt.Probe}
 	h.info = ipc.Containment{Mode: None}
 	if opt.Off {
 		h.info.Why = "containment is turned off in the daemon's configuration (cgroups = false)"
@@ -91,7 +98,13 @@ func Detect(opt Options) *Host {
 		err = h.takeWhole(own)
 	case systemd:
 		var scope string
-		if scope, err = startScope(opt.Name); err == nil {
+		if opt.Probe {
+			if err = reachSystemd(); err == nil {
+				h.info.Mode = Scope
+				h.info.Why = "a transient scope of the systemd manager would be asked for over D-Bus"
+				h.base = filepath.Join(h.mount, own)
+			}
+		} else if scope, err = startScope(opt.Name); err == nil {
 			if own, err = cgroup2.PidGroupPath(os.Getpid()); err == nil {
 				h.info.Mode = Scope
 				h.info.Why = "a transient scope of the systemd manager, " + scope
@@ -122,6 +135,13 @@ func Detect(opt Options) *Host {
 // controllers.
 func (h *Host) takeWhole(own string) error {
 	dir := filepath.Join(h.mount, own)
+	if h.probe {
+		h.base = dir
+		if unix.Access(filepath.Join(dir, "cgroup.procs"), unix.W_OK) != nil {
+			return fmt.Errorf("%s is not the daemon's to write", dir)
+		}
+		return nil
+	}
 	leaf := filepath.Join(dir, supervisorLeaf)
 	if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("cannot make %s: %w", leaf, err)
@@ -137,6 +157,13 @@ func (h *Host) takeWhole(own string) error {
 // named for this daemon beside (under) its own.
 func (h *Host) makeBase(own, name string) error {
 	dir := filepath.Join(h.mount, own, name)
+	if h.probe {
+		h.base = dir
+		if unix.Access(filepath.Join(h.mount, own), unix.W_OK) != nil {
+			return fmt.Errorf("%s is not the daemon's to write", filepath.Join(h.mount, own))
+		}
+		return nil
+	}
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("cannot make %s: %w", dir, err)
 	}
@@ -157,17 +184,23 @@ func (h *Host) controllers(m mounts, name string) {
 		// what it has if it is the root or holds no process.
 		dirs = []string{filepath.Dir(h.base), h.base}
 	}
-	for _, dir := range dirs {
-		avail := strings.Fields(readString(filepath.Join(dir, "cgroup.controllers")))
-		for _, c := range Controllers {
-			// Each controller alone: one refused (a threaded subtree,
-			// say) leaves the others.
-			if slices.Contains(avail, c) {
-				_ = os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+"+c), 0)
+	var enabled []string
+	if h.probe {
+		// What the base could be given: what its parent has.
+		enabled = strings.Fields(readString(filepath.Join(dirs[0], "cgroup.controllers")))
+	} else {
+		for _, dir := range dirs {
+			avail := strings.Fields(readString(filepath.Join(dir, "cgroup.controllers")))
+			for _, c := range Controllers {
+				// Each controller alone: one refused (a threaded
+				// subtree, say) leaves the others.
+				if slices.Contains(avail, c) {
+					_ = os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+"+c), 0)
+				}
 			}
 		}
+		enabled = strings.Fields(readString(filepath.Join(h.base, "cgroup.subtree_control")))
 	}
-	enabled := strings.Fields(readString(filepath.Join(h.base, "cgroup.subtree_control")))
 	h.info.Controllers = map[string]string{}
 	var missing []string
 	for _, c := range Controllers {
@@ -176,7 +209,7 @@ func (h *Host) controllers(m mounts, name string) {
 			h.v2[c] = true
 			h.info.Controllers[c] = "v2"
 		case m.v1[c] != "":
-			if dir, err := v1Base(m.v1[c], c, name); err == nil {
+			if dir, err := v1Base(m.v1[c], c, name, h.probe); err == nil {
 				h.v1[c], h.v1mount[c] = dir, m.v1[c]
 				h.info.Controllers[c] = "v1"
 				continue
@@ -199,12 +232,15 @@ func (h *Host) controllers(m mounts, name string) {
 
 // v1Base makes the daemon's cgroup in a v1 hierarchy mounted at mount:
 // under the daemon's own cgroup there, named as in v2.
-func v1Base(mount, controller, name string) (string, error) {
+func v1Base(mount, controller, name string, probe bool) (string, error) {
 	own, err := v1Own(controller)
 	if err != nil {
 		return "", err
 	}
 	dir := filepath.Join(mount, own, name)
+	if probe {
+		return dir, unix.Access(filepath.Join(mount, own), unix.W_OK)
+	}
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", err
 	}
@@ -224,6 +260,33 @@ func v1Own(controller string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("the daemon is in no %s cgroup", controller)
+}
+
+// Hierarchies are the cgroup hierarchies mounted: the v2 one ("" for
+// none) and the v1 ones of the limits' controllers.
+func Hierarchies() (v2 string, v1 map[string]string) {
+	m, err := readMounts()
+	if err != nil {
+		return "", nil
+	}
+	return m.v2, m.v1
+}
+
+// Fit checks limits l against what the host gives: an error (wrapping
+// ErrLimit) for a limit it cannot apply, unless l is best-effort; then
+// notices say what would be left out.
+func (h *Host) Fit(l config.Limits) ([]string, error) {
+	if !h.Enabled() {
+		if l.Any() && !l.BestEffort() {
+			return nil, fmt.Errorf("%w: this host gives sessiond no cgroup (%s); %s", ErrLimit, h.info.Why, limitsHint)
+		}
+		if l.Any() {
+			return []string{"limits not applied: this host gives sessiond no cgroup (" + h.info.Why + ")"}, nil
+		}
+		return nil, nil
+	}
+	_, notices, err := h.fit(l)
+	return notices, err
 }
 
 // Info says what the host offers and what the daemon does with it.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/ipc"
@@ -33,8 +34,9 @@ var ErrLimit = errors.New("limit not available")
 
 // Options say what Detect may do.
 type Options struct {
-	Name string
-	Off  bool
+	Name  string
+	Off   bool
+	Probe bool
 }
 
 // Host is what this host offers to contain sessions: nothing, off Linux.
@@ -68,6 +70,15 @@ func (h *Host) New(id string, l config.Limits) (*Group, []string, error) {
 // Attach finds no cgroup.
 func Attach(*ipc.Cgroup) (*Group, error) { return nil, errors.New("no cgroups on this platform") }
 
+// Hierarchies finds none off Linux.
+func Hierarchies() (string, map[string]string) { return "", nil }
+
+// Fit is New without a group.
+func (h *Host) Fit(l config.Limits) ([]string, error) {
+	_, n, err := h.New("", l)
+	return n, err
+}
+
 // Open finds no cgroup.
 func (h *Host) Open(*ipc.Cgroup) (*Group, bool) { return nil, false }
 
@@ -87,4 +98,5 @@ func (g *Group) Procs(string) []int                          { return nil }
 func (g *Group) Wait(context.Context, ...string) error       { return nil }
 func (g *Group) Remove() error                               { return nil }
 func (g *Group) Memory() (ipc.Memory, bool)                  { return ipc.Memory{}, false }
+func (g *Group) CPU() time.Duration                          { return 0 }
 func (g *Group) Pressure() (avg10 float64, highEvents int64) { return 0, 0 }

@@ -10,12 +10,21 @@ import (
 	"github.com/godbus/dbus/v5"
 )
 
-// startScope moves the daemon into a transient scope of the systemd
-// manager it belongs to (the user manager for a user's daemon, the system
-// manager for root's), delegated to it, and returns the scope's name.
-func startScope(name string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+// reachSystemd reports whether the systemd manager answers on D-Bus.
+func reachSystemd() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
+	conn, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	conn.Close()
+	return nil
+}
+
+// connect connects to the systemd manager of the daemon's user: the system
+// one for root, the user's own otherwise.
+func connect(ctx context.Context) (*sddbus.Conn, error) {
 	var (
 		conn *sddbus.Conn
 		err  error
@@ -26,7 +35,20 @@ func startScope(name string) (string, error) {
 		conn, err = sddbus.NewUserConnectionContext(ctx)
 	}
 	if err != nil {
-		return "", fmt.Errorf("no D-Bus connection to systemd: %w", err)
+		return nil, fmt.Errorf("no D-Bus connection to systemd: %w", err)
+	}
+	return conn, nil
+}
+
+// startScope moves the daemon into a transient scope of the systemd
+// manager it belongs to (the user manager for a user's daemon, the system
+// manager for root's), delegated to it, and returns the scope's name.
+func startScope(name string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := connect(ctx)
+	if err != nil {
+		return "", err
 	}
 	defer conn.Close()
 	unit := fmt.Sprintf("%s-%d.scope", name, os.Getpid())

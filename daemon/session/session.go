@@ -308,6 +308,18 @@ func (s *Session) UsageQuery() (proc.UsageQuery, bool) {
 	return proc.UsageQuery{SessionID: s.id, PGID: rec.PID, Spawned: !s.adopted}, true
 }
 
+// Contained is what the session's cgroup says it uses: the CPU time of
+// every process it had, its memory (known false without a memory
+// controller) and its processes; ok false for a session in no cgroup.
+func (s *Session) Contained() (cpu time.Duration, mem ipc.Memory, memKnown bool, procs int, ok bool) {
+	g := s.cgP.Load()
+	if g == nil {
+		return 0, ipc.Memory{}, false, 0, false
+	}
+	mem, memKnown = g.Memory()
+	return g.CPU(), mem, memKnown, len(g.Procs("")), true
+}
+
 // LogPath returns the path of the session's output log.
 func (s *Session) LogPath() string { return s.logPath() }
 

@@ -42,10 +42,19 @@ func (m *usageMeter) fill(sessions map[string]*session.Session, recs []ipc.Sessi
 	var (
 		qs  []proc.UsageQuery
 		idx []int
+		// cg are the sessions measured by their cgroups instead (where
+		// a memory controller accounts for them): no walk of /proc is
+		// needed for them; cgUse is what their cgroups said.
+		cg    []int
+		cgUse []contained
 	)
 	for i := range recs {
 		if s := sessions[recs[i].ID]; s != nil && ipc.Live(recs[i].State) {
 			if q, ok := s.UsageQuery(); ok {
+				if c, ok := containedUse(s); ok {
+					cg, cgUse = append(cg, i), append(cgUse, c)
+					continue
+				}
 				qs, idx = append(qs, q), append(idx, i)
 			}
 		}
@@ -55,15 +64,16 @@ func (m *usageMeter) fill(sessions map[string]*session.Session, recs []ipc.Sessi
 	defer m.mu.Unlock()
 	if now.Sub(m.sampled) < usageMaxAge {
 		fresh := true
-		for _, i := range idx {
+		for _, i := range append(idx, cg...) {
 			if _, ok := m.shown[recs[i].ID]; !ok {
 				fresh = false
 				break
 			}
 		}
 		if fresh {
-			us := make([]ipc.Usage, len(idx))
-			for k, i := range idx {
+			all := append(idx, cg...)
+			us := make([]ipc.Usage, len(all))
+			for k, i := range all {
 				us[k] = m.shown[recs[i].ID]
 				recs[i].Usage = &us[k]
 			}
@@ -72,8 +82,18 @@ func (m *usageMeter) fill(sessions map[string]*session.Session, recs []ipc.Sessi
 	}
 	m.sampled = now
 	clear(m.shown)
+	var usages []proc.Usage
+	if len(qs) > 0 {
+		usages = proc.UsageOf(qs)
+	}
+	for k, i := range cg {
+		c := cgUse[k]
+		recs[i].Memory = &c.mem
+		u := proc.Usage{CPU: c.cpu, RSS: c.mem.CurrentBytes, Procs: c.procs}
+		qs, idx, usages = append(qs, proc.UsageQuery{}), append(idx, i), append(usages, u)
+	}
 	us := make([]ipc.Usage, len(idx))
-	for k, u := range proc.UsageOf(qs) {
+	for k, u := range usages {
 		s := sessions[recs[idx[k]].ID]
 		prev, ok := m.last[s.ID()]
 		m.last[s.ID()] = usageSample{u.CPU, now}
@@ -94,4 +114,22 @@ func (m *usageMeter) fill(sessions map[string]*session.Session, recs []ipc.Sessi
 			delete(m.last, id)
 		}
 	}
+}
+
+// contained is what a session's cgroup says it uses.
+type contained struct {
+	cpu   time.Duration
+	mem   ipc.Memory
+	procs int
+}
+
+// containedUse reads a session's use from its cgroup; false for one in no
+// cgroup, or in one that no memory controller accounts for (its memory is
+// then read from /proc).
+func containedUse(s *session.Session) (contained, bool) {
+	cpu, mem, memKnown, procs, ok := s.Contained()
+	if !ok || !memKnown {
+		return contained{}, false
+	}
+	return contained{cpu, mem, procs}, true
 }
