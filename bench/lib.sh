@@ -154,11 +154,14 @@ sd_start() { # sd_start [DIR]: a daemon whose config, state and socket are in DI
 	mkdir -p "$SD_DIR"
 	# An explicit config, so that /etc/sessiond/sessiond.toml is not read.
 	printf 'log_level = "warn"\nlog_format = "json"\n' >"$SD_DIR/sessiond.toml"
+	# SD_CGROUPS=false runs the sessions without cgroups of their own, to
+	# measure what containment costs.
+	[ -n "${SD_CGROUPS:-}" ] && printf 'cgroups = %s\n' "$SD_CGROUPS" >>"$SD_DIR/sessiond.toml"
 	"$BIN/sessiond" run --config "$SD_DIR/sessiond.toml" --state-dir "$SD_DIR/state" --socket "$SD_SOCK" \
 		>"$SD_DIR/daemon.log" 2>&1 </dev/null &
 	SD_PID=$!
 	wait_until 10 sctl ps -q >/dev/null 2>&1 || { cat "$SD_DIR/daemon.log" >&2; die "sessiond did not come up"; }
-	log "sessiond up (pid $SD_PID)"
+	log "sessiond up (pid $SD_PID), sessions contained: $(sctl --json version 2>/dev/null | python3 -c 'import json,sys; c=json.load(sys.stdin)["daemon"].get("containment") or {}; print(c.get("mode","?"), c.get("path",""))' 2>/dev/null)"
 }
 
 # sd_running -> number of running sessions

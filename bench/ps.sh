@@ -11,7 +11,7 @@
 #     handoff is written; the handoffs are then counted on disk)
 # and prints a markdown table with DESIGN.md §7's targets.
 #
-# Environment: RUNS (default 50), ANCHORS (default "supervisord pm2"; "" for
+# Environment: RUNS (default 50), SD_CGROUPS (false: no cgroups), ANCHORS (default "supervisord pm2"; "" for
 # sessiond alone), PAR (parallelism of the second, parallel start; default 8).
 # Needs bin/ built (make build) and python3; installs supervisor (apt-get)
 # and pm2 (npm) when missing, or skips them with a message.

@@ -22,6 +22,15 @@ func (d *Daemon) enableMetrics(deps *session.Deps) {
 		Version:  d.version,
 		Since:    d.since,
 		Sessions: d.reg.Records,
+		ContainedMemory: func() (total int64, n int) {
+			for _, s := range d.reg.All() {
+				if _, mem, _, _, ok := s.Contained(); ok {
+					total += mem.CurrentBytes
+					n++
+				}
+			}
+			return total, n
+		},
 		Session: func(id string) (ipc.Session, bool) {
 			if s := d.reg.Get(id); s != nil {
 				return s.Snapshot(), true

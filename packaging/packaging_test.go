@@ -46,7 +46,7 @@ func renderAll(t *testing.T) map[string]string {
 func TestUnitsHaveWhatDesignAsks(t *testing.T) {
 	for name, unit := range renderAll(t) {
 		t.Run(name, func(t *testing.T) {
-			for _, want := range []string{"Type=notify", "Restart=on-failure", "RestartSec=2s", "KillMode=process", "StartLimitIntervalSec="} {
+			for _, want := range []string{"Type=notify", "Restart=on-failure", "RestartSec=2s", "KillMode=process", "Delegate=yes", "StartLimitIntervalSec="} {
 				if !strings.Contains(unit, want) {
 					t.Errorf("unit lacks %q", want)
 				}

@@ -128,3 +128,67 @@ func TestALimitTheHostLacksIsAnErrorUnlessBestEffort(t *testing.T) {
 	}
 	_ = g.Remove()
 }
+
+// BenchmarkSessionCgroup is what containment adds to one session: its
+// cgroup made (with a memory and a pids limit), a process born in it, the
+// kill, the wait until it is empty, the removal.
+func BenchmarkSessionCgroup(b *testing.B) {
+	h := Detect(Options{Name: fmt.Sprintf("sessiond-bench-%d", os.Getpid())})
+	if !h.Enabled() {
+		b.Skipf("no cgroup for sessions here: %s", h.Info().Why)
+	}
+	defer h.Close()
+	l := config.Limits{MemoryMax: 256 << 20, PidsMax: 128, Mode: config.LimitsBestEffort}
+	b.Run("make", func(b *testing.B) {
+		for i := range b.N {
+			g, _, err := h.New(fmt.Sprintf("m%d", i), l)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			_ = g.Remove()
+			b.StartTimer()
+		}
+	})
+	b.Run("spawn-into", func(b *testing.B) {
+		g, _, err := h.New("spawn", l)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer g.Remove()
+		for range b.N {
+			cmd := exec.Command("/bin/true")
+			if err := g.Start(LeafCommand, func(fd int) error {
+				cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
+				return cmd.Start()
+			}); err != nil {
+				b.Fatal(err)
+			}
+			_ = cmd.Wait()
+		}
+	})
+	b.Run("spawn-plain", func(b *testing.B) {
+		for range b.N {
+			if err := exec.Command("/bin/true").Run(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("end", func(b *testing.B) {
+		for i := range b.N {
+			b.StopTimer()
+			g, _, err := h.New(fmt.Sprintf("e%d", i), l)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			_ = g.Kill()
+			if err := g.Wait(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			if err := g.Remove(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -47,6 +47,22 @@ func sessionFamilies(src Sources) []family {
 			read: func() []gaugeSample { st, _ := count(); return byState("state", sessionStates, st) }},
 		&gauges{name: "sessiond_agent_sessions", kind: "gauge", help: "Live sessions whose agent is known, by the agent's state.",
 			read: func() []gaugeSample { _, ag := count(); return byState("state", agentStates, ag) }},
+		&gauges{name: "sessiond_contained_memory_bytes", kind: "gauge", help: "Memory the live sessions' cgroups are charged together.",
+			read: func() []gaugeSample {
+				if src.ContainedMemory == nil {
+					return []gaugeSample{{}}
+				}
+				b, _ := src.ContainedMemory()
+				return []gaugeSample{{v: float64(b)}}
+			}},
+		&gauges{name: "sessiond_contained_sessions", kind: "gauge", help: "Live sessions in a cgroup of their own.",
+			read: func() []gaugeSample {
+				if src.ContainedMemory == nil {
+					return []gaugeSample{{}}
+				}
+				_, n := src.ContainedMemory()
+				return []gaugeSample{{v: float64(n)}}
+			}},
 	}
 }
 

@@ -30,6 +30,9 @@ type Sources struct {
 	// and of the session logs' watcher.
 	ProjectWatch func() Counts
 	LogWatch     func() Counts
+	// ContainedMemory is the memory the live sessions' cgroups are charged
+	// together, and how many such sessions there are (nil: none).
+	ContainedMemory func() (bytes int64, sessions int)
 	// Since is when the daemon started: an end recorded before it was
 	// finished by this daemon, and its handoff latency is not its own.
 	Since time.Time
