@@ -55,7 +55,7 @@ var NotifyEvents = []string{
 
 // NotifyEndReasons lists the end reasons "ended:REASON" may name.
 var NotifyEndReasons = []string{
-	"complete", "error", "timeout", "idle", "interrupted", "crashed", "budget", "waiting",
+	"complete", "error", "timeout", "idle", "interrupted", "crashed", "budget", "waiting", "oom",
 }
 
 // Webhook templates: the shape of the request a webhook sink sends.

@@ -25,7 +25,7 @@ func (d *Daemon) enableMetrics(deps *session.Deps) {
 		ContainedMemory: func() (total int64, n int) {
 			for _, s := range d.reg.All() {
 				if _, mem, _, _, ok := s.Contained(); ok {
-					total += mem.CurrentBytes
+					total += mem
 					n++
 				}
 			}

@@ -60,8 +60,16 @@ func (h *Host) New(id string, l config.Limits) (g *Group, notices []string, err 
 		return nil, nil, err
 	}
 	g = h.group(id)
+	// A v1 cgroup only where it is of use: memory's for the account (and
+	// memory_max), the others for their limits.
+	if l.PidsMax == 0 {
+		delete(g.v1, "pids")
+	}
+	if l.CPUWeight == 0 && l.CPUPercent() == 0 {
+		delete(g.v1, "cpu")
+	}
 	res := &cgroup2.Resources{}
-	if h.v2["memory"] {
+	if h.v2["memory"] && (l.MemoryMax > 0 || l.MemoryHigh > 0) {
 		res.Memory = &cgroup2.Memory{}
 		if l.MemoryMax > 0 {
 			v := int64(l.MemoryMax)
@@ -90,22 +98,31 @@ func (h *Host) New(id string, l config.Limits) (g *Group, notices []string, err 
 			res.CPU.Max = cgroup2.NewCPUMax(&q, &per)
 		}
 	}
-	rel, err := filepath.Rel(h.mount, g.dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	m, err := cgroup2.NewManager(h.mount, "/"+rel, res)
-	if err != nil {
-		if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EAGAIN) {
-			err = fmt.Errorf("%w (the cgroup subtree is full: cgroup.max.descendants of %s)", err, filepath.Dir(g.dir))
+	// The base gives its children the controllers already (Detect): the
+	// cgroup is made, then given its limits, if any.
+	for _, dir := range []string{g.dir, filepath.Join(g.dir, LeafCommand)} {
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EAGAIN) {
+				err = fmt.Errorf("%w (the cgroup subtree is full: cgroup.max.descendants of %s)", err, filepath.Dir(g.dir))
+			}
+			_ = g.Remove()
+			return nil, nil, fmt.Errorf("make the session's cgroup %s: %w", g.dir, err)
 		}
-		return nil, nil, fmt.Errorf("make the session's cgroup %s: %w", g.dir, err)
 	}
-	if _, err := m.NewChild(LeafCommand, nil); err != nil {
-		_ = g.Remove()
-		return nil, nil, fmt.Errorf("make the session's cgroup %s: %w", g.dir, err)
+	if len(res.Values()) > 0 {
+		rel, err := filepath.Rel(h.mount, g.dir)
+		if err == nil {
+			var m *cgroup2.Manager
+			if m, err = cgroup2.Load("/"+rel, cgroup2.WithMountpoint(h.mount)); err == nil {
+				err = m.Update(res)
+			}
+		}
+		if err != nil {
+			_ = g.Remove()
+			return nil, nil, fmt.Errorf("set the limits of the session's cgroup %s: %w", g.dir, err)
+		}
 	}
-	if len(h.v1) > 0 {
+	if len(g.v1) > 0 {
 		if err := g.newV1(h, l); err != nil {
 			_ = g.Remove()
 			return nil, nil, fmt.Errorf("make the session's v1 cgroups: %w", err)
@@ -290,8 +307,12 @@ func (g *Group) Dir() string { return g.dir }
 // start: it never runs anything else.
 func (g *Group) Start(leaf string, start func(cgroupFD int) error) error {
 	dir := filepath.Join(g.dir, leaf)
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("make the cgroup %s: %w", dir, err)
+	if leaf != LeafCommand {
+		// The command's leaf is made with the group; the others when first
+		// used.
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("make the cgroup %s: %w", dir, err)
+		}
 	}
 	fd, err := unix.Open(dir, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -368,22 +389,39 @@ func (g *Group) Populated(leaf string) bool {
 	return false
 }
 
-// Procs are the pids in the group (or leaf), in every cgroup below it.
+// Procs are the pids in the group's leaf, or, for "", in the whole group
+// (its leaves: the cgroups sessiond makes; a session's process can make
+// none of its own, the cgroups being the daemon's).
 func (g *Group) Procs(leaf string) []int {
+	dirs := []string{filepath.Join(g.dir, leaf)}
+	if leaf == "" {
+		dirs = []string{filepath.Join(g.dir, LeafCommand), filepath.Join(g.dir, LeafSidecars), g.dir}
+	}
 	var out []int
-	root := filepath.Join(g.dir, leaf)
-	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return nil
-		}
-		for _, f := range strings.Fields(readString(filepath.Join(p, "cgroup.procs"))) {
+	for _, d := range dirs {
+		for _, f := range strings.Fields(readString(filepath.Join(d, "cgroup.procs"))) {
 			if pid, err := strconv.Atoi(f); err == nil {
 				out = append(out, pid)
 			}
 		}
-		return nil
-	})
+	}
 	return out
+}
+
+// MemoryAccounted reports whether a memory controller accounts for the
+// group.
+func (g *Group) MemoryAccounted() bool { return g.memory != "" }
+
+// MemoryNow is the memory the group is charged now; false where no memory
+// controller accounts for it.
+func (g *Group) MemoryNow() (int64, bool) {
+	switch g.memory {
+	case "v2":
+		return readInt(filepath.Join(g.dir, "memory.current")), true
+	case "v1":
+		return readInt(filepath.Join(g.v1["memory"], "memory.usage_in_bytes")), true
+	}
+	return 0, false
 }
 
 // Wait waits until the group (or leaf) is empty (cgroup.events says so),

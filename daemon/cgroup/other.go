@@ -98,5 +98,7 @@ func (g *Group) Procs(string) []int                          { return nil }
 func (g *Group) Wait(context.Context, ...string) error       { return nil }
 func (g *Group) Remove() error                               { return nil }
 func (g *Group) Memory() (ipc.Memory, bool)                  { return ipc.Memory{}, false }
+func (g *Group) MemoryNow() (int64, bool)                    { return 0, false }
+func (g *Group) MemoryAccounted() bool                       { return false }
 func (g *Group) CPU() time.Duration                          { return 0 }
 func (g *Group) Pressure() (avg10 float64, highEvents int64) { return 0, 0 }

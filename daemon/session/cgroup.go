@@ -89,6 +89,10 @@ func (s *Session) killContained(ctx context.Context) bool {
 		return false
 	}
 	left := g.Procs(cgroup.LeafCommand)
+	if len(left) == 0 && !g.Populated(cgroup.LeafCommand) {
+		// Nothing left: the command went, and took everything along.
+		return true
+	}
 	if err := g.KillLeaf(cgroup.LeafCommand); err != nil {
 		s.logger().Warn("kill the session's cgroup", zap.Error(err))
 	}
@@ -111,10 +115,13 @@ func (s *Session) closeCgroup() {
 	if g == nil {
 		return
 	}
-	_ = g.Kill()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	empty := g.Wait(ctx) == nil
+	empty := !g.Populated("")
+	if !empty {
+		_ = g.Kill()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		empty = g.Wait(ctx) == nil
+		cancel()
+	}
 	if m, ok := g.Memory(); ok {
 		s.rec.Memory = &m
 	}

@@ -311,13 +311,22 @@ func (s *Session) UsageQuery() (proc.UsageQuery, bool) {
 // Contained is what the session's cgroup says it uses: the CPU time of
 // every process it had, its memory (known false without a memory
 // controller) and its processes; ok false for a session in no cgroup.
-func (s *Session) Contained() (cpu time.Duration, mem ipc.Memory, memKnown bool, procs int, ok bool) {
+func (s *Session) Contained() (cpu time.Duration, mem int64, memKnown bool, procs int, ok bool) {
 	g := s.cgP.Load()
 	if g == nil {
-		return 0, ipc.Memory{}, false, 0, false
+		return 0, 0, false, 0, false
 	}
-	mem, memKnown = g.Memory()
-	return g.CPU(), mem, memKnown, len(g.Procs("")), true
+	if mem, memKnown = g.MemoryNow(); !memKnown {
+		return 0, 0, false, 0, true
+	}
+	return g.CPU(), mem, true, len(g.Procs("")), true
+}
+
+// MeasuredByCgroup reports whether the session's use is read from its
+// cgroup (Contained): it has one, and a memory controller accounts for it.
+func (s *Session) MeasuredByCgroup() bool {
+	g := s.cgP.Load()
+	return g != nil && g.MemoryAccounted()
 }
 
 // LogPath returns the path of the session's output log.

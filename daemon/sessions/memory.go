@@ -11,7 +11,7 @@ import (
 
 // memoryPoll is how often the contained sessions' memory is looked at for
 // OOM kills and pressure.
-const memoryPoll = 2 * time.Second
+const memoryPoll = 5 * time.Second
 
 // WatchMemory looks at every contained session's memory every memoryPoll
 // until ctx ends: a session under pressure, or whose process the kernel

@@ -44,15 +44,14 @@ func (m *usageMeter) fill(sessions map[string]*session.Session, recs []ipc.Sessi
 		idx []int
 		// cg are the sessions measured by their cgroups instead (where
 		// a memory controller accounts for them): no walk of /proc is
-		// needed for them; cgUse is what their cgroups said.
-		cg    []int
-		cgUse []contained
+		// needed for them.
+		cg []int
 	)
 	for i := range recs {
 		if s := sessions[recs[i].ID]; s != nil && ipc.Live(recs[i].State) {
 			if q, ok := s.UsageQuery(); ok {
-				if c, ok := containedUse(s); ok {
-					cg, cgUse = append(cg, i), append(cgUse, c)
+				if s.MeasuredByCgroup() {
+					cg = append(cg, i)
 					continue
 				}
 				qs, idx = append(qs, q), append(idx, i)
@@ -86,10 +85,9 @@ func (m *usageMeter) fill(sessions map[string]*session.Session, recs []ipc.Sessi
 	if len(qs) > 0 {
 		usages = proc.UsageOf(qs)
 	}
-	for k, i := range cg {
-		c := cgUse[k]
-		recs[i].Memory = &c.mem
-		u := proc.Usage{CPU: c.cpu, RSS: c.mem.CurrentBytes, Procs: c.procs}
+	for _, i := range cg {
+		cpu, mem, _, procs, _ := sessions[recs[i].ID].Contained()
+		u := proc.Usage{CPU: cpu, RSS: mem, Procs: procs}
 		qs, idx, usages = append(qs, proc.UsageQuery{}), append(idx, i), append(usages, u)
 	}
 	us := make([]ipc.Usage, len(idx))
@@ -114,22 +112,4 @@ func (m *usageMeter) fill(sessions map[string]*session.Session, recs []ipc.Sessi
 			delete(m.last, id)
 		}
 	}
-}
-
-// contained is what a session's cgroup says it uses.
-type contained struct {
-	cpu   time.Duration
-	mem   ipc.Memory
-	procs int
-}
-
-// containedUse reads a session's use from its cgroup; false for one in no
-// cgroup, or in one that no memory controller accounts for (its memory is
-// then read from /proc).
-func containedUse(s *session.Session) (contained, bool) {
-	cpu, mem, memKnown, procs, ok := s.Contained()
-	if !ok || !memKnown {
-		return contained{}, false
-	}
-	return contained{cpu, mem, procs}, true
 }
