@@ -54,7 +54,7 @@ var sanctioned = map[string]struct {
 	"notify/command.go":          {"the session's log in the daemon's state dir, appended to by a command's output", []string{"commandSink.send"}},
 	"notify/desktop.go":          {"the fixed paths of the desktop notifiers' executables", []string{"checkDesktop"}},
 	"notify/run.go":              {"the one runner of notification commands: the session user's credential, a process group, a timeout", []string{"process.run"}},
-	"cgroup/group_linux.go":      {"the cgroupfs (v2 and v1 hierarchies) of the daemon's own cgroups: nothing a user can name", []string{"Group.Start", "Group.enterV1", "Group.Procs", "fileExists"}},
+	"cgroup/group_linux.go":      {"the cgroupfs (v2 and v1 hierarchies) of the daemon's own cgroups: nothing a user can name", []string{"Host.New", "Group.Start", "Group.enterV1", "fileExists"}},
 	"cgroup/host_linux.go":       {"the cgroupfs, /proc/self/mountinfo, /proc/self/cgroup and systemd's /run/systemd/system: the host's, nothing of a user's", []string{"Host.takeWhole", "Host.makeBase", "Host.controllers", "v1Base", "v1Own", "Host.Sweep", "readMounts", "isDir", "readString"}},
 	"proc/cloexec.go":            {"/proc/self/fd", []string{"CloseOnExec"}},
 	"proc/proc_linux.go":         {"/proc of processes and the kernel's boot id: nothing of a user's files", []string{"BootID", "Catches", "SessionsByEnv", "allStats", "childrenOf", "envSession", "hasMarker", "readStat"}},

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -434,5 +436,131 @@ func TestAnOOMKillInsideARunningSessionWarnsIt(t *testing.T) {
 	d.mustCtl("stop", id)
 	if rec := d.waitEnded(id, 10*time.Second); rec.EndReason != "interrupted" {
 		t.Errorf("end reason %q: a stop asked for is an interruption, even after an OOM kill", rec.EndReason)
+	}
+}
+
+// A worktree's setup is the session's first work: it runs in the
+// session's cgroup, under its limits.
+func TestWorktreeSetupRunsInTheSessionsCgroup(t *testing.T) {
+	d, c := containedDaemon(t, "")
+	r := newCkptRepo(t)
+	r.write("sessiond.toml", "[session]\ncheckpoint = \"\"\nworktree_setup = [\"cat /proc/self/cgroup > setup-cgroup.txt\"]\nport_range = \"\"\n")
+	r.commitAll("first")
+	id := d.start("--worktree=cg", r.dir, "--", "sleep", "7311")
+	wt := d.worktreeRecord(id)
+	rec := d.inspectContained(id)
+	if wt.Worktree == nil || rec.Cgroup == nil {
+		t.Fatalf("worktree %+v, cgroup %+v", wt.Worktree, rec.Cgroup)
+	}
+	data, err := os.ReadFile(filepath.Join(wt.Worktree.Path, "setup-cgroup.txt"))
+	base := strings.TrimPrefix(rec.Cgroup.Path, mountOf(c.Path))
+	if err != nil || !strings.Contains(string(data), "0::"+base+"/cmd\n") {
+		t.Errorf("the setup ran outside %s/cmd (%v):\n%s", base, err, data)
+	}
+	d.mustCtl("stop", id)
+	d.waitEnded(id, 15*time.Second)
+}
+
+// A limit below what the command needs to start ends it at once, honestly:
+// oom, with its account.
+func TestALimitBelowWhatTheCommandNeedsEndsItAsOOM(t *testing.T) {
+	d, c := containedDaemon(t, "")
+	if c.Controllers["memory"] == "" {
+		t.Fatalf("no memory controller for sessions here: %+v", c)
+	}
+	id := d.start("--memory-max", "2M", project(t), "--", "python3", "-c", "import json, email, http.client; print('started')")
+	rec := d.waitEnded(id, 20*time.Second)
+	if rec.EndReason != "oom" {
+		t.Fatalf("end reason %q, want oom", rec.EndReason)
+	}
+	if acc := d.inspectContained(id); !strings.Contains(strings.Join(acc.Warnings, "\n"), "memory_max 2MiB") {
+		t.Errorf("warnings %q, want the account naming memory_max 2MiB", acc.Warnings)
+	}
+}
+
+// A user's session cannot move its processes out of its cgroup: the
+// kernel refuses, and the stop still ends them.
+func TestAUsersSessionCannotLeaveItsCgroup(t *testing.T) {
+	u := newUser(t)
+	if os.Geteuid() != 0 {
+		t.Fatal("run as root")
+	}
+	d := rootDaemon(t, u)
+	dir := u.project(t)
+	v2, _ := containedRoot(t, d)
+	escape := fmt.Sprintf("if echo $$ > %s/cgroup.procs 2>err.txt; then echo moved; else echo refused; fi > out.txt; exec sleep 7312", v2)
+	r := u.ctl(t, d.sock, "start", "-q", dir, "--", "sh", "-c", escape)
+	if r.code != 0 {
+		t.Fatalf("start as %s: %s", u.name, r)
+	}
+	id := strings.TrimSpace(r.stdout)
+	out := waitFile(t, filepath.Join(dir, "out.txt"), 10*time.Second)
+	if strings.TrimSpace(string(out)) != "refused" {
+		t.Fatalf("the user's process moved itself out of its cgroup: %s", out)
+	}
+	pids := procsRunning("sleep", "7312")
+	if len(pids) != 1 || !strings.HasSuffix(cgroupOf(t, pids[0]), "/"+id+"/cmd") {
+		t.Fatalf("the sleep %v is not in its session's cgroup", pids)
+	}
+	d.mustCtl("stop", id)
+	d.waitEnded(id, 15*time.Second)
+	if left := procsRunning("sleep", "7312"); len(left) > 0 {
+		t.Errorf("outlived the stop: %v", left)
+	}
+}
+
+// containedRoot is the cgroup v2 mount of a root daemon's sessions.
+func containedRoot(t *testing.T, d *daemon) (mount string, c containment) {
+	t.Helper()
+	var v struct {
+		Daemon struct {
+			Containment *containment `json:"containment"`
+		} `json:"daemon"`
+	}
+	out := d.mustCtl("--json", "version")
+	if err := json.Unmarshal([]byte(out), &v); err != nil || v.Daemon.Containment == nil || v.Daemon.Containment.Mode == "none" {
+		t.Fatalf("version --json: %v\n%s", err, out)
+	}
+	c = *v.Daemon.Containment
+	return mountOf(c.Path), c
+}
+
+// sessiond doctor says what the host offers and what the daemon does, and
+// exits 1 when the configured limits cannot hold.
+func TestDoctorSaysWhatTheHostOffers(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "sessiond.toml")
+	write := func(s string) {
+		if err := os.WriteFile(cfg, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("")
+	r := execute(t, cleanEnv(), sessiondBin, "doctor", "--config", cfg, "--state-dir", t.TempDir(), "--socket", filepath.Join(t.TempDir(), "none.sock"))
+	if r.code != 0 || !strings.Contains(r.stdout, "cgroup v2") || !strings.Contains(r.stdout, "containment") || !strings.Contains(r.stdout, "controllers") || !strings.Contains(r.stdout, "inotify") {
+		t.Fatalf("doctor: %s", r)
+	}
+	write("cgroups = false\n[defaults]\nmemory_max = \"1G\"\n")
+	r = execute(t, cleanEnv(), sessiondBin, "doctor", "--config", cfg, "--state-dir", t.TempDir(), "--socket", filepath.Join(t.TempDir(), "none.sock"))
+	if r.code != 1 || !strings.Contains(r.stdout, "containment  none") || !strings.Contains(r.stdout, "CANNOT HOLD") {
+		t.Errorf("doctor with limits and no cgroups: %s", r)
+	}
+	write("cgroups = false\n[defaults]\nmemory_max = \"1G\"\nlimits = \"best-effort\"\n")
+	r = execute(t, cleanEnv(), sessiondBin, "doctor", "--config", cfg, "--state-dir", t.TempDir(), "--socket", filepath.Join(t.TempDir(), "none.sock"))
+	if r.code != 0 || !strings.Contains(r.stdout, "best-effort, without") {
+		t.Errorf("doctor with best-effort limits: %s", r)
+	}
+	// Doctor changes nothing: the cgroup a daemon of that state dir would
+	// make is not made.
+	state := t.TempDir()
+	write("")
+	if r := execute(t, cleanEnv(), sessiondBin, "doctor", "--config", cfg, "--state-dir", state, "--socket", filepath.Join(t.TempDir(), "none.sock")); r.code != 0 {
+		t.Fatalf("doctor: %s", r)
+	}
+	sum := sha256.Sum256([]byte(state))
+	name := "sessiond-" + hex.EncodeToString(sum[:6])
+	for _, m := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
+		if _, err := os.Stat(filepath.Join(m, name)); err == nil {
+			t.Errorf("doctor made the cgroup %s", filepath.Join(m, name))
+		}
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sessiond/sessiond/config"
-	"github.com/sessiond/sessiond/daemon/cgroup"
+	cg "github.com/sessiond/sessiond/daemon/cgroup"
 	"github.com/sessiond/sessiond/ipc"
 )
 
@@ -42,7 +42,7 @@ func runDoctor(cmd *cobra.Command, f runFlags) error {
 	}
 	line := func(k, v string) { fmt.Fprintf(out, "  %-12s %s\n", k, v) }
 	fmt.Fprintln(out, "sessiond doctor")
-	v2, v1 := cgroup.Hierarchies()
+	v2, v1 := cg.Hierarchies()
 	switch {
 	case v2 == "":
 		line("cgroup v2", "none mounted")
@@ -56,7 +56,7 @@ func runDoctor(cmd *cobra.Command, f runFlags) error {
 	} else {
 		line("systemd", "not PID 1 (no /run/systemd/system): cgroups come from the cgroupfs itself")
 	}
-	h := cgroup.Detect(cgroup.Options{Name: cgroup.NameFor(cfg.StateDir), Off: !cfg.CgroupsOn(), Probe: true})
+	h := cg.Detect(cg.Options{Name: cg.NameFor(cfg.StateDir), Off: !cfg.CgroupsOn(), Probe: true})
 	c := h.Info()
 	if v, err := askDaemon(cmd.Context(), cfg.Socket); err == nil && v.Containment != nil {
 		fmt.Fprintf(out, "  %-12s the daemon at %s (pid %d) does this:\n", "daemon", cfg.Socket, v.PID)
@@ -84,7 +84,7 @@ func runDoctor(cmd *cobra.Command, f runFlags) error {
 // printContainment says what sessions are contained in, and the fix.
 func printContainment(out io.Writer, c ipc.Containment) {
 	line := func(k, v string) { fmt.Fprintf(out, "  %-12s %s\n", k, v) }
-	if c.Mode == cgroup.None {
+	if c.Mode == cg.None {
 		line("containment", "none: "+c.Why)
 		line("", "a stop reaches the session's process group and what the /proc sweep finds; no limit applies")
 	} else {
@@ -100,7 +100,7 @@ func printContainment(out io.Writer, c ipc.Containment) {
 // describeControllers is "memory v2, pids v1, cpu none".
 func describeControllers(m map[string]string) string {
 	var parts []string
-	for _, k := range cgroup.Controllers {
+	for _, k := range cg.Controllers {
 		v := m[k]
 		if v == "" {
 			v = "none"

@@ -172,6 +172,13 @@ func TestParseProjectErrors(t *testing.T) {
 		{"service without command", "[[service]]\nname = \"a\"\n", 0, "is required"},
 		{"bad mode", "[session]\ncheckpoint_mode = \"snapshot\"\n", 2, "not one of ref, commit"},
 		{"negative grace", "[session]\nstop_grace = \"-1s\"\n", 2, "must not be negative"},
+		{"memory_max not a size", "[session]\ncheckpoint = \"\"\nmemory_max = \"lots\"\n", 3, "invalid size"},
+		{"memory_max too small", "[session]\nmemory_max = \"4K\"\n", 2, "too little for any command to start"},
+		{"memory_high above memory_max", "[session]\nmemory_max = \"1G\"\nmemory_high = \"2G\"\n", 3, "above memory_max 1GiB"},
+		{"pids_max of one", "[session]\npids_max = 1\n", 2, "too few"},
+		{"cpu_weight out of range", "[session]\ncpu_weight = 20000\n", 2, "between 1 and 10000"},
+		{"cpu_max not a share", "[session]\ncpu_max = \"fast\"\n", 2, "percentage of one CPU"},
+		{"limits mode", "[session]\nlimits = \"maybe\"\n", 2, "strict, best-effort"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

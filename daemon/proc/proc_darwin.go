@@ -54,3 +54,7 @@ const CatchesSupported = false
 
 // SessionsByEnv cannot read other processes' environments on macOS.
 func SessionsByEnv(socket string) []Found { return nil }
+
+// KillHelpers has nothing to do where there are no cgroups: the session's
+// sweep finds its helpers.
+func KillHelpers(sessionID string) int { return 0 }

@@ -491,3 +491,32 @@ func SessionsByEnv(socket string) []Found {
 	}
 	return out
 }
+
+// KillHelpers kills every helper command running with sessionID's
+// environment (its hooks, its notification commands), with its process
+// group: a contained session's cgroup does not hold them, and they are
+// the session's all the same. It looks at the helpers alone, not at every
+// process, and returns how many it killed.
+func KillHelpers(sessionID string) int {
+	helpers.pidsMu.Lock()
+	pids := make([]int, 0, len(helpers.pids))
+	for pid := range helpers.pids {
+		pids = append(pids, pid)
+	}
+	helpers.pidsMu.Unlock()
+	n := 0
+	for _, pid := range pids {
+		if sessionID == "" || envSession(pid) != sessionID {
+			continue
+		}
+		p, err := Identify(pid)
+		if err != nil {
+			continue
+		}
+		_ = p.SignalGroup(unix.SIGKILL)
+		if p.Signal(unix.SIGKILL) == nil {
+			n++
+		}
+	}
+	return n
+}

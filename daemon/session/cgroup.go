@@ -10,6 +10,7 @@ import (
 
 	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/daemon/cgroup"
+	"github.com/sessiond/sessiond/daemon/proc"
 	"github.com/sessiond/sessiond/ipc"
 )
 
@@ -88,6 +89,9 @@ func (s *Session) killContained(ctx context.Context) bool {
 	if g == nil {
 		return false
 	}
+	// Its hooks and notification commands run outside its cgroup, but are
+	// the session's.
+	proc.KillHelpers(s.id)
 	left := g.Procs(cgroup.LeafCommand)
 	if len(left) == 0 && !g.Populated(cgroup.LeafCommand) {
 		// Nothing left: the command went, and took everything along.

@@ -37,6 +37,9 @@ func cloneRecord(r ipc.Session) ipc.Session {
 		c.Agent = &a
 	}
 	c.Tokens = clonePtr(r.Tokens)
+	// The cgroup's account changes at the end (its V1 map never does).
+	c.Cgroup = clonePtr(r.Cgroup)
+	c.Memory = clonePtr(r.Memory)
 	c.Worktree = clonePtr(r.Worktree)
 	if r.Report != nil {
 		rep := *r.Report
