@@ -36,8 +36,10 @@ type agentRun struct {
 	baseKnown   bool
 	// since is the start, for Locate and the transcript's events.
 	since time.Time
-	// located: Locate was tried (it scans the agent's files: once).
-	located bool
+	// located: Locate found the conversation, or was tried maxLocate
+	// times (it scans the agent's files); locateTries counts the tries.
+	located     bool
+	locateTries int
 	// context is a warning not yet told in the conversation.
 	context string
 	// budgetWarned: the budget's warning was given.
@@ -46,6 +48,10 @@ type agentRun struct {
 	// end told by a hook and by the transcript counts once.
 	turnsEnded []string
 }
+
+// maxLocate is how many of an agent's events may look for its
+// conversation on disk before it is given up.
+const maxLocate = 3
 
 // maxAgentNotices bounds the notices the record keeps of its agent.
 const maxAgentNotices = 10
@@ -191,22 +197,8 @@ func (s *Session) agentEvent(payload []byte) (ipc.AgentHookResponse, bool, error
 		return ipc.AgentHookResponse{}, false, ipc.BadRequest("%s hook payload: %w", a.adapter.Name(), err)
 	}
 	before := agentMark(s.rec)
+	s.locateConversation(&ev)
 	s.applyAgentEvent(ev)
-	if (s.rec.Agent.ConversationID == "" || s.rec.Agent.TranscriptPath == "") && !a.located {
-		// An agent whose events name no conversation or no transcript
-		// (Codex's notify) has them looked for on disk, once.
-		a.located = true
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		conv, err := a.adapter.Locate(ctx, agent.Query{ConversationID: s.rec.Agent.ConversationID, ProjectDir: s.projectDir, Since: a.since, Env: s.env(), Files: s.files()})
-		cancel()
-		if err == nil {
-			s.rec.Agent.ConversationID = conv.ID
-			if conv.TranscriptPath != "" {
-				s.rec.Agent.TranscriptPath = conv.TranscriptPath
-				s.openTranscript(conv.TranscriptPath)
-			}
-		}
-	}
 	spent := s.readTranscript()
 	s.scheduleRead()
 	if agentMark(s.rec) != before || s.rec.State == ipc.StateWarned && s.rec.Warning != nil && before.warnedAt != s.rec.Warning.At {
@@ -257,6 +249,37 @@ func (s *Session) contextForAgent() string {
 		text = text[:cut] + "\n\n[... cut: the rest is in " + filepath.Join(state.DirName, state.ContextFile) + "]"
 	}
 	return text
+}
+
+// locateConversation completes an event that names no conversation or no
+// transcript (Codex's notify) from the agent's files on disk, before the
+// event is applied, so that the record it publishes is whole: until found,
+// at most maxLocate times (a slow disk may make a try time out).
+func (s *Session) locateConversation(ev *agent.Event) {
+	a, rec := s.agent, s.rec.Agent
+	if a.located || ev.TranscriptPath != "" || rec.TranscriptPath != "" && (ev.ConversationID == "" || ev.ConversationID == rec.ConversationID) {
+		return
+	}
+	id := ev.ConversationID
+	if id == "" {
+		id = rec.ConversationID
+	}
+	a.locateTries++
+	a.located = a.locateTries >= maxLocate
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	conv, err := a.adapter.Locate(ctx, agent.Query{ConversationID: id, ProjectDir: s.projectDir, Since: a.since, Env: s.env(), Files: s.files()})
+	cancel()
+	if err != nil {
+		s.logger().Debug("the agent's conversation was not found on disk", zap.Int("try", a.locateTries), zap.Error(err))
+		return
+	}
+	a.located = true
+	if ev.ConversationID == "" {
+		ev.ConversationID = conv.ID
+	}
+	if conv.ID == ev.ConversationID {
+		ev.TranscriptPath = conv.TranscriptPath
+	}
 }
 
 // applyAgentEvent moves the record's agent fields with one event.

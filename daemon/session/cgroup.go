@@ -193,18 +193,20 @@ func (s *Session) PollMemory() {
 	switch {
 	case known && m.OOMKills > w.oomSeen:
 		why = fmt.Sprintf("the kernel's OOM killer ended a process of the session at its memory bound (%s in use)", config.SizeText(config.Size(m.CurrentBytes)))
-		w.oomSeen = m.OOMKills
-	case high > w.highSeen && !w.episode:
+	case high > w.highSeen:
 		why = fmt.Sprintf("the session is above its memory_high %s (%s in use) and is being slowed", config.SizeText(s.spec.MemoryHigh), config.SizeText(config.Size(m.CurrentBytes)))
-	case avg10 >= pressureHigh && !w.episode:
+	case avg10 >= pressureHigh:
 		why = fmt.Sprintf("the session stalls on memory %.0f%% of the time", avg10)
 	}
-	w.highSeen = max(w.highSeen, high)
+	w.oomSeen, w.highSeen = max(w.oomSeen, m.OOMKills), max(w.highSeen, high)
 	now := s.deps.Clock.Now()
 	switch {
+	case why != "" && w.episode:
+		// Still the same episode: it was warned of.
+		why, w.calmSince = "", time.Time{}
 	case why != "":
 		w.episode, w.calmSince = true, time.Time{}
-	case w.episode && avg10 < pressureLow && high <= w.highSeen:
+	case w.episode && avg10 < pressureLow:
 		if w.calmSince.IsZero() {
 			w.calmSince = now
 		} else if now.Sub(w.calmSince) >= pressureCalm {

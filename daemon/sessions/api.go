@@ -182,6 +182,13 @@ func (d *Service) RestartSession(ctx context.Context, c ipc.Caller, id string, r
 	if err := d.allowStarts(c, 1); err != nil {
 		return nil, err
 	}
+	// One restart of a session at a time: the end of an adopted session
+	// would otherwise take this stop's intent for an earlier daemon's,
+	// and start the successor itself (finishRestart).
+	if _, busy := d.finishing.LoadOrStore(s.ID(), true); busy {
+		return nil, ipc.Conflict("session %s is being restarted already", s.ID())
+	}
+	defer d.finishing.Delete(s.ID())
 	if ipc.Live(s.Snapshot().State) {
 		// The restart is in the stop's record: a daemon that dies before
 		// the new session starts leaves the next one to start it, once.
