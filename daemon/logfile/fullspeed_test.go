@@ -91,6 +91,8 @@ func TestFullSpeedYesStaysUnderCap(t *testing.T) {
 				}
 			}
 			tick.Stop()
+			// The flood's memory, before the test's own tail below.
+			growth := procStatus(t, "VmHWM") - rssBefore
 			// What comes after the flood (the last words of a command
 			// that flooded its log) is kept whole, however the flood
 			// ended.
@@ -107,7 +109,6 @@ func TestFullSpeedYesStaysUnderCap(t *testing.T) {
 			if err := l.Rotate(); err != nil {
 				t.Fatal(err)
 			}
-			growth := procStatus(t, "VmHWM") - rssBefore
 
 			st := l.Stats()
 			written := streamEnd(t, l)
