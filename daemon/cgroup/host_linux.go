@@ -92,7 +92,7 @@ func Detect(opt Options) *Host {
 	}
 	systemd := isDir("/run/systemd/system")
 	switch {
-	case systemd && delegated(filepath.Join(h.mount, own)):
+	case systemd && (delegated(filepath.Join(h.mount, own)) || ownUnit(own)):
 		h.info.Mode = Delegated
 		h.info.Why = "systemd delegates " + own + " to the daemon's unit"
 		err = h.takeWhole(own)
@@ -394,6 +394,13 @@ func delegated(dir string) bool {
 		}
 	}
 	return false
+}
+
+// ownUnit reports whether the daemon runs as sessiond's own systemd unit,
+// whose Delegate=yes a systemd too old to mark delegated cgroups (before
+// v251) does not say.
+func ownUnit(own string) bool {
+	return os.Getenv("INVOCATION_ID") != "" && filepath.Base(own) == "sessiond.service"
 }
 
 func isDir(p string) bool {
