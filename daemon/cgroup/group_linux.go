@@ -60,14 +60,20 @@ func (h *Host) New(id string, l config.Limits) (g *Group, notices []string, err 
 		return nil, nil, err
 	}
 	g = h.group(id)
-	// A v1 cgroup only where it is of use: memory's for the account (and
-	// memory_max), the others for their limits.
+	// A v1 cgroup only for a limit that needs it: a process enters one
+	// only by a migration (its forking thread's, here), which costs a
+	// grace period of the kernel's (10-25 ms a start on this kind of
+	// host), where a v2 cgroup is entered at birth for nothing.
+	if l.MemoryMax == 0 {
+		delete(g.v1, "memory")
+	}
 	if l.PidsMax == 0 {
 		delete(g.v1, "pids")
 	}
 	if l.CPUWeight == 0 && l.CPUPercent() == 0 {
 		delete(g.v1, "cpu")
 	}
+	g.memory = memoryWhere(h.v2["memory"], g.v1["memory"] != "")
 	res := &cgroup2.Resources{}
 	if h.v2["memory"] && (l.MemoryMax > 0 || l.MemoryHigh > 0) {
 		res.Memory = &cgroup2.Memory{}
