@@ -113,6 +113,39 @@ func TestMemoryMaxEndsInAnOOMKillThatIsCounted(t *testing.T) {
 	}
 }
 
+// A session's v1 cgroup left behind by a daemon that died after removing
+// its v2 one is swept at the next start.
+func TestSweepRemovesWhatADeadDaemonLeft(t *testing.T) {
+	h := testHost(t)
+	if h.Info().Controllers["memory"] != "v1" {
+		t.Skip("no v1 memory hierarchy here")
+	}
+	g, _, err := h.New("left", config.Limits{MemoryMax: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, _, err := h.New("live", config.Limits{MemoryMax: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Remove()
+	for _, d := range []string{g.dir + "/" + LeafCommand, g.dir} {
+		if err := os.Remove(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	swept := h.Sweep(context.Background(), func(id string) bool { return id == "live" })
+	if len(swept) != 1 || swept[0] != "left" {
+		t.Errorf("swept %q, want [left]", swept)
+	}
+	if isDir(g.v1["memory"]) {
+		t.Errorf("the v1 cgroup %s is still there", g.v1["memory"])
+	}
+	if !isDir(live.dir) || !isDir(live.v1["memory"]) {
+		t.Error("the live session's cgroups were swept")
+	}
+}
+
 func TestALimitTheHostLacksIsAnErrorUnlessBestEffort(t *testing.T) {
 	h := testHost(t)
 	h.info.Controllers["memory"] = ""

@@ -370,6 +370,9 @@ func (g *Group) KillLeaf(leaf string) error {
 }
 
 func (g *Group) kill(dir string) error {
+	if !isDir(dir) {
+		return nil
+	}
 	rel, err := filepath.Rel(g.mount, dir)
 	if err != nil {
 		return err

@@ -122,7 +122,11 @@ func Detect(opt Options) *Host {
 		err = h.makeBase(own, opt.Name)
 	}
 	if err != nil {
-		h.info = ipc.Containment{Mode: None, Why: h.info.Why + ", but " + err.Error(), Fix: "run the daemon as root, or give it a delegated cgroup (a systemd unit with Delegate=yes, a container with a cgroup namespace of its own)"}
+		why := h.info.Why + ", but " + err.Error()
+		if h.info.Mode == Cgroupfs {
+			why = fmt.Sprintf("no systemd, and the cgroupfs at %s is not the daemon's to write (%v)", h.mount, err)
+		}
+		h.info = ipc.Containment{Mode: None, Why: why, Fix: "run the daemon as root, or give it a delegated cgroup (a systemd unit with Delegate=yes, a container with a cgroup namespace of its own)"}
 		return h
 	}
 	h.info.Path = h.base
@@ -321,14 +325,22 @@ func (h *Host) Sweep(ctx context.Context, live func(id string) bool) []string {
 	if !h.Enabled() {
 		return nil
 	}
-	entries, err := os.ReadDir(h.base)
-	if err != nil {
-		return nil
+	// The v1 cgroups too: a daemon may have died between the removal of
+	// a session's v2 cgroup and of its v1 ones.
+	seen := map[string]bool{}
+	var ids []string
+	for _, dir := range append([]string{h.base}, mapValues(h.v1)...) {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if id := e.Name(); e.IsDir() && !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
 	}
 	var swept []string
-	for _, e := range entries {
-		id := e.Name()
-		if !e.IsDir() || id == supervisorLeaf || live(id) {
+	for _, id := range ids {
+		if id == supervisorLeaf || id == LeafCommand || id == LeafSidecars || live(id) {
 			continue
 		}
 		g := h.group(id)
@@ -340,6 +352,14 @@ func (h *Host) Sweep(ctx context.Context, live func(id string) bool) []string {
 		swept = append(swept, id)
 	}
 	return swept
+}
+
+func mapValues(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
 }
 
 // mounts are the cgroup hierarchies mounted: the v2 one, and the v1 ones
