@@ -164,7 +164,11 @@ func TestContainedStopLeavesNothingEscaped(t *testing.T) {
 		t.Errorf("rmdir of the running session's cgroup: %v, want EBUSY", err)
 	}
 	began := time.Now()
-	d.mustCtl("stop", id)
+	// What the command left: the escaped sleep, and its own sleep if the
+	// stop signal has not ended it yet.
+	if out := d.mustCtl("stop", id); !strings.Contains(out, "  contained: ") || !strings.Contains(out, " killed with its cgroup; nothing escaped") {
+		t.Errorf("stop printed %q, want what its cgroup held", out)
+	}
 	d.waitEnded(id, 10*time.Second)
 	if took := time.Since(began); took > 3*time.Second {
 		t.Errorf("the stop took %s, more than its grace", took)

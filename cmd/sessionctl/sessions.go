@@ -317,6 +317,9 @@ func (a *app) stopAll(ctx context.Context, req ipc.StopBatchRequest) error {
 			if r.Session.HandoffPath != "" {
 				fmt.Fprintf(a.out, "  handoff: %s\n", r.Session.HandoffPath)
 			}
+			if line := containedLine(r.Session); line != "" {
+				fmt.Fprintf(a.out, "  %s\n", line)
+			}
 		}
 	}
 	if a.json {
@@ -621,4 +624,23 @@ func (a *app) remainingCmd() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// containedLine says what the end of a contained session found in its
+// cgroup, when it found something: "contained: 2 processes the command
+// left were killed with its cgroup; nothing escaped".
+func containedLine(rec *ipc.Session) string {
+	c := rec.Cgroup
+	if c == nil || c.Killed == 0 {
+		return ""
+	}
+	what := "1 process the command left was"
+	if c.Killed > 1 {
+		what = fmt.Sprintf("%d processes the command left were", c.Killed)
+	}
+	line := "contained: " + what + " killed with its cgroup"
+	if c.Empty {
+		line += "; nothing escaped"
+	}
+	return line
 }
