@@ -180,6 +180,10 @@ func (m *model) recordLines(s *ipc.Session, width int) []string {
 		add("tokens", tokenText(s.Tokens))
 	}
 
+	if t := m.memoryText(s); t != "" {
+		add("memory", t)
+	}
+
 	if r := s.Report; r != nil {
 		var parts []string
 		if r.Task != "" {
@@ -354,4 +358,36 @@ func (m *model) outputLines(width, height int) []string {
 		out = append(out, clip(l, width))
 	}
 	return out
+}
+
+// memoryText is what a contained session's cgroup says of its memory: "52
+// MiB now", or at its end "peak 64 MiB · 1 OOM kill"; "" when nothing does.
+func (m *model) memoryText(s *ipc.Session) string {
+	mem := s.Memory
+	if mem == nil {
+		return ""
+	}
+	var parts []string
+	if ipc.Live(s.State) && mem.CurrentBytes > 0 {
+		parts = append(parts, memBytes(mem.CurrentBytes)+" now")
+	}
+	if mem.PeakBytes > 0 {
+		parts = append(parts, "peak "+memBytes(mem.PeakBytes))
+	}
+	if mem.OOMKills > 0 {
+		parts = append(parts, m.st.warn.Render(plural(int(mem.OOMKills), "OOM kill")))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// memBytes is a byte count as a person reads it: 512 KiB, 64 MiB, 1.5 GiB.
+func memBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20))
+	default:
+		return fmt.Sprintf("%.0f KiB", float64(n)/(1<<10))
+	}
 }

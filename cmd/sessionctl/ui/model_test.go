@@ -666,3 +666,20 @@ func TestRootSeesEveryUser(t *testing.T) {
 		t.Errorf("with one user's sessions there is no USER column:\n%s", screen(one))
 	}
 }
+
+// The record pane says what a contained session's cgroup said of its
+// memory: its peak and the OOM kills at its end.
+func TestRecordSaysTheMemoryOfItsCgroup(t *testing.T) {
+	m := newTestModel(t, 120, 40, Options{NoColor: true})
+	s := fixture()[0]
+	s.State, s.EndReason, s.EndedAt = ipc.StateEnded, ipc.EndOOM, at(-time.Minute)
+	s.Memory = &ipc.Memory{CurrentBytes: 1 << 20, PeakBytes: 64 << 20, OOMKills: 1}
+	text := strings.Join(m.recordLines(&s, 120), "\n")
+	if !strings.Contains(text, "memory") || !strings.Contains(text, "peak 64 MiB · 1 OOM kill") || strings.Contains(text, " now") {
+		t.Errorf("record pane:\n%s\nwant the peak and the OOM kill of the ended session", text)
+	}
+	s = fixture()[0]
+	if text := strings.Join(m.recordLines(&s, 120), "\n"); strings.Contains(text, "memory") {
+		t.Errorf("a session without a memory account shows one:\n%s", text)
+	}
+}
