@@ -83,27 +83,17 @@ func (d *daemon) inspectContained(id string) contained {
 // argv joined by spaces.
 func procsRunning(argv ...string) []int {
 	want := []byte(strings.Join(argv, "\x00") + "\x00")
-	var out []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err != nil || !bytes.Equal(cmdline, want) {
-			continue
-		}
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if i := bytes.LastIndexByte(stat, ')'); err == nil && i > 0 && i+2 < len(stat) && stat[i+2] != 'Z' {
-			out = append(out, pid)
-		}
-	}
-	return out
+	return liveProcs(func(cmdline []byte) bool { return bytes.Equal(cmdline, want) })
 }
 
 // procsWith are the live processes whose command line holds marker.
 func procsWith(marker string) []int {
+	return liveProcs(func(cmdline []byte) bool { return bytes.Contains(cmdline, []byte(marker)) })
+}
+
+// liveProcs are the live (not zombie) processes whose command line match
+// says yes to.
+func liveProcs(match func(cmdline []byte) bool) []int {
 	var out []int
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -112,7 +102,7 @@ func procsWith(marker string) []int {
 			continue
 		}
 		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err != nil || !bytes.Contains(cmdline, []byte(marker)) {
+		if err != nil || !match(cmdline) {
 			continue
 		}
 		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

@@ -21,14 +21,6 @@ import (
 	"github.com/sessiond/sessiond/ipc"
 )
 
-// Leaves of a session's cgroup: its command (with its preflight and
-// setup commands) and its sidecars, apart so that the command's end can
-// kill what the command left while the sidecars still stop gracefully.
-const (
-	LeafCommand  = "cmd"
-	LeafSidecars = "svc"
-)
-
 // cpuPeriod is the period cpu_max's quota is given in, in microseconds.
 const cpuPeriod = 100000
 
@@ -43,9 +35,6 @@ type Group struct {
 	// memory says where memory is accounted: "v2", "v1" or "".
 	memory string
 }
-
-// ErrLimit means a limit cannot be applied on this host.
-var ErrLimit = errors.New("limit not available")
 
 // New makes the cgroup of session id with limits l. A limit the host
 // cannot apply is an error that says why (wrapping ErrLimit), unless l is

@@ -19,17 +19,6 @@ import (
 	"github.com/sessiond/sessiond/ipc"
 )
 
-// Modes: where a daemon's session cgroups come from.
-const (
-	Delegated = "delegated"
-	Scope     = "scope"
-	Cgroupfs  = "cgroupfs"
-	None      = "none"
-)
-
-// Controllers are the controllers session limits use.
-var Controllers = []string{"memory", "pids", "cpu"}
-
 // supervisorLeaf is the daemon's own leaf in a cgroup it was given whole
 // (a delegated subtree, a scope): cgroup v2 lets a cgroup with processes
 // of its own give no controller to its children.
@@ -50,19 +39,6 @@ type Host struct {
 	v1mount map[string]string
 	// probe: only look (Options.Probe).
 	probe bool
-}
-
-// Options say what Detect may do.
-type Options struct {
-	// Name tells this daemon's cgroups from another daemon's on the host
-	// (one per state directory).
-	Name string
-	// Off is containment turned off by configuration.
-	Off bool
-	// Probe only looks (sessiond doctor): it makes no cgroup, moves no
-	// process and asks systemd for nothing, and says what a daemon would
-	// do.
-	Probe bool
 }
 
 // Detect finds what the host offers and prepares the cgroup the sessions'

@@ -12,33 +12,6 @@ import (
 	"github.com/sessiond/sessiond/ipc"
 )
 
-// Modes: where a daemon's session cgroups come from; only None here.
-const (
-	Delegated = "delegated"
-	Scope     = "scope"
-	Cgroupfs  = "cgroupfs"
-	None      = "none"
-)
-
-// Leaves of a session's cgroup.
-const (
-	LeafCommand  = "cmd"
-	LeafSidecars = "svc"
-)
-
-// Controllers are the controllers session limits use.
-var Controllers = []string{"memory", "pids", "cpu"}
-
-// ErrLimit means a limit cannot be applied on this host.
-var ErrLimit = errors.New("limit not available")
-
-// Options say what Detect may do.
-type Options struct {
-	Name  string
-	Off   bool
-	Probe bool
-}
-
 // Host is what this host offers to contain sessions: nothing, off Linux.
 type Host struct{ info ipc.Containment }
 
