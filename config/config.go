@@ -59,6 +59,9 @@ type Config struct {
 	// the daemon's own listeners: host names, IP addresses or CIDR
 	// prefixes, each optionally with :PORT.
 	NotifyAllowHosts []string `toml:"notify_allow_hosts" json:"notify_allow_hosts,omitempty"`
+	// Pools are the [pool.NAME] tables: named pools, and the bounds of
+	// agents' accounts, by the account's name.
+	Pools map[string]Pool `toml:"pool" json:"pools,omitempty"`
 }
 
 // FieldError is a value that fails validation, named by its dotted key, so
@@ -135,6 +138,9 @@ func (c *Config) Validate() error {
 		if _, err := ParseHostPattern(h); err != nil {
 			return &FieldError{"notify_allow_hosts", fmt.Sprintf("entry %d: %v", i+1, err)}
 		}
+	}
+	if err := c.validatePools(); err != nil {
+		return err
 	}
 	if err := c.Defaults.Validate(); err != nil {
 		fe := err.(*FieldError)

@@ -111,6 +111,9 @@ type Spec struct {
 	DetachKey string `toml:"detach_key" json:"detach_key,omitempty"`
 	// Limits bound what the session may take (config/limits.go).
 	Limits
+	// Queueing is how the session goes through usage limits, stalls,
+	// pools and reboots (config/queue.go).
+	Queueing
 }
 
 // Watch configures the project watcher.
@@ -228,6 +231,9 @@ func (s *Spec) Validate() error {
 		return err
 	}
 	if err := s.Limits.Validate(); err != nil {
+		return err
+	}
+	if err := s.Queueing.Validate(); err != nil {
 		return err
 	}
 	if err := s.validateTerminal(); err != nil {

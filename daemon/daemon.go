@@ -202,7 +202,7 @@ func (d *Daemon) Run(ctx context.Context, hurry <-chan struct{}) error {
 	// once) are bounded only by the total.
 	srv := server.New(ipc.Services{
 		Sessions: d.sessions, Logs: d.logs, Terminals: d.sessions, Projects: d.projects, Events: d.bus,
-		System: system{d}, Notifications: d.notes, Worktrees: d.worktrees,
+		System: system{d}, Notifications: d.notes, Worktrees: d.worktrees, Queue: d.sessions,
 	}, access, d.log, server.Options{Limits: server.Limits{
 		Total: d.cfg.MaxConnections, PerUID: d.cfg.MaxConnectionsPerUser, Trusted: []int{0, os.Geteuid()}},
 		Metrics: d.metricsHandler(), Observe: d.requestObserver()})

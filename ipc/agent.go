@@ -38,6 +38,12 @@ type Agent struct {
 	// API (its own transcript tells), says since when and why; nil once a
 	// request went through.
 	Retrying *AgentRetry `json:"retrying,omitempty"`
+	// Limit is the usage limit the agent hit, while it holds (State
+	// limited), and at the end of a session it ended.
+	Limit *AgentLimit `json:"limit,omitempty"`
+	// Account is the identity the agent's use counts against: its config
+	// directory, or its API key's fingerprint ("" when unknown).
+	Account string `json:"account,omitempty"`
 	// Turns counts the agent's finished turns; LastPrompt is the first line
 	// of the latest turn's prompt.
 	Turns      int    `json:"turns,omitempty"`

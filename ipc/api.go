@@ -141,4 +141,5 @@ type Services struct {
 	System        System
 	Notifications Notifications
 	Worktrees     Worktrees
+	Queue         Queue
 }

@@ -48,6 +48,14 @@ var Ends = []End{
 	// bound: on-failure restarts it, with the backoff and max_restarts
 	// of every failure.
 	{Reason: EndOOM, Failure: true, Status: format.TaskFailed},
+	// A usage limit: the limits' policy (on_limit) says what follows, not
+	// the restart policy; a scheduler retries it later (EX_TEMPFAIL).
+	{Reason: EndLimit, Exit: ExitLimit, Requested: true, Status: format.TaskInProgress},
+	// The host went down under the session: resume_after_reboot, not the
+	// restart policy, starts it again.
+	{Reason: EndHostRebooted, Requested: true, Status: format.TaskInProgress},
+	// A queued session stopped before it ran: nothing was done.
+	{Reason: EndCancelled, Requested: true, Status: format.TaskInProgress},
 }
 
 // EndLabel is how an end reason reads to a person: the reason itself,

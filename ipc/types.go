@@ -43,9 +43,16 @@ const (
 	EndWaiting     = "waiting"
 )
 
-// Live reports whether a session in state s has a process to supervise.
+// Live reports whether a session in state s is held by the daemon: it
+// has a process to supervise, or is queued to have one.
 func Live(s string) bool {
-	return s == StateStarting || s == StateRunning || s == StateWarned || s == StateStopping
+	return s == StateStarting || s == StateRunning || s == StateWarned || s == StateStopping || s == StateQueued
+}
+
+// Running reports whether a session in state s has a process to
+// supervise (a queued one has none yet).
+func Running(s string) bool {
+	return s != StateQueued && Live(s)
 }
 
 // Session is the session record: what session.json holds, what inspect
@@ -138,6 +145,11 @@ type Session struct {
 	TTY bool `json:"tty,omitempty"`
 	// Worktree is the git worktree the session runs in, if any.
 	Worktree *Worktree `json:"worktree,omitempty"`
+	// Pool is the pool the session counts in: the spec's pool, else its
+	// agent's account ("claude-code:/home/me/.claude"); "" for none.
+	Pool string `json:"pool,omitempty"`
+	// Queue is where a queued session stands (nil once it runs).
+	Queue *QueuePlace `json:"queue,omitempty"`
 }
 
 // SessionRow is the part of a session record that a table of sessions
@@ -163,6 +175,9 @@ type SessionRow struct {
 	Tokens   *Tokens   `json:"tokens,omitempty"`
 	TTY      bool      `json:"tty,omitempty"`
 	Worktree *Worktree `json:"worktree,omitempty"`
+	// Pool and Queue are the record's.
+	Pool  string      `json:"pool,omitempty"`
+	Queue *QueuePlace `json:"queue,omitempty"`
 }
 
 // Usage is what a live session's whole process tree uses.
@@ -181,7 +196,7 @@ func (s *Session) Row() SessionRow {
 	return SessionRow{ID: s.ID, Name: s.Name, Command: s.Command, State: s.State, EndReason: s.EndReason,
 		PID: s.PID, StartedAt: s.StartedAt, EndedAt: s.EndedAt, Deadline: s.Deadline, Restarts: s.Restarts,
 		LastActivity: s.LastActivity, Checkpoints: s.Checkpoints, ProjectDir: s.ProjectDir, Usage: s.Usage,
-		Agent: s.Agent, Tokens: s.Tokens, TTY: s.TTY, Worktree: s.Worktree}
+		Agent: s.Agent, Tokens: s.Tokens, TTY: s.TTY, Worktree: s.Worktree, Pool: s.Pool, Queue: s.Queue}
 }
 
 // StopIntent is a stop asked for: when, why, with what grace, by whom,
@@ -218,6 +233,7 @@ const (
 	WarnWaiting  = "waiting"
 	WarnBudget   = "budget"
 	WarnMemory   = "memory"
+	WarnStalled  = "stalled"
 )
 
 // RestartLimitKey marks (in its data) the failed event of a session the
@@ -287,6 +303,22 @@ type StartRequest struct {
 	CPUWeight  int64  `json:"cpu_weight,omitempty"`
 	CPUMax     string `json:"cpu_max,omitempty"`
 	Limits     string `json:"limits,omitempty"`
+	// Pool is the pool the session counts in (the spec's pool); Priority
+	// its place in the queue against others (higher first).
+	Pool     string `json:"pool,omitempty"`
+	Priority *int   `json:"priority,omitempty"`
+	// Queue false refuses the start rather than queue it when its pool is
+	// full; nil or true queues it.
+	Queue *bool `json:"queue,omitempty"`
+	// After starts the session once session After has ended successfully
+	// (with AfterAny, once it has ended at all); until then it is queued.
+	After    string `json:"after,omitempty"`
+	AfterAny bool   `json:"after_any,omitempty"`
+	// OnLimit overrides the spec's on_limit; HardDeadline says the timeout
+	// is a wall a scheduler set, which no wait moves.
+	OnLimit      string `json:"on_limit,omitempty"`
+	HardDeadline bool   `json:"hard_deadline,omitempty"`
+	StallTimeout string `json:"stall_timeout,omitempty"`
 }
 
 // StartResponse is the new session, and the project's restore summary
@@ -356,6 +388,14 @@ const (
 	EventAgentRetrying = "agent_retrying"
 	// EventBudget is a session at its token or cost budget's warning.
 	EventBudget = "budget"
+	// EventAgentLimited is an agent at a usage limit (Agent.Limit);
+	// EventAgentStalled one that made no progress for stall_timeout.
+	EventAgentLimited = "agent_limited"
+	EventAgentStalled = "agent_stalled"
+	// EventQueued is a session queued; EventContinued one that goes on
+	// after its limit reset.
+	EventQueued    = "queued"
+	EventContinued = "continued"
 )
 
 // Event is one line of the event stream.

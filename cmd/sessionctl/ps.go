@@ -180,7 +180,10 @@ func makeRow(s ipc.SessionRow, now time.Time, noTrunc bool) psRow {
 	if s.EndReason != "" && !ipc.Live(s.State) {
 		r.State += " (" + ipc.EndLabel(s.EndReason) + ")"
 	}
-	if ipc.Live(s.State) {
+	if q := s.Queue; q != nil && s.State == ipc.StateQueued && q.Place > 0 {
+		r.State += " #" + strconv.Itoa(q.Place)
+	}
+	if ipc.Live(s.State) && !s.Deadline.IsZero() {
 		r.Remaining = shortDuration(s.Deadline.Sub(now))
 		if s.PID > 0 {
 			r.PID = strconv.Itoa(s.PID)
@@ -202,6 +205,9 @@ func makeRow(s ipc.SessionRow, now time.Time, noTrunc bool) psRow {
 		if rt := a.Retrying; rt != nil && ipc.Live(s.State) {
 			// Working, as far as its hooks say, but its API fails.
 			r.Agent = "retrying " + shortDuration(now.Sub(rt.Since)) + " (" + clip(ipc.TerminalLine(rt.Reason), 32) + ")"
+		}
+		if l := a.Limit; l != nil && a.State == ipc.AgentLimited {
+			r.Agent = "limited (" + ipc.TerminalLine(l.Words(now)) + ")"
 		}
 		if a.ConversationID != "" {
 			r.Conversation = a.ConversationID

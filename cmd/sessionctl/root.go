@@ -140,7 +140,7 @@ latest) session of that project.`,
 		a.stateCmd(), a.clearSessionCmd(), a.reportCmd(), a.restartCmd(), a.rmCmd(), a.pruneCmd(),
 	)
 	root.AddCommand(a.notifyCmd())
-	root.AddCommand(a.worktreesCmd(), a.worktreeCmd())
+	root.AddCommand(a.worktreesCmd(), a.worktreeCmd(), a.queueCmd())
 	root.AddCommand(a.attachCmd(), a.screenCmd(), a.sendCmd())
 	root.AddCommand(manpage.Command(version))
 	root.AddCommand(a.uiCmd())

@@ -109,9 +109,12 @@ func (a *app) startCmd() *cobra.Command {
 			case quiet:
 				fmt.Fprintln(a.out, resp.Session.ID)
 			default:
-				if resp.Summary != "" {
+				switch {
+				case resp.Session.State == ipc.StateQueued:
+					fmt.Fprintln(a.out, "⏳ Queued: "+ipc.TerminalLine(queuedWords(resp.Session.Queue))+" (sessionctl queue)")
+				case resp.Summary != "":
 					fmt.Fprintln(a.out, ipc.TerminalText(resp.Summary))
-				} else {
+				default:
 					fmt.Fprintln(a.out, "🚀 Starting new session...")
 				}
 				if w := resp.Session.Worktree; w != nil {

@@ -96,6 +96,8 @@ func runExec(cmd *cobra.Command, args []string, f *execFlags) error {
 		}
 		if req.Timeout == "" || shorter(left, req.Timeout) {
 			req.Timeout = left.Round(time.Second).String()
+			// The scheduler's wall: no wait for a limit moves it.
+			req.HardDeadline = true
 		}
 	}
 	if f.run.stateDir == "" && os.Getenv(config.EnvStateDir) == "" {
@@ -300,6 +302,12 @@ func execSummary(r *ipc.Session) string {
 	}
 	if r.HandoffPath != "" {
 		line += "; handoff " + r.HandoffPath
+	}
+	if a := r.Agent; a != nil && a.Limit != nil && r.EndReason == ipc.EndLimit {
+		line += "; usage limit " + a.Limit.Words(time.Now())
+		if !a.Limit.ResetsAt.IsZero() {
+			line += ": run again after " + a.Limit.ResetsAt.Format(time.RFC3339)
+		}
 	}
 	return line
 }

@@ -137,6 +137,9 @@ type Plan struct {
 	TranscriptPath string
 	// Resumed is whether Argv continues Launch.Resume.
 	Resumed bool
+	// AutoContinue: the agent's own settings make it wait out its limits
+	// (Claude Code's retry watchdog), so sessiond continues nothing.
+	AutoContinue bool
 	// Files are the files Prepare wrote.
 	Files []string
 	// Notices say what could not be integrated, and why, in a sentence
@@ -205,6 +208,9 @@ type Event struct {
 	// Answered is a response that came, which ends a spell of retries.
 	Retry    *Retry `json:"retry,omitempty"`
 	Answered bool   `json:"answered,omitempty"`
+	// Limit is a usage limit the agent hit (a quota, a throttle it gave
+	// up on, spent credit, a refused key).
+	Limit *Limit `json:"limit,omitempty"`
 	// At is when the event happened, when the source says (transcripts).
 	At time.Time `json:"at,omitzero"`
 	// Notices are what was amiss in a payload that was still usable.

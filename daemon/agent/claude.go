@@ -39,7 +39,7 @@ const MCPServerName = "sessiond"
 // output carries the warning into the conversation.
 var claudeHookEvents = []string{
 	"SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest",
-	"PostToolUse", "Notification", "Stop", "PreCompact", "SessionEnd",
+	"PostToolUse", "Notification", "Stop", "StopFailure", "PreCompact", "SessionEnd",
 }
 
 // claudeToolEvents take a tool matcher.
@@ -189,6 +189,7 @@ func (a claudeCode) Prepare(ctx context.Context, l Launch) (Plan, error) {
 			return Plan{}, err
 		}
 		p.Files = append(p.Files, path)
+		p.AutoContinue = claudeWatchdog(settings)
 		args = c.scan.without(args, "--settings")
 		front = append([]string{"--settings", path}, front...)
 		p.Integrated = true
@@ -285,6 +286,14 @@ func claudeUserSettings(c claudeCommand, projectDir string, files FS) (map[strin
 		}
 	}
 	return m, nil
+}
+
+// claudeWatchdog reports whether the user's settings turn on Claude Code's
+// own wait through rate limits: CLAUDE_CODE_RETRY_WATCHDOG in their env.
+func claudeWatchdog(settings map[string]any) bool {
+	env, _ := settings["env"].(map[string]any)
+	v, _ := env["CLAUDE_CODE_RETRY_WATCHDOG"].(string)
+	return v != "" && v != "0" && v != "false"
 }
 
 // claudeSettings is the user's settings with sessiond's hooks added after
@@ -443,12 +452,14 @@ func (a claudeCode) ParseHook(payload []byte, interactive bool) (Event, error) {
 	var f struct {
 		sessionID, transcript, cwd, event, source, prompt, promptID   string
 		tool, notificationType, message, reason, lastMessage, trigger string
+		errName, errDetails                                           string
 	}
 	complete, err := readMembers(payload, map[string]*string{
 		"session_id": &f.sessionID, "transcript_path": &f.transcript, "cwd": &f.cwd,
 		"hook_event_name": &f.event, "source": &f.source, "prompt": &f.prompt, "prompt_id": &f.promptID,
 		"tool_name": &f.tool, "notification_type": &f.notificationType, "message": &f.message,
 		"reason": &f.reason, "last_assistant_message": &f.lastMessage, "trigger": &f.trigger,
+		"error": &f.errName, "error_details": &f.errDetails,
 	}, claudeBulkyMembers, func() bool {
 		return f.event != "" && f.tool != "" && f.sessionID != "" && f.transcript != "" && f.cwd != ""
 	})
@@ -505,6 +516,15 @@ func (a claudeCode) ParseHook(payload []byte, interactive bool) (Event, error) {
 		ev.State = turnEndState(interactive)
 		if interactive {
 			ev.WaitingReason = WaitPrompt
+		}
+	case "StopFailure":
+		// The turn ended at an API error the agent did not get past.
+		ev.TurnEnded, ev.State = true, turnEndState(interactive)
+		if interactive {
+			ev.WaitingReason = WaitPrompt
+		}
+		if l, ok := claudeStopFailure(f.errName, f.errDetails, f.lastMessage, time.Now()); ok {
+			ev.Limit = &l
 		}
 	case "PreCompact":
 		ev.State, ev.Compacting, ev.Source = StateWorking, true, cutText(f.trigger, 32)
@@ -581,6 +601,7 @@ var (
 	claudeMessageIDMark  = []byte(`"message":{"id":"`)
 	claudeRequestRefMark = []byte(`"requestRef":"`)
 	claudeRequestIDMark  = []byte(`"requestId":"`)
+	claudeAPIErrorMsg    = []byte(`"isApiErrorMessage":true`)
 )
 
 func (c *claudeLines) line(b []byte, _ TranscriptOptions) ([]Event, bool) {
@@ -606,6 +627,9 @@ func (c *claudeLines) line(b []byte, _ TranscriptOptions) ([]Event, bool) {
 		}
 		return nil, true
 	}
+	if bytes.Contains(b, claudeAPIErrorMsg) {
+		return claudeErrorMessage(b)
+	}
 	if !bytes.Contains(b, claudeUsageMark) {
 		return nil, true
 	}
@@ -630,6 +654,43 @@ func (c *claudeLines) line(b []byte, _ TranscriptOptions) ([]Event, bool) {
 		}
 	}
 	return nil, true
+}
+
+// claudeErrorMessage reads the message Claude Code shows in place of a
+// reply when the API refused it ({"type":"assistant","isApiErrorMessage":
+// true,"message":{"content":[{"type":"text","text":"Claude AI usage limit
+// reached|1767225600"}]}}): a limit, when it tells of one.
+func claudeErrorMessage(b []byte) ([]Event, bool) {
+	var v struct {
+		Type    string `json:"type"`
+		Message struct {
+			Content []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"message"`
+		Timestamp string `json:"timestamp"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, false
+	}
+	var text strings.Builder
+	for _, c := range v.Message.Content {
+		if c.Type == "text" {
+			text.WriteString(c.Text)
+			text.WriteByte('\n')
+		}
+	}
+	at := parseTime(v.Timestamp)
+	now := at
+	if now.IsZero() {
+		now = time.Now()
+	}
+	l, ok := ClassifyMessage(text.String(), now, nil)
+	if !ok {
+		return nil, true
+	}
+	return []Event{{Agent: "claude-code", Hook: "api_error_message", Limit: &l, At: at}}, true
 }
 
 // claudeRetry reads Claude Code's record of a failed API request it

@@ -659,7 +659,8 @@ type codexTokens struct {
 	Output     int64 `json:"output_tokens"`
 }
 
-var codexMarks = [][]byte{[]byte(`"token_count"`), []byte(`"task_started"`), []byte(`"task_complete"`), []byte(`"turn_aborted"`), []byte(`"session_meta"`)}
+var codexMarks = [][]byte{[]byte(`"token_count"`), []byte(`"task_started"`), []byte(`"task_complete"`), []byte(`"turn_aborted"`), []byte(`"session_meta"`),
+	[]byte(`"type":"error"`), []byte(`"type":"stream_error"`)}
 
 func (c *codexLines) line(b []byte, opts TranscriptOptions) ([]Event, bool) {
 	marked := false
@@ -685,6 +686,9 @@ func (c *codexLines) line(b []byte, opts TranscriptOptions) ([]Event, bool) {
 			Summary struct {
 				Total *codexTokens `json:"total_token_usage"`
 			} `json:"info"`
+			Message         string          `json:"message"`
+			ResetsInSeconds float64         `json:"resets_in_seconds"`
+			Error           json.RawMessage `json:"error"`
 		} `json:"payload"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
@@ -726,6 +730,34 @@ func (c *codexLines) line(b []byte, opts TranscriptOptions) ([]Event, bool) {
 		if v.Payload.Type == "turn_aborted" {
 			ev.EndReason = cutText(v.Payload.Reason, 64)
 		}
+	case "error", "stream_error":
+		// A failed request: a stream_error is retried, an error ends the
+		// turn. Either may tell of a limit.
+		now := at
+		if now.IsZero() {
+			now = time.Now()
+		}
+		e := codexError{Type: v.Payload.Type, Message: v.Payload.Message, ResetsInSeconds: v.Payload.ResetsInSeconds}
+		if inner := codexErrorOf("", nil, v.Payload.Error, nil); inner != nil {
+			e.Error = &struct {
+				Type            string  `json:"type"`
+				Message         string  `json:"message"`
+				ResetsInSeconds float64 `json:"resets_in_seconds"`
+				ResetsAt        float64 `json:"resets_at"`
+			}{inner.Type, inner.Message, inner.ResetsInSeconds, inner.ResetsAt}
+		}
+		l, ok := e.limit(now)
+		if v.Payload.Type == "stream_error" {
+			ev.Retry = &Retry{Attempt: 1, Reason: cutText(firstLine(v.Payload.Message), 200)}
+			if ok && l.Class != LimitThrottle {
+				ev.Limit = &l
+			}
+			return []Event{ev}, true
+		}
+		if !ok {
+			return nil, true
+		}
+		ev.Limit = &l
 	default:
 		return nil, true
 	}

@@ -105,6 +105,7 @@ func (s *Session) prepareAgent() error {
 		Name: p.Agent, Integrated: p.Integrated, Interactive: p.Interactive,
 		ConversationID: p.ConversationID, TranscriptPath: p.TranscriptPath,
 		State: string(p.InitialState), StateSince: &now, WaitingReason: p.InitialWaiting,
+		Account: agent.Account(a, s.env(), s.uid),
 	}
 	if p.Resumed {
 		s.rec.Agent.ResumedFrom = p.ConversationID
@@ -317,6 +318,16 @@ func (s *Session) applyAgentEvent(ev agent.Event) {
 		s.openTranscript(rec.TranscriptPath)
 	}
 	s.applyRetry(ev, now)
+	if ev.Retry == nil && ev.Limit == nil {
+		s.progressed(now)
+	}
+	if ev.Limit != nil && ipc.Live(s.rec.State) && s.rec.State != ipc.StateStopping {
+		source := ev.Hook
+		if !ev.At.IsZero() {
+			source = "transcript"
+		}
+		s.limitStop = s.onLimit(*ev.Limit, source) || s.limitStop
+	}
 	if ev.TurnStarted && ev.Prompt != "" {
 		rec.LastPrompt = state.EscapeText(ev.Prompt)
 	}
@@ -336,9 +347,11 @@ func (s *Session) applyAgentEvent(ev agent.Event) {
 			s.turnCheckpoint(rec.LastPrompt)
 		}
 	}
-	if ev.State != "" && ipc.Live(s.rec.State) && s.rec.State != ipc.StateStopping {
+	limited := rec.State == ipc.AgentLimited && ev.State != agent.StateWorking
+	if ev.State != "" && ipc.Live(s.rec.State) && s.rec.State != ipc.StateStopping && !limited {
 		// A stopping agent's last events (its SessionEnd) are no news of
-		// what it was doing: the handoff tells what it was at the stop.
+		// what it was doing: the handoff tells what it was at the stop. A
+		// limited agent stays limited until it works again.
 		s.setAgentState(string(ev.State), state.EscapeText(ev.WaitingReason), now)
 	}
 }
@@ -359,7 +372,16 @@ func (s *Session) setAgentState(st, reason string, now time.Time) {
 		}
 		return
 	}
+	if rec.State == ipc.AgentLimited {
+		// The limit lifted: the agent works (or waits) again.
+		rec.Limit = nil
+		s.timeline.continueAt = time.Time{}
+	}
 	rec.State, rec.WaitingReason, rec.StateSince = st, reason, &now
+	s.timeline.stalled = st != ipc.AgentWorking
+	if st == ipc.AgentWorking {
+		s.timeline.progressAt = now
+	}
 	if st == ipc.AgentWaiting {
 		s.timeline.waitingSince, s.timeline.waitWarned = now, false
 	} else {

@@ -53,6 +53,9 @@ type Deps struct {
 	// disk, from the session's goroutine: the daemon applies the restart
 	// policy there.
 	OnEnd func(*Session)
+	// OnLimit is called when the session's agent hits a usage limit, on
+	// the session's goroutine: it must not block.
+	OnLimit func(*Session, ipc.AgentLimit)
 }
 
 // Publisher sends events to the event stream.

@@ -233,6 +233,12 @@ func buildHandoff(in accountInput) *state.Handoff {
 		h.Warnings = append(h.Warnings, fmt.Sprintf("the agent was retrying its API for %s: %s%s",
 			in.Now.Sub(r.Since).Round(time.Second), r.Reason, retryCount(r.Attempts, r.MaxAttempts)))
 	}
+	if a := rec.Agent; a != nil && a.Limit != nil && (in.Reason == Limit || a.State == ipc.AgentLimited) {
+		h.Warnings = append(h.Warnings, limitHandoff(a.Limit))
+	}
+	if a := rec.Agent; a != nil && a.State == ipc.AgentStalled {
+		h.Warnings = append(h.Warnings, "the agent had stalled: no progress for stall_timeout ("+in.Spec.StallTimeout.String()+") before the end")
+	}
 	if len(a.open) > 0 {
 		var qs []string
 		for _, b := range a.open {

@@ -27,7 +27,9 @@ type stopRequest struct {
 	// follows.
 	by      int
 	restart bool
-	reply   chan error
+	// why is what cancels a queued session (Cancel).
+	why   string
+	reply chan error
 }
 
 type leaveRequest struct{ reply chan error }

@@ -43,6 +43,9 @@ var warnings = map[Reason]func(spec config.Spec, end string) string{
 	Crashed: func(config.Spec, string) string {
 		return "the session's end was not observed, so its exit status is unknown: check the work tree before going on"
 	},
+	HostRebooted: func(config.Spec, string) string {
+		return "the host went down during the session (a reboot, a power loss): its exit status is unknown and work may be unfinished mid-step; check the work tree before going on"
+	},
 	Waiting: func(spec config.Spec, _ string) string {
 		return "the session was stopped after its agent waited " + spec.WaitingTimeout.String() + " for input (waiting_timeout): answer what it asked, then resume its conversation"
 	},

@@ -60,6 +60,11 @@ func (s *Session) Recover(ctx context.Context) Recovery {
 		s.finishRecordedEnd(Reason(rec.EndReason))
 		s.release()
 		return Finished
+	case rec.BootID != "" && rec.BootID != s.deps.BootID:
+		// The host went down under it: whatever its pid names now is
+		// another process; nothing is signalled.
+		s.rebooted()
+		return Gone
 	case rec.State == ipc.StateStarting:
 		// Its command may have been spawned just before the crash; the
 		// daemon's sweep kills it, as it belongs to no live session.
@@ -148,6 +153,19 @@ func (s *Session) crashed() {
 	s.warnRecord(fmt.Sprintf("it ended while the daemon was down, at %s or later (its last sign of life), found at %s; exit status unknown",
 		seen.UTC().Format(time.RFC3339), s.deps.Clock.Now().UTC().Format(time.RFC3339)))
 	s.beginEnd(Crashed, proc.Exit{Code: -1})
+	s.end.at = seen
+	s.release()
+}
+
+// rebooted ends a session that was live when its host went down: at its
+// last sign of life, its exit status unknown, its handoff written.
+func (s *Session) rebooted() {
+	s.child = proc.Gone(s.rec.PID)
+	s.ckpt.last = s.startedAt
+	seen := s.lastSign()
+	s.warnRecord(fmt.Sprintf("the host went down under the session (its boot %s is over; found at %s): it ended at %s or later, its exit status unknown",
+		s.rec.BootID, s.deps.Clock.Now().UTC().Format(time.RFC3339), seen.UTC().Format(time.RFC3339)))
+	s.beginEnd(HostRebooted, proc.Exit{Code: -1})
 	s.end.at = seen
 	s.release()
 }

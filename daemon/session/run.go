@@ -26,6 +26,8 @@ const (
 	phaseRunning
 	phaseStopping
 	phaseEnding
+	// phaseQueued: the session waits for its turn, with no process.
+	phaseQueued
 	// phaseOver: the course has ended (ended, failed, or left for the
 	// next daemon).
 	phaseOver
@@ -169,6 +171,8 @@ func (s *Session) step(ev event) {
 		s.stepStopping(ev)
 	case phaseEnding:
 		s.stepEnding(ev)
+	case phaseQueued:
+		s.stepQueued(ev)
 	default:
 		if ev.what == gotRequest {
 			ev.req.refuse(ErrEnded)

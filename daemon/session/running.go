@@ -71,6 +71,9 @@ func (s *Session) onRequest(req request) {
 			s.beginStop(Budget, -1)
 			return
 		}
+		if s.takeLimitStop() {
+			return
+		}
 		s.arm(&s.sv)
 	case *signalRequest:
 		r.reply <- s.signal(r.sig)
@@ -152,6 +155,12 @@ func (s *Session) onDue(what due) bool {
 		s.beginStop(Timeout, -1)
 		return true
 	case dueIdle:
+		if a := s.rec.Agent; a != nil && a.State == ipc.AgentLimited && a.Limit != nil && a.Limit.Continue != ipc.ContinueNone {
+			// A session waiting for its limit to reset is not idle.
+			s.timeline.progressAt = s.deps.Clock.Now()
+			s.onOutput(s.deps.Clock.Now())
+			break
+		}
 		if s.timeline.idleFor(s.lastActivity(), s.deps.Clock.Now()) {
 			s.beginStop(Idle, -1)
 			return true
@@ -168,6 +177,14 @@ func (s *Session) onDue(what due) bool {
 			s.beginStop(Budget, -1)
 			return true
 		}
+		if s.takeLimitStop() {
+			return true
+		}
+	case dueContinue:
+		s.timeline.continueAt = time.Time{}
+		s.continueAfterLimit()
+	case dueStall:
+		s.checkStall()
 	}
 	return false
 }
@@ -176,10 +193,14 @@ func (s *Session) onDue(what due) bool {
 func (s *Session) resetTimeline() {
 	s.timeline = timeline{
 		deadline: s.rec.Deadline, warnAt: s.rec.WarnAt, warnBefore: s.spec.WarnBefore.Duration,
-		warned:      s.rec.State == ipc.StateWarned && (s.rec.Warning == nil || s.rec.Warning.Reason != warnWaiting && s.rec.Warning.Reason != warnBudget && s.rec.Warning.Reason != warnMemory),
+		warned:      s.rec.State == ipc.StateWarned && (s.rec.Warning == nil || s.rec.Warning.Reason != warnWaiting && s.rec.Warning.Reason != warnBudget && s.rec.Warning.Reason != warnMemory && s.rec.Warning.Reason != warnStalled),
 		idle:        s.spec.IdleTimeout.Duration,
 		waitTimeout: s.spec.WaitingTimeout.Duration, waitingSince: s.timeline.waitingSince,
-		readAt: s.timeline.readAt,
+		readAt: s.timeline.readAt, continueAt: s.timeline.continueAt,
+		stall: s.spec.StallTimeout.Duration, progressAt: s.timeline.progressAt, stalled: s.timeline.stalled,
+	}
+	if s.timeline.progressAt.IsZero() {
+		s.timeline.progressAt = s.deps.Clock.Now()
 	}
 }
 

@@ -148,6 +148,8 @@ type Session struct {
 	// recDirty: the published record holds changes not yet written (an
 	// agent's token counts), written with the next commit.
 	recDirty bool
+	// limitStop: the agent hit a limit and on_limit says stop.
+	limitStop bool
 
 	// term is the terminal of a tty session (nil for others), owned by the
 	// goroutine; termP publishes it to the API's goroutines.
@@ -180,6 +182,16 @@ type Params struct {
 	// Worktree is the git worktree the session runs in (Project is its
 	// directory), nil for none.
 	Worktree *ipc.Worktree
+	// Pool is the pool the session counts in. Queue, when set, makes a
+	// queued session (Enqueue rather than Start), with Deadline the
+	// deadline it carries (zero: its timeout from its start).
+	Pool     string
+	Queue    *ipc.QueuePlace
+	Deadline time.Time
+	WarnAt   time.Time
+	// Agent is what a queued session shows of its agent until it runs
+	// (a continuation's, limited).
+	Agent *ipc.Agent
 }
 
 // StartInfo is what a start found, for the one who asked for it.
@@ -211,7 +223,13 @@ func New(p Params, deps *Deps) *Session {
 		Command: p.Spec.Command, State: ipc.StateStarting, StartedAt: now,
 		Deadline: deadline, WarnAt: warnAt, Restarts: p.Restarts, RestartOf: p.RestartOf,
 		FilesChanged: []string{}, LogPath: s.logPath(), UID: p.UID, BootID: deps.BootID,
-		EnvKeys: p.EnvKeys, Spec: &s.spec, Worktree: p.Worktree,
+		EnvKeys: p.EnvKeys, Spec: &s.spec, Worktree: p.Worktree, Pool: p.Pool,
+	}
+	if p.Queue != nil {
+		q := *p.Queue
+		s.rec.State, s.rec.Queue = ipc.StateQueued, &q
+		s.rec.Deadline, s.rec.WarnAt = p.Deadline, p.WarnAt
+		s.rec.Agent = p.Agent
 	}
 	s.restartHistory = p.RestartHistory
 	s.resume = p.Resume
@@ -284,7 +302,7 @@ func (s *Session) Loaded() bool { return s.loaded }
 func (s *Session) ProjectDir() string { return s.projectDir }
 
 // StartedAt returns when the session started.
-func (s *Session) StartedAt() time.Time { return s.startedAt }
+func (s *Session) StartedAt() time.Time { return s.pub.Load().StartedAt }
 
 // Project returns the session's project handle (nil if unreachable).
 func (s *Session) Project() *state.Project { return s.proj }
@@ -302,7 +320,7 @@ func (s *Session) Dir() string { return s.dir }
 // tree; false when the session is not live.
 func (s *Session) UsageQuery() (proc.UsageQuery, bool) {
 	rec := s.pub.Load()
-	if !ipc.Live(rec.State) || rec.PID <= 0 {
+	if !ipc.Running(rec.State) || rec.PID <= 0 {
 		return proc.UsageQuery{}, false
 	}
 	return proc.UsageQuery{SessionID: s.id, PGID: rec.PID, Spawned: !s.adopted}, true

@@ -13,6 +13,8 @@ const (
 	dueWaitWarn
 	dueWaiting
 	dueRead
+	dueContinue
+	dueStall
 )
 
 // timeline is the arithmetic of a session's clock: the deadline, the
@@ -34,6 +36,15 @@ type timeline struct {
 	// readAt is when the agent's transcript is read next, while it works
 	// (zero otherwise): an agent that retries its API says so only there.
 	readAt time.Time
+	// continueAt is when a session waiting for its agent's limit to reset
+	// goes on (zero: it does not wait).
+	continueAt time.Time
+	// stall is stall_timeout (0 is off); progressAt the agent's last sign
+	// of progress; stalled that this stall was told, or that the agent
+	// does not work (nothing to watch for).
+	stall      time.Duration
+	progressAt time.Time
+	stalled    bool
 }
 
 // next returns the time and kind of the next thing due, given when the
@@ -63,6 +74,14 @@ func (t timeline) next(lastActivity time.Time) (time.Time, due) {
 	}
 	if !t.readAt.IsZero() && t.readAt.Before(at) {
 		at, what = t.readAt, dueRead
+	}
+	if !t.continueAt.IsZero() && t.continueAt.Before(at) {
+		at, what = t.continueAt, dueContinue
+	}
+	if t.stall > 0 && !t.stalled && !t.progressAt.IsZero() {
+		if stallAt := t.progressAt.Add(t.stall); stallAt.Before(at) {
+			at, what = stallAt, dueStall
+		}
 	}
 	return at, what
 }

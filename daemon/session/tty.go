@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/daemon/logfile"
 	"github.com/sessiond/sessiond/daemon/proc"
 	"github.com/sessiond/sessiond/daemon/term"
@@ -133,6 +134,10 @@ func (s *Session) exitReason(exit proc.Exit) Reason {
 	}
 	if s.oomReason(describeExit(exit)) {
 		return OOM
+	}
+	s.limitAtExit(exit.Code)
+	if a := s.rec.Agent; a != nil && a.State == ipc.AgentLimited && s.spec.LimitPolicy() != config.OnLimitIgnore {
+		return Limit
 	}
 	return reasonOf(exit.Code)
 }

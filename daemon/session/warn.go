@@ -17,6 +17,7 @@ const (
 	warnWaiting  = ipc.WarnWaiting
 	warnBudget   = ipc.WarnBudget
 	warnMemory   = ipc.WarnMemory
+	warnStalled  = ipc.WarnStalled
 )
 
 // warning is one warning to give: what for, when the session will be

@@ -34,6 +34,7 @@ func (d *Service) ListSessions(ctx context.Context, c ipc.Caller, opt ipc.ListOp
 		}
 	}
 	out := make([]ipc.Session, 0, len(all))
+	var places map[string]ipc.QueuePlace
 	for _, s := range all {
 		if !registry.Visible(c, s) || (opt.Project != "" && s.ProjectDir() != opt.Project) || restarted[s.ID()] {
 			continue
@@ -43,6 +44,14 @@ func (d *Service) ListSessions(ctx context.Context, c ipc.Caller, opt ipc.ListOp
 		}
 		rec := s.Snapshot()
 		rec.Spec = nil
+		if rec.State == ipc.StateQueued {
+			if places == nil {
+				places = d.queue.places()
+			}
+			if p, ok := places[rec.ID]; ok {
+				rec.Queue = &p
+			}
+		}
 		out = append(out, rec)
 	}
 	if opt.Stats {
@@ -116,8 +125,13 @@ func (d *Service) startSession(ctx context.Context, c ipc.Caller, req ipc.StartR
 	if sp.InheritsEnv() {
 		environ = req.Environ
 	}
+	after, err := d.afterPlace(c, sp, req)
+	if err != nil {
+		d.worktrees.Undo(wt)
+		return nil, err
+	}
 	s, info, err := d.launch(launchParams{UID: c.UID, Project: p, Owner: owner, Spec: sp, Name: req.Name, EnvKeys: keys, Environ: environ, Resume: resume,
-		ID: wt.SessionID(), Worktree: wt.Wire()})
+		ID: wt.SessionID(), Worktree: wt.Wire(), Queue: after, NoQueue: req.Queue != nil && !*req.Queue})
 	if err != nil {
 		d.worktrees.Undo(wt)
 		return nil, err

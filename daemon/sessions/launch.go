@@ -34,6 +34,14 @@ type launchParams struct {
 	// worktree named after it); Worktree the worktree it runs in.
 	ID       string
 	Worktree *ipc.Worktree
+	// Queue, when set, queues the session rather than start it (with the
+	// deadline it carries, when set); NoQueue refuses a start its pool
+	// cannot take now, rather than queue it. Agent is what a queued
+	// continuation shows of its agent until it runs.
+	Queue            *ipc.QueuePlace
+	NoQueue          bool
+	Deadline, WarnAt time.Time
+	Agent            *ipc.Agent
 }
 
 // launch registers a session and starts it, and returns once its command
@@ -48,6 +56,18 @@ func (d *Service) launch(p launchParams) (*session.Session, session.StartInfo, e
 	}
 	if d.closing.Load() {
 		return nil, session.StartInfo{}, ipc.Unavailable("sessiond is shutting down")
+	}
+	pool := poolOf(p.Spec, p.Environ, p.UID)
+	if p.Queue == nil {
+		if why := d.queue.holds(pool); why != "" {
+			if p.NoQueue {
+				return nil, session.StartInfo{}, ipc.TooMany("%s: not started (--no-queue); start without --no-queue to wait in the queue", why)
+			}
+			p.Queue = &ipc.QueuePlace{Pool: pool, Priority: p.Spec.Priority, Reason: ipc.QueuedForPool, Why: why, Since: d.clock.Now()}
+		}
+	}
+	if p.Queue != nil && p.Queue.Pool == "" {
+		p.Queue.Pool = pool
 	}
 	id := p.ID
 	if p.Worktree != nil {
@@ -68,6 +88,7 @@ func (d *Service) launch(p launchParams) (*session.Session, session.StartInfo, e
 			return session.New(session.Params{
 				ID: id, Name: name, Worktree: p.Worktree, UID: p.UID, Project: p.Project, Owner: p.Owner, Spec: p.Spec, EnvKeys: p.EnvKeys, Environ: p.Environ,
 				RestartOf: p.RestartOf, Restarts: p.Restarts, RestartHistory: p.RestartHistory, Resume: p.Resume,
+				Pool: pool, Queue: p.Queue, Deadline: p.Deadline, WarnAt: p.WarnAt, Agent: p.Agent,
 			}, d.deps)
 		},
 	}
@@ -80,6 +101,17 @@ func (d *Service) launch(p launchParams) (*session.Session, session.StartInfo, e
 			d.worktrees.Unhold(p.Worktree, id)
 		}
 		return nil, session.StartInfo{}, err
+	}
+	if p.Queue != nil {
+		if err := s.Enqueue(); err != nil {
+			d.reg.Remove(s.ID())
+			if p.Worktree != nil {
+				d.worktrees.Unhold(p.Worktree, s.ID())
+			}
+			return nil, session.StartInfo{}, err
+		}
+		d.queue.add(s, interactiveSpec(p.Spec))
+		return s, session.StartInfo{}, nil
 	}
 	s.Start()
 	<-s.Started()

@@ -90,7 +90,16 @@ func (d *Service) Recover() {
 		}
 		s := session.Load(rec, sp, proj, owner, d.deps)
 		d.reg.Add(s)
-		if ipc.Live(rec.State) {
+		if a := rec.Agent; a != nil && a.Limit != nil && ipc.Live(rec.State) {
+			d.limited(s, *a.Limit)
+		}
+		switch {
+		case rec.State == ipc.StateQueued:
+			// It waits on in this daemon's queue.
+			s.Requeue()
+			d.queue.add(s, interactiveSpec(sp))
+			sum.queued++
+		case ipc.Live(rec.State):
 			live = append(live, s)
 		}
 	}
@@ -186,6 +195,7 @@ func (d *Service) recoverLive(live []*session.Session, sum *recoverySummary) []*
 type recoverySummary struct {
 	records, unreadable, mismatched, unreachable int
 	adopted, finished, exited, gone, pending     int
+	queued                                       int
 	swept                                        int
 }
 
@@ -193,6 +203,7 @@ func (r recoverySummary) fields() []zap.Field {
 	return []zap.Field{
 		zap.Int("records", r.records),
 		zap.Int("adopted", r.adopted),
+		zap.Int("queued", r.queued),
 		zap.Int("ended_process_gone", r.gone),
 		zap.Int("ended_as_holder_recorded", r.exited),
 		zap.Int("recorded_ends_finished", r.finished),

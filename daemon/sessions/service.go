@@ -56,6 +56,7 @@ type Service struct {
 	restarts  *restart.Restarter
 	usage     *usageMeter
 	trim      historyTrimmer
+	queue     *queue
 
 	// starts are the start allowances of the users other than root.
 	starts  startLimiter
@@ -81,6 +82,8 @@ func New(opt Options) *Service {
 	s.restarts = restart.New(s, opt.Events, opt.Deps.Clock, opt.Log.Named("restart"))
 	opt.Deps.Live = s.reg.IsLive
 	opt.Deps.OnEnd = s.ended
+	opt.Deps.OnLimit = s.limited
+	s.queue = newQueue(s)
 	return s
 }
 
@@ -90,7 +93,9 @@ func New(opt Options) *Service {
 func (s *Service) ended(sess *session.Session) {
 	s.reg.Release(sess)
 	s.worktrees.Release(sess.Snapshot())
+	s.queue.kick()
 	if !s.closing.Load() {
+		s.continueLater(sess)
 		s.restarts.Consider(sess)
 		if sess.Loaded() {
 			// A restart an earlier daemon was asked for and did not start.
@@ -125,7 +130,8 @@ func (s *Service) EndAll(ctx context.Context, leave bool, hurry <-chan struct{})
 	live := s.reg.Live("")
 	for _, sess := range live {
 		go func() {
-			if leave {
+			if leave || sess.State() == ipc.StateQueued {
+				// A queued session waits on for the next daemon.
 				_ = sess.Leave(ctx)
 				return
 			}

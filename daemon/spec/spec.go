@@ -47,6 +47,7 @@ func Resolve(defaults config.Spec, p *state.Project, req ipc.StartRequest) (conf
 		{"stop_grace", req.StopGrace, &spec.StopGrace, false},
 		{"idle_timeout", req.IdleTimeout, &spec.IdleTimeout, true},
 		{"waiting_timeout", req.WaitingTimeout, &spec.WaitingTimeout, true},
+		{"stall_timeout", req.StallTimeout, &spec.StallTimeout, true},
 	}
 	for _, f := range durations {
 		if f.v == "" {
@@ -112,6 +113,16 @@ func Resolve(defaults config.Spec, p *state.Project, req ipc.StartRequest) (conf
 	if spec.Limits, err = req.LimitsOver(spec.Limits); err != nil {
 		return spec, ipc.BadRequest("%w", err)
 	}
+	if req.Pool != "" {
+		spec.Pool = req.Pool
+	}
+	if req.Priority != nil {
+		spec.Priority = *req.Priority
+	}
+	if req.OnLimit != "" {
+		spec.OnLimit = req.OnLimit
+	}
+	spec.HardDeadline = req.HardDeadline
 	if err := configfile.CheckSpec(&spec); err != nil {
 		return spec, ipc.BadRequest("%w", err)
 	}

@@ -56,6 +56,13 @@ func (s *Server) register() {
 	})
 	s.handle("POST "+v+"/notify/test", withBody(http.StatusOK, b.Notifications.NotifyTest))
 
+	s.handle("GET "+v+"/queue", func(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
+		l, err := b.Queue.ListQueue(r.Context(), c)
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, http.StatusOK, l)
+	})
 	s.handle("GET "+v+"/worktrees", s.listWorktrees)
 	s.handle("DELETE "+v+"/worktrees/{name}", s.removeWorktree)
 

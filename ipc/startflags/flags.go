@@ -26,6 +26,10 @@ type Flags struct {
 	worktree   string
 	noAgent    bool
 	noInherit  bool
+	priority   int
+	queue      bool
+	noQueue    bool
+	afterAny   string
 	fs         *pflag.FlagSet
 }
 
@@ -59,6 +63,14 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	fs.Int64Var(&f.req.CPUWeight, "cpu-weight", 0, "the session's CPU share against others, 1-10000 (100 is everyone's default)")
 	fs.StringVar(&f.req.CPUMax, "cpu-max", "", "CPU time the session may use, as a percentage of one CPU (150%)")
 	fs.StringVar(&f.req.Limits, "limits", "", `strict (refuse a limit the host cannot apply) or best-effort (run without it)`)
+	fs.StringVar(&f.req.OnLimit, "on-limit", "", "at the agent's usage limit: wait (for its reset, the deadline paused), stop (end reason limit), ignore (default wait)")
+	fs.StringVar(&f.req.StallTimeout, "stall-timeout", "", "mark a working agent stalled, and warn it, after this long without progress (default off)")
+	fs.StringVar(&f.req.Pool, "pool", "", "the pool the session counts in (default its agent's account); [pool.NAME] in the daemon's config bounds it")
+	fs.IntVar(&f.priority, "priority", 0, "place in the queue against others, -1000 to 1000 (higher starts first)")
+	fs.BoolVar(&f.queue, "queue", false, "wait in the queue when the pool is full (the default)")
+	fs.BoolVar(&f.noQueue, "no-queue", false, "fail rather than wait when the pool is full")
+	fs.StringVar(&f.req.After, "after", "", "start once session ID has ended successfully (queued until then)")
+	fs.StringVar(&f.afterAny, "after-any", "", "start once session ID has ended, however it ended")
 	f.bindWorktree(fs)
 }
 
@@ -135,6 +147,9 @@ func (f *Flags) Request(dir string, command []string) (ipc.StartRequest, error) 
 	if req.MaxTokens < 0 {
 		return req, fmt.Errorf("--max-tokens %d: want 0 or more", req.MaxTokens)
 	}
+	if err := f.queueing(&req); err != nil {
+		return req, err
+	}
 	if req.MaxCostUSD < 0 || req.MaxCostUSD != req.MaxCostUSD {
 		return req, fmt.Errorf("--max-cost-usd %v: want 0 or more", req.MaxCostUSD)
 	}
@@ -169,6 +184,50 @@ func (f *Flags) Request(dir string, command []string) (ipc.StartRequest, error) 
 func checkResume(v string) error {
 	if strings.ContainsAny(v, "\x00\n\r") || len(v) > 4096 {
 		return fmt.Errorf("--resume: not a conversation id, session or directory")
+	}
+	return nil
+}
+
+// queueing fills in the flags of limits and the queue.
+func (f *Flags) queueing(req *ipc.StartRequest) error {
+	switch req.OnLimit {
+	case "", config.OnLimitWait, config.OnLimitStop, config.OnLimitIgnore:
+	default:
+		return fmt.Errorf("--on-limit %q: want wait, stop or ignore", req.OnLimit)
+	}
+	if req.StallTimeout != "" {
+		if d, err := config.ParseDuration(req.StallTimeout); err != nil || d.Duration <= 0 {
+			return fmt.Errorf("--stall-timeout %q: want a positive duration such as 10m", req.StallTimeout)
+		}
+	}
+	if err := config.CheckPoolName(req.Pool); err != nil {
+		return fmt.Errorf("--pool: %v", err)
+	}
+	if f.fs != nil && f.fs.Changed("priority") {
+		if f.priority < -1000 || f.priority > 1000 {
+			return fmt.Errorf("--priority %d: want -1000 to 1000", f.priority)
+		}
+		p := f.priority
+		req.Priority = &p
+	}
+	switch {
+	case f.queue && f.noQueue:
+		return errors.New("--queue and --no-queue: choose one")
+	case f.noQueue:
+		no := false
+		req.Queue = &no
+	case f.queue:
+		yes := true
+		req.Queue = &yes
+	}
+	if f.afterAny != "" {
+		if req.After != "" {
+			return errors.New("--after and --after-any: choose one")
+		}
+		req.After, req.AfterAny = f.afterAny, true
+	}
+	if req.After != "" && f.noQueue {
+		return errors.New("--after waits in the queue: it cannot go with --no-queue")
 	}
 	return nil
 }
