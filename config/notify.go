@@ -41,6 +41,11 @@ const (
 	// NotifyBudget: the session's token or cost budget reached budget_warn
 	// (an end because the budget is spent is "ended:budget").
 	NotifyBudget = "budget"
+	// NotifyAgentLimited: the agent hit a usage limit (a quota with its
+	// reset, spent credit, a refused key); NotifyAgentStalled: a working
+	// agent made no progress for stall_timeout.
+	NotifyAgentLimited = "agent_limited"
+	NotifyAgentStalled = "agent_stalled"
 	// NotifyTest: the sample event of "sessionctl notify test"; a rule need
 	// not list it to receive it.
 	NotifyTest = "test"
@@ -50,12 +55,13 @@ const (
 // "ended:REASON".
 var NotifyEvents = []string{
 	NotifyStarted, NotifyRestarted, NotifyWarned, NotifyAgentWaiting, NotifyEnded, NotifyCrashed,
-	NotifyFailed, NotifyRestartLimit, NotifyCheckpointFailed, NotifyBudget, NotifyTest,
+	NotifyFailed, NotifyRestartLimit, NotifyCheckpointFailed, NotifyBudget, NotifyAgentLimited, NotifyAgentStalled, NotifyTest,
 }
 
 // NotifyEndReasons lists the end reasons "ended:REASON" may name.
 var NotifyEndReasons = []string{
 	"complete", "error", "timeout", "idle", "interrupted", "crashed", "budget", "waiting", "oom",
+	"limit", "host_rebooted", "cancelled",
 }
 
 // Webhook templates: the shape of the request a webhook sink sends.

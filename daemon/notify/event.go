@@ -158,6 +158,10 @@ func Title(ev Event) string {
 		return "Checkpoint failed in session " + s
 	case config.NotifyBudget:
 		return "Session " + s + " is near its budget"
+	case config.NotifyAgentLimited:
+		return "Session " + s + " hit a usage limit"
+	case config.NotifyAgentStalled:
+		return "Session " + s + " has stalled"
 	case config.NotifyTest:
 		return "sessiond test notification"
 	}
@@ -199,7 +203,7 @@ func Text(ev Event) string {
 // an agent waiting for an answer.
 func urgent(ev Event) bool {
 	switch ev.Type {
-	case config.NotifyFailed, config.NotifyRestartLimit, config.NotifyAgentWaiting:
+	case config.NotifyFailed, config.NotifyRestartLimit, config.NotifyAgentWaiting, config.NotifyAgentStalled:
 		return true
 	case config.NotifyEnded:
 		switch ev.EndReason {

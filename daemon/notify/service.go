@@ -186,7 +186,10 @@ func (x *Service) Observe(ev ipc.Event) {
 		case ipc.WarnBudget:
 			// The budget event that comes with it tells of it.
 			return
-		case ipc.WarnWaiting:
+		case ipc.WarnStalled:
+			// The agent_stalled event that comes with it tells of it.
+			return
+		case ipc.WarnWaiting, ipc.WarnMemory:
 			// The stop that waiting_timeout brings: the message says
 			// when, and the session's deadline is not it.
 		default:
@@ -213,6 +216,10 @@ func (x *Service) Observe(ev ipc.Event) {
 		out.Type = config.NotifyCheckpointFailed
 	case ipc.EventBudget:
 		out.Type = config.NotifyBudget
+	case ipc.EventAgentLimited:
+		out.Type = config.NotifyAgentLimited
+	case ipc.EventAgentStalled:
+		out.Type = config.NotifyAgentStalled
 	default:
 		return
 	}

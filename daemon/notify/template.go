@@ -125,6 +125,10 @@ func ntfyTags(p *Payload) []string {
 		emoji = "warning"
 	case config.NotifyBudget:
 		emoji = "moneybag"
+	case config.NotifyAgentLimited:
+		emoji = "no_entry"
+	case config.NotifyAgentStalled:
+		emoji = "turtle"
 	case config.NotifyStarted, config.NotifyRestarted:
 		emoji = "arrow_forward"
 	case config.NotifyTest:

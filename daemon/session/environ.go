@@ -46,9 +46,10 @@ func (s *Session) Environ() []string {
 // saveEnviron keeps the session's environment in its directory, only
 // readable by its user; a session without one keeps nothing.
 func (s *Session) saveEnviron() error {
-	if s.environ == nil {
+	if s.environ == nil || s.environSaved {
 		return nil
 	}
+	s.environSaved = true
 	var b bytes.Buffer
 	for _, kv := range s.environ {
 		b.WriteString(kv)

@@ -164,6 +164,16 @@ func (s *Session) limitAtExit(code int) {
 	if a == nil || code == 0 || s.rec.Agent == nil || s.rec.Agent.State == ipc.AgentLimited || s.onTerminal() {
 		return
 	}
+	if s.rec.Agent.TranscriptPath == "" {
+		// An agent that told nothing yet (Codex tells at a turn's end):
+		// its conversation, found on disk, may say more, and is the one a
+		// continuation resumes.
+		var ev agent.Event
+		s.locateConversation(&ev)
+		if ev.ConversationID != "" || ev.TranscriptPath != "" {
+			s.applyAgentEvent(ev)
+		}
+	}
 	s.readTranscript()
 	if s.rec.Agent.State == ipc.AgentLimited {
 		return

@@ -44,6 +44,8 @@ func (s *Session) Enqueue() error {
 
 // Requeue puts a session an earlier daemon left queued back in the queue.
 func (s *Session) Requeue() {
+	// Its environment is on disk already; Environ reads it back.
+	s.environSaved = true
 	s.phase = phaseQueued
 	s.release()
 }

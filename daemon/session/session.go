@@ -44,6 +44,9 @@ type Session struct {
 	// set once, by New or, for a loaded session, by environOnce.
 	environ     []string
 	environOnce sync.Once
+	// environSaved: environ is in the session's directory (a queued
+	// session keeps it there before its start).
+	environSaved bool
 	// gitCred is the owner's credential for git, made once (gitOnce).
 	gitOnce   sync.Once
 	gitCred   *checkpoint.Credential

@@ -496,6 +496,10 @@ func (a *agent) do(s fakeagent.Step) {
 		}
 	case "reply":
 		a.reply(s.Arg)
+	case "limit":
+		a.limit(s.Arg)
+	case "retry":
+		a.retry(s.Arg)
 	case "idle":
 		a.hook("Notification", "idle_prompt", map[string]any{"message": "Claude is waiting for your input", "notification_type": "idle_prompt"})
 	case "question":
@@ -536,6 +540,57 @@ func (a *agent) do(s fakeagent.Step) {
 		a.hang()
 	default:
 		a.log.Write("error", map[string]any{"message": "unknown step " + s.Verb})
+	}
+}
+
+// limit is the turn failing at a usage limit, as Claude Code 2.1 shows
+// it: the API error message in place of a reply (isApiErrorMessage), the
+// StopFailure hook with its error and error_details, the message on
+// stdout with -p. KIND is quota (the default; SECONDS is the time to the
+// reset, default 30), spend or auth.
+func (a *agent) limit(arg string) {
+	kind, secs, _ := strings.Cut(arg, ":")
+	n, err := strconv.Atoi(secs)
+	if err != nil {
+		n = 30
+	}
+	errName, text := "rate_limit", fmt.Sprintf("Claude AI usage limit reached|%d", time.Now().Add(time.Duration(n)*time.Second).Unix())
+	switch kind {
+	case "spend":
+		errName, text = "billing_error", "Credit balance is too low"
+	case "auth":
+		errName, text = "authentication_failed", "Invalid API key · Please run /login"
+	case "throttle":
+		errName, text = "rate_limit", "API Error: Rate limit reached"
+	}
+	a.line(map[string]any{"type": "assistant", "isApiErrorMessage": true, "message": map[string]any{
+		"id": uuid.NewString(), "type": "message", "role": "assistant", "model": "<synthetic>",
+		"content": []map[string]any{{"type": "text", "text": text}}, "stop_reason": "stop_sequence",
+		"usage": map[string]any{"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+	}})
+	a.hook("StopFailure", errName, map[string]any{"permission_mode": "default", "error": errName, "error_details": text, "last_assistant_message": text})
+	if a.cli.print {
+		fmt.Println(text)
+	}
+}
+
+// retry is a spell of failed requests that Claude Code retries: COUNT
+// api_error records (529 Overloaded), INTERVAL apart (default 1s).
+func (a *agent) retry(arg string) {
+	count, every, _ := strings.Cut(arg, ":")
+	n, err := strconv.Atoi(count)
+	if err != nil {
+		n = 3
+	}
+	d, err := time.ParseDuration(every)
+	if err != nil {
+		d = time.Second
+	}
+	for i := 1; i <= n; i++ {
+		a.line(map[string]any{"type": "system", "subtype": "api_error", "level": "error",
+			"error": map[string]any{"message": `529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, "status": 529, "formatted": "529 Overloaded"},
+			"retryInMs": d.Milliseconds(), "retryAttempt": i, "maxRetries": 10})
+		a.sleep(d)
 	}
 }
 

@@ -343,6 +343,25 @@ func (a *agent) request() {
 	a.event(map[string]any{"type": "token_count", "info": map[string]any{"total_token_usage": usage(a.total), "last_token_usage": usage(t), "model_context_window": 258400}, "rate_limits": nil})
 }
 
+// limit is the turn failing at the account's usage limit, as Codex 0.169
+// tells it: the API's usage_limit_reached error (resets_in_seconds) in an
+// error event of the rollout and of --json, and its message on stderr.
+// SECONDS is the time to the reset (default 30).
+func (a *agent) limit(arg string) {
+	n, err := strconv.Atoi(arg)
+	if err != nil {
+		n = 30
+	}
+	body, _ := json.Marshal(map[string]any{"error": map[string]any{"type": "usage_limit_reached", "message": "The usage limit has been reached",
+		"plan_type": "plus", "resets_in_seconds": n}})
+	a.event(map[string]any{"type": "error", "message": string(body)})
+	if a.headless {
+		line, _ := json.Marshal(map[string]any{"type": "error", "message": string(body)})
+		fmt.Println(string(line))
+	}
+	fmt.Fprintf(os.Stderr, "ERROR: You've hit your usage limit. Upgrade to Pro (https://openai.com/chatgpt/pricing) or try again in %d seconds.\n", n)
+}
+
 func (a *agent) do(s fakeagent.Step) {
 	a.log.Write("step", map[string]any{"verb": s.Verb, "arg": s.Arg})
 	switch s.Verb {
@@ -386,6 +405,8 @@ func (a *agent) do(s fakeagent.Step) {
 		}
 	case "abort":
 		a.event(map[string]any{"type": "turn_aborted", "turn_id": a.turnID, "reason": "interrupted"})
+	case "limit":
+		a.limit(s.Arg)
 	case "mcp":
 		tool, args, _ := strings.Cut(s.Arg, ":")
 		if len(a.mcp) == 0 {

@@ -26,11 +26,27 @@ type Step struct {
 	Verb, Arg string
 }
 
-// Script reads FAKEAGENT_SCRIPT (steps separated by commas), or def.
+// Script reads FAKEAGENT_SCRIPT (steps separated by commas), or def. A
+// script of several runs separated by semicolons gives each run of the
+// agent the next one (the last one over again), counted in
+// $FAKEAGENT_DIR/runs.
 func Script(def string) []Step {
 	s := os.Getenv("FAKEAGENT_SCRIPT")
 	if s == "" {
 		s = def
+	}
+	if runs := strings.Split(s, ";"); len(runs) > 1 {
+		n := 0
+		if dir := os.Getenv("FAKEAGENT_DIR"); dir != "" {
+			counter := filepath.Join(dir, "runs")
+			b, _ := os.ReadFile(counter)
+			n = strings.Count(string(b), "\n")
+			if f, err := os.OpenFile(counter, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err == nil {
+				_, _ = f.WriteString("run\n")
+				f.Close()
+			}
+		}
+		s = runs[min(n, len(runs)-1)]
 	}
 	var steps []Step
 	for _, part := range strings.Split(s, ",") {
