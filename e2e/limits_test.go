@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -146,5 +147,270 @@ command = ["sh", "-c", "cat > `+hook+`"]
 	starts := agenttest.Find(agenttest.ReadLog(t, a.log), "start")
 	if len(starts) != 2 || !slices.Contains(starts[1].Argv, "--resume") || !slices.Contains(starts[1].Argv, rec.Agent.ConversationID) {
 		t.Errorf("the agent's runs: %v, want the second with --resume %s", starts, rec.Agent.ConversationID)
+	}
+}
+
+// TestLimitStopExec: with on_limit = "stop", sessiond exec ends the session
+// at the limit with reason limit, a handoff that says when the work may
+// go on, and exit status 75 (EX_TEMPFAIL) for the scheduler to retry.
+func TestLimitStopExec(t *testing.T) {
+	t.Parallel()
+	dir := project(t)
+	a := newAgentSetup(t, "prompt,tool,limit=quota:600,hang")
+	env := []string{"PATH=" + agenttest.Path(agenttest.Build(t)), "HOME=" + a.home, "FAKEAGENT_DIR=" + a.cues, "FAKEAGENT_LOG=" + a.log, "FAKEAGENT_SCRIPT=prompt,tool,limit=quota:600,hang"}
+	r := startExec(t, env, "--on-limit", "stop", "--stop-grace", "2s", dir, "--", "claude", "-p", "build it")
+	if code := r.wait(t, 30*time.Second); code != 75 {
+		t.Fatalf("sessiond exec exited %d, want 75\nstdout: %s\nstderr: %s", code, r.stdout.String(), r.stderr.String())
+	}
+	if !strings.Contains(r.stderr.String(), "ended limit") || !strings.Contains(r.stderr.String(), "run again after") {
+		t.Errorf("exec's summary does not say the limit and when to run again:\n%s", r.stderr.String())
+	}
+	var h struct {
+		EndReason string   `json:"end_reason"`
+		Warnings  []string `json:"warnings"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, ".sessiond", "handoff.json"))
+	if err != nil || json.Unmarshal(b, &h) != nil {
+		t.Fatalf("handoff: %v\n%s", err, b)
+	}
+	if h.EndReason != "limit" || !strings.Contains(strings.Join(h.Warnings, "\n"), "it may go on after") {
+		t.Errorf("handoff end %q warnings %q: want limit and when it may go on", h.EndReason, h.Warnings)
+	}
+}
+
+// TestLimitCodex: a Codex stand-in whose turn fails at usage_limit_reached
+// (resets_in_seconds) and exits is limited, and its conversation goes on
+// with codex exec resume at the reset, as Claude's does.
+func TestLimitCodex(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	dir := project(t)
+	writeFile(t, filepath.Join(dir, "sessiond.toml"), "[session]\nlimit_jitter = \"1s\"\n")
+	a := newAgentSetup(t, "prompt,limit=6,exit=1;prompt,stop,exit")
+	first := d.start(append(a.flags, dir, "--", "codex", "exec", "--json", "build it")...)
+	if end := d.waitEnded(first, 20*time.Second); end.EndReason != "limit" {
+		t.Fatalf("the session ended %q, want limit\n%s", end.EndReason, d.mustCtl("logs", first))
+	}
+	rec := d.limitRecord(first)
+	if l := rec.Agent.Limit; l == nil || l.Class != "quota" || l.Continue != "resume" || time.Until(l.ResetsAt) > 7*time.Second {
+		t.Fatalf("the agent's limit: %+v", l)
+	}
+	if rec.Agent.ConversationID == "" {
+		t.Fatal("the conversation of the limited Codex run is not known")
+	}
+	next := d.successor(first, 10*time.Second)
+	if done := d.waitEnded(next, 30*time.Second); done.EndReason != "complete" {
+		t.Fatalf("the continuation ended %q", done.EndReason)
+	}
+	starts := agenttest.Find(agenttest.ReadLog(t, a.log), "start")
+	if len(starts) != 2 || !slices.Contains(starts[1].Argv, "resume") || !slices.Contains(starts[1].Argv, rec.Agent.ConversationID) {
+		t.Errorf("the agent's runs: %v, want the second to resume %s", starts, rec.Agent.ConversationID)
+	}
+}
+
+// TestLimitPoolQueue: ten sessions of one pool with max_running = 3 and a
+// stagger: never more than three run, the rest are queued in the order
+// they came and start as slots free; the first hits its quota, which holds
+// the whole pool until the reset, after which they go on one at a time,
+// at least the stagger apart.
+func TestLimitPoolQueue(t *testing.T) {
+	t.Parallel()
+	const stagger = 2 * time.Second
+	d := startDaemonWith(t, filepath.Join(t.TempDir(), "state"), newSocketPath(t), "[pool.batch]\nmax_running = 3\nstagger = \"2s\"\n")
+	dir := project(t)
+	writeFile(t, filepath.Join(dir, "sessiond.toml"), "[session]\nconcurrent = true\nlimit_jitter = \"1s\"\n")
+	var ids []string
+	for i := range 10 {
+		script := "prompt,sleep=3s,stop,exit"
+		if i == 0 {
+			script = "prompt,limit=quota:6,exit=1;" + script
+		}
+		a := newAgentSetup(t, script)
+		ids = append(ids, d.start(append(a.flags, "--pool", "batch", dir, "--", "claude", "-p", "job")...))
+	}
+	// Every session but the first waits: the pool staggers its starts,
+	// then its quota holds it.
+	var listing struct {
+		Pools []struct {
+			Name         string    `json:"name"`
+			MaxRunning   int       `json:"max_running"`
+			Running      int       `json:"running"`
+			Queued       int       `json:"queued"`
+			LimitedUntil time.Time `json:"limited_until"`
+		} `json:"pools"`
+		Queued []struct {
+			ID    string `json:"id"`
+			Queue struct {
+				Place int    `json:"place"`
+				Pool  string `json:"pool"`
+			} `json:"queue"`
+		} `json:"queued"`
+	}
+	if err := json.Unmarshal([]byte(d.mustCtl("--json", "queue")), &listing); err != nil {
+		t.Fatal(err)
+	}
+	if len(listing.Queued) < 8 {
+		t.Fatalf("%d sessions queued right after ten starts, want at least 8: %+v", len(listing.Queued), listing.Queued)
+	}
+	last := -1
+	for i, q := range listing.Queued {
+		if q.Queue.Place != i+1 || q.Queue.Pool != "batch" {
+			t.Errorf("queue entry %d: %+v", i, q)
+		}
+		at := slices.Index(ids, q.ID)
+		if at < 0 {
+			// The first session's continuation, queued when it came.
+			if d.limitRecord(q.ID).RestartOf != ids[0] {
+				t.Errorf("queue entry %d is %s, none of the sessions started", i, q.ID)
+			}
+			continue
+		}
+		if at < last {
+			t.Errorf("the queue is not in the order of the starts: %s before %s", ids[last], q.ID)
+		}
+		last = at
+	}
+	if out := d.mustCtl("queue"); !strings.Contains(out, "batch") || !strings.Contains(out, "WAITS FOR") {
+		t.Errorf("sessionctl queue:\n%s", out)
+	}
+
+	// Watch them all through: at most three run, and every start is the
+	// stagger after the one before.
+	deadline := time.Now().Add(90 * time.Second)
+	var most int
+	for {
+		running, done := 0, 0
+		for _, r := range d.list(true) {
+			switch {
+			case r.State == "running" || r.State == "starting" || r.State == "warned" || r.State == "stopping":
+				running++
+			case r.State == "ended" && r.EndReason == "complete":
+				done++
+			}
+		}
+		most = max(most, running)
+		if done == 10 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 10 completed after 90s\n%s", done, d.mustCtl("ps", "-a"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if most > 3 {
+		t.Errorf("%d sessions of the pool ran at once, max_running is 3", most)
+	}
+	limited := d.limitRecord(ids[0])
+	if limited.EndReason != "limit" || limited.Agent.Limit == nil {
+		t.Fatalf("the first session: %+v", limited)
+	}
+	reset := limited.Agent.Limit.ResetsAt
+	var starts []time.Time
+	for _, r := range d.list(true) {
+		starts = append(starts, r.StartedAt)
+		if r.ID != ids[0] && r.StartedAt.Before(reset) {
+			t.Errorf("session %s started at %s, before the pool's quota reset at %s", r.ID, r.StartedAt.Format(time.StampMilli), reset.Format(time.StampMilli))
+		}
+	}
+	slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
+	for i := 1; i < len(starts); i++ {
+		if gap := starts[i].Sub(starts[i-1]); gap < stagger-50*time.Millisecond {
+			t.Errorf("starts %d and %d of the pool %s apart, want at least the stagger %s", i, i+1, gap, stagger)
+		}
+	}
+}
+
+// TestLimitStall: an agent that retries its API for longer than
+// stall_timeout without progress is stalled and warned; one whose retries
+// go through and that works on is left alone.
+func TestLimitStall(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	stuck := newAgentSetup(t, "prompt,retry=30:1s,hang")
+	dir := project(t)
+	id := d.start(append(stuck.flags, "--stall-timeout", "3s", dir, "--", "claude", "-p", "fix it")...)
+	var rec limitRecord
+	waitFor(t, 20*time.Second, "the retrying agent to stall", func() (bool, string) {
+		rec = d.limitRecord(id)
+		return rec.Agent != nil && rec.Agent.State == "stalled", "agent " + rec.Agent.State
+	})
+	if rec.State != "warned" || rec.Warning == nil || rec.Warning.Reason != "stalled" {
+		t.Errorf("the stalled session: state %s warning %+v, want warned for stalled", rec.State, rec.Warning)
+	}
+	if w, err := os.ReadFile(filepath.Join(dir, ".sessiond", "warning.json")); err != nil || !strings.Contains(string(w), "no progress") {
+		t.Errorf("the warning file (%v): %s", err, w)
+	}
+	if types := d.eventTypes(id); !slices.Contains(types, "agent_stalled") || !slices.Contains(types, "warned") {
+		t.Errorf("events %v, want agent_stalled and warned", types)
+	}
+	d.mustCtl("stop", id)
+
+	fine := newAgentSetup(t, "prompt,retry=2:1s,tool,sleep=1s,tool,sleep=1s,tool,sleep=1s,tool,sleep=1s,tool,stop,exit")
+	other := project(t)
+	ok := d.start(append(fine.flags, "--stall-timeout", "3s", other, "--", "claude", "-p", "fix it")...)
+	if end := d.waitEnded(ok, 30*time.Second); end.EndReason != "complete" {
+		t.Fatalf("the agent whose retries went through ended %q", end.EndReason)
+	}
+	if types := d.eventTypes(ok); slices.Contains(types, "agent_stalled") {
+		t.Errorf("the agent whose retries went through was stalled: %v", types)
+	}
+}
+
+// TestLimitHostRebooted: a session live when its host went down (its
+// record's boot is not this one) is ended host_rebooted with a handoff,
+// nothing signalled; with resume_after_reboot it starts again in its
+// conversation.
+func TestLimitHostRebooted(t *testing.T) {
+	state, sock := filepath.Join(t.TempDir(), "state"), newSocketPath(t)
+	d := startDaemonAt(t, state, sock)
+	dir := project(t)
+	a := newAgentSetup(t, "prompt,tool,hang;prompt,stop,exit")
+	// Values given with --env are never on disk: the project's env is
+	// what a daemon after the reboot runs the session with.
+	var env []string
+	for i := 1; i < len(a.flags); i += 2 {
+		k, v, _ := strings.Cut(a.flags[i], "=")
+		env = append(env, fmt.Sprintf("%s = %q", k, v))
+	}
+	writeFile(t, filepath.Join(dir, "sessiond.toml"), "[session]\nresume_after_reboot = true\n[session.env]\n"+strings.Join(env, "\n")+"\n")
+	id := d.start(dir, "--", "claude", "-p", "long job")
+	conv := d.waitAgent(id, "working").Agent.ConversationID
+	pid := d.inspect(id).PID
+	d.kill9()
+	// The power goes: the session's processes with it.
+	_ = syscallKill(-pid)
+	waitFor(t, 10*time.Second, "the session's processes to be gone", func() (bool, string) {
+		return !alive(pid), "still there"
+	})
+	path := filepath.Join(state, "sessions", id, "session.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	raw["boot_id"] = "00000000-0000-4000-8000-000000000001"
+	b, _ = json.Marshal(raw)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	d2 := startDaemonAt(t, state, sock)
+	end := d2.waitEnded(id, 20*time.Second)
+	if end.EndReason != "host_rebooted" {
+		t.Fatalf("the session ended %q, want host_rebooted", end.EndReason)
+	}
+	handoff, err := os.ReadFile(filepath.Join(dir, ".sessiond", "handoff.json"))
+	if err != nil || !strings.Contains(string(handoff), `"end_reason": "host_rebooted"`) || !strings.Contains(string(handoff), "the host went down") {
+		t.Errorf("the handoff (%v):\n%s", err, handoff)
+	}
+	next := d2.successor(id, 10*time.Second)
+	if done := d2.waitEnded(next, 20*time.Second); done.EndReason != "complete" {
+		t.Fatalf("the session started again after the reboot ended %q", done.EndReason)
+	}
+	if again := d2.limitRecord(next); again.Agent == nil || again.Agent.ResumedFrom != conv {
+		t.Errorf("the session after the reboot: %+v, want it to resume %s", again.Agent, conv)
 	}
 }

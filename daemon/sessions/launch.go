@@ -64,6 +64,8 @@ func (d *Service) launch(p launchParams) (*session.Session, session.StartInfo, e
 				return nil, session.StartInfo{}, ipc.TooMany("%s: not started (--no-queue); start without --no-queue to wait in the queue", why)
 			}
 			p.Queue = &ipc.QueuePlace{Pool: pool, Priority: p.Spec.Priority, Reason: ipc.QueuedForPool, Why: why, Since: d.clock.Now()}
+		} else {
+			d.queue.started(pool)
 		}
 	}
 	if p.Queue != nil && p.Queue.Pool == "" {

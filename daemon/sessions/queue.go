@@ -115,6 +115,16 @@ func (q *queue) pool(name string) *poolState {
 	return p
 }
 
+// started notes a start of pool outside the queue, for its stagger.
+func (q *queue) started(pool string) {
+	if pool == "" || q.config(pool).Stagger.Duration == 0 {
+		return
+	}
+	q.mu.Lock()
+	q.pool(pool).lastStart = q.d.clock.Now()
+	q.mu.Unlock()
+}
+
 // holds reports why a new session of pool cannot start now ("" if it
 // can): its pool is full, its stagger has not passed, its quota is
 // limited, or sessions wait before it.
