@@ -414,3 +414,34 @@ func TestLimitHostRebooted(t *testing.T) {
 		t.Errorf("the session after the reboot: %+v, want it to resume %s", again.Agent, conv)
 	}
 }
+
+// TestLimitSpendCaps: max_cost_usd holds for agents that report no cost as
+// they go (Codex; Claude Code on a terminal, which reports it at its exit
+// only), at their models' list prices: the session ends budget.
+func TestLimitSpendCaps(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	// 200k input and 100k output tokens a request: $1.25 at GPT-5's prices,
+	// $2.10 at Claude Sonnet's.
+	usage := "FAKEAGENT_USAGE=200000,100000,0,0"
+	codex := newAgentSetup(t, "prompt,tool,tool,sleep=60s,stop,exit", usage)
+	dir := project(t)
+	id := d.start(append(codex.flags, "--max-cost-usd", "2", dir, "--", "codex", "exec", "big job")...)
+	if end := d.waitEnded(id, 30*time.Second); end.EndReason != "budget" {
+		t.Errorf("the Codex session ended %q, want budget", end.EndReason)
+	}
+	if rec := d.agentRecord(id); rec.Tokens == nil || rec.Tokens.Input < 400000 {
+		t.Errorf("the Codex session's tokens %+v", rec.Tokens)
+	}
+
+	claude := newAgentSetup(t, "prompt,tool,tool,hang", usage)
+	other := project(t)
+	id = d.start(append(claude.flags, "--tty", "--max-cost-usd", "3", other, "--", "claude", "big job")...)
+	if end := d.waitEnded(id, 30*time.Second); end.EndReason != "budget" {
+		t.Errorf("the interactive Claude session ended %q, want budget", end.EndReason)
+	}
+	h, _ := os.ReadFile(filepath.Join(other, ".sessiond", "handoff.json"))
+	if !strings.Contains(string(h), `"estimated_usd": 4.2`) {
+		t.Errorf("the handoff does not carry the estimate of two requests ($4.20):\n%s", h)
+	}
+}

@@ -637,6 +637,7 @@ func (c *claudeLines) line(b []byte, _ TranscriptOptions) ([]Event, bool) {
 		Type    string `json:"type"`
 		Message struct {
 			ID    string       `json:"id"`
+			Model string       `json:"model"`
 			Usage *claudeUsage `json:"usage"`
 		} `json:"message"`
 		RequestRef string `json:"requestRef"`
@@ -646,7 +647,9 @@ func (c *claudeLines) line(b []byte, _ TranscriptOptions) ([]Event, bool) {
 		return nil, false
 	}
 	if v.Type == "assistant" && v.Message.Usage != nil {
-		c.count(claudeMessageKey(v.Message.ID, v.RequestRef+v.RequestID), v.Message.Usage.usage())
+		u := v.Message.Usage.usage()
+		u.EstimatedUSD = PriceOf(v.Message.Model, claudeDefaultPrice).Cost(u)
+		c.count(claudeMessageKey(v.Message.ID, v.RequestRef+v.RequestID), u)
 		if c.retrying {
 			// A response after failed requests: the API answered.
 			c.retrying = false
@@ -801,6 +804,7 @@ func (c *claudeLines) count(id string, u Usage) {
 func (c *claudeLines) usage() Usage {
 	u := c.sum
 	u.CostUSD, u.CostKnown = c.cost, c.costKnown
+	u.EstimatedUSD = roundUSD(u.EstimatedUSD)
 	return u
 }
 

@@ -650,6 +650,8 @@ func (codex) Transcript(path string, opts TranscriptOptions) *Transcript {
 // task_complete (or turn_aborted) the turns.
 type codexLines struct {
 	total Usage
+	// model is the turn's model (turn_context), for the cost estimate.
+	model string
 }
 
 type codexTokens struct {
@@ -660,7 +662,7 @@ type codexTokens struct {
 }
 
 var codexMarks = [][]byte{[]byte(`"token_count"`), []byte(`"task_started"`), []byte(`"task_complete"`), []byte(`"turn_aborted"`), []byte(`"session_meta"`),
-	[]byte(`"type":"error"`), []byte(`"type":"stream_error"`)}
+	[]byte(`"type":"error"`), []byte(`"type":"stream_error"`), []byte(`"turn_context"`)}
 
 func (c *codexLines) line(b []byte, opts TranscriptOptions) ([]Event, bool) {
 	marked := false
@@ -687,6 +689,7 @@ func (c *codexLines) line(b []byte, opts TranscriptOptions) ([]Event, bool) {
 				Total *codexTokens `json:"total_token_usage"`
 			} `json:"info"`
 			Message         string          `json:"message"`
+			Model           string          `json:"model"`
 			ResetsInSeconds float64         `json:"resets_in_seconds"`
 			Error           json.RawMessage `json:"error"`
 		} `json:"payload"`
@@ -703,6 +706,9 @@ func (c *codexLines) line(b []byte, opts TranscriptOptions) ([]Event, bool) {
 			ev.ConversationID = id
 		}
 		return []Event{ev}, true
+	case v.Type == "turn_context":
+		c.model = v.Payload.Model
+		return nil, true
 	case v.Type != "event_msg":
 		return nil, true
 	}
@@ -768,6 +774,10 @@ func (c *codexLines) line(b []byte, opts TranscriptOptions) ([]Event, bool) {
 // short and give the running total, so nothing is lost by skipping one.
 func (c *codexLines) overlong(head, tail []byte) {}
 
-func (c *codexLines) usage() Usage { return c.total }
+func (c *codexLines) usage() Usage {
+	u := c.total
+	u.EstimatedUSD = roundUSD(PriceOf(c.model, codexDefaultPrice).Cost(u))
+	return u
+}
 
 func (c *codexLines) reset() { *c = codexLines{} }

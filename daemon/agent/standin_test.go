@@ -249,7 +249,7 @@ func TestStandInClaudeHeadless(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Usage{InputTokens: 50, OutputTokens: 30, CacheReadTokens: 100, CacheWriteTokens: 200, CostUSD: 0.02, CostKnown: true}); u.Usage != want {
+	if want := (Usage{InputTokens: 50, OutputTokens: 30, CacheReadTokens: 100, CacheWriteTokens: 200, CostUSD: 0.02, CostKnown: true, EstimatedUSD: 0.00138}); u.Usage != want {
 		t.Errorf("usage %+v, want %+v", u.Usage, want)
 	}
 	c, err := ClaudeCode.Locate(context.Background(), Query{ProjectDir: l.ProjectDir, Since: time.Now().Add(-time.Minute), Env: l.Env})
@@ -406,7 +406,7 @@ func TestStandInCodexExec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Usage{InputTokens: 50, OutputTokens: 30, CacheReadTokens: 100, CacheWriteTokens: 200}); u.Usage != want {
+	if want := (Usage{InputTokens: 50, OutputTokens: 30, CacheReadTokens: 100, CacheWriteTokens: 200, EstimatedUSD: 0.000375}); u.Usage != want {
 		t.Errorf("usage %+v, want %+v", u.Usage, want)
 	}
 	if got := states(u.Events); got != "session_meta:- task_started:working task_complete:idle" {

@@ -17,12 +17,12 @@ import (
 // conversation of three requests over two processes (the second resumed
 // it), against a local stand-in of the API that reported input 25, output
 // 15, cache read 50 and cache write 100 per request.
-var claudeGoldenUsage = Usage{InputTokens: 75, OutputTokens: 45, CacheReadTokens: 150, CacheWriteTokens: 300, CostUSD: 0.00273, CostKnown: true}
+var claudeGoldenUsage = Usage{InputTokens: 75, OutputTokens: 45, CacheReadTokens: 150, CacheWriteTokens: 300, CostUSD: 0.00273, CostKnown: true, EstimatedUSD: 0.00207}
 
 // The usage in testdata/codex/rollout.jsonl, a real Codex 0.169 rollout of
 // three turns (two of them resumed), whose stand-in API reported input 120
 // (40 of it cached) and output 30 per turn.
-var codexGoldenUsage = Usage{InputTokens: 240, CacheReadTokens: 120, OutputTokens: 90}
+var codexGoldenUsage = Usage{InputTokens: 240, CacheReadTokens: 120, OutputTokens: 90, EstimatedUSD: 0.001215}
 
 func readAll(t *testing.T, tr *Transcript) TranscriptUpdate {
 	t.Helper()
@@ -220,7 +220,7 @@ func TestClaudeTranscriptOverlong(t *testing.T) {
 	writeFile(t, path, assistantLine("m1", "r1", 1, 1, 0, 0)+"\n"+line+"\n"+assistantLine("m2", "r2", 1, 1, 0, 0)+"\n")
 	tr := ClaudeCode.Transcript(path, TranscriptOptions{})
 	u := readAll(t, tr)
-	want := Usage{InputTokens: 9, OutputTokens: 4002, CacheReadTokens: 2, CacheWriteTokens: 3}
+	want := Usage{InputTokens: 9, OutputTokens: 4002, CacheReadTokens: 2, CacheWriteTokens: 3, EstimatedUSD: 0.000036}
 	if u.Usage != want {
 		t.Errorf("usage %+v, want %+v", u.Usage, want)
 	}

@@ -16,6 +16,9 @@ type Usage struct {
 	// the token counts; Codex reports none.
 	CostUSD   float64 `json:"cost_usd,omitempty"`
 	CostKnown bool    `json:"cost_known,omitempty"`
+	// EstimatedUSD is the tokens' cost at their models' list prices
+	// (PriceOf): what a cap holds to where the agent reports no cost.
+	EstimatedUSD float64 `json:"estimated_usd,omitempty"`
 }
 
 // Tokens is the sum of the four token counts.
@@ -32,6 +35,7 @@ func (u Usage) Add(v Usage) Usage {
 		CacheWriteTokens: addSat(u.CacheWriteTokens, v.CacheWriteTokens),
 		CostUSD:          u.CostUSD + v.CostUSD,
 		CostKnown:        u.CostKnown || v.CostKnown,
+		EstimatedUSD:     u.EstimatedUSD + v.EstimatedUSD,
 	}
 }
 
@@ -45,6 +49,7 @@ func (u Usage) Since(base Usage) Usage {
 		CacheWriteTokens: max(u.CacheWriteTokens-base.CacheWriteTokens, 0),
 		CostUSD:          max(u.CostUSD-base.CostUSD, 0),
 		CostKnown:        u.CostKnown,
+		EstimatedUSD:     max(u.EstimatedUSD-base.EstimatedUSD, 0),
 	}
 }
 

@@ -179,7 +179,8 @@ func (s *Session) readTranscript() (spent bool) {
 	}
 	u := a.prior.Add(up.Usage.Since(a.base))
 	s.rec.Tokens = &ipc.Tokens{Input: u.InputTokens, Output: u.OutputTokens, CacheRead: u.CacheReadTokens,
-		CacheWrite: u.CacheWriteTokens, CostUSD: math.Round(u.CostUSD*1e6) / 1e6, CostKnown: u.CostKnown}
+		CacheWrite: u.CacheWriteTokens, CostUSD: math.Round(u.CostUSD*1e6) / 1e6, CostKnown: u.CostKnown,
+		EstimatedUSD: math.Round(u.EstimatedUSD*1e6) / 1e6}
 	return s.checkBudget()
 }
 
@@ -318,7 +319,7 @@ func (s *Session) applyAgentEvent(ev agent.Event) {
 		s.openTranscript(rec.TranscriptPath)
 	}
 	s.applyRetry(ev, now)
-	if ev.Retry == nil && ev.Limit == nil {
+	if ev.Retry == nil && ev.Limit == nil && ev.Hook != "" {
 		s.progressed(now)
 	}
 	if ev.Limit != nil && ipc.Live(s.rec.State) && s.rec.State != ipc.StateStopping {
@@ -417,9 +418,13 @@ func (s *Session) checkBudget() bool {
 	if s.spec.MaxTokens > 0 {
 		used, what = float64(t.Total())/float64(s.spec.MaxTokens), fmt.Sprintf("%d of %d tokens", t.Total(), s.spec.MaxTokens)
 	}
-	if s.spec.MaxCostUSD > 0 && t.CostKnown {
-		if c := t.CostUSD / s.spec.MaxCostUSD; c > used {
-			used, what = c, fmt.Sprintf("$%.2f of $%.2f", t.CostUSD, s.spec.MaxCostUSD)
+	if spent := t.Spent(); s.spec.MaxCostUSD > 0 && spent > 0 {
+		if c := spent / s.spec.MaxCostUSD; c > used {
+			what = fmt.Sprintf("$%.2f of $%.2f", spent, s.spec.MaxCostUSD)
+			if t.EstimatedUSD > t.CostUSD {
+				what += " at list prices"
+			}
+			used = c
 		}
 	}
 	if used >= 1 {
@@ -562,7 +567,7 @@ func (s *Session) restoreAgent() {
 	var counted agent.Usage
 	if t := s.rec.Tokens; t != nil {
 		counted = agent.Usage{InputTokens: t.Input, OutputTokens: t.Output, CacheReadTokens: t.CacheRead,
-			CacheWriteTokens: t.CacheWrite, CostUSD: t.CostUSD, CostKnown: t.CostKnown}
+			CacheWriteTokens: t.CacheWrite, CostUSD: t.CostUSD, CostKnown: t.CostKnown, EstimatedUSD: t.EstimatedUSD}
 	}
 	s.agent.base, s.agent.baseKnown = up.Usage.Since(counted), true
 }
@@ -608,7 +613,7 @@ const transcriptPoll = 5 * time.Second
 // scheduleRead sets when the transcript is read next: transcriptPoll from
 // now while the agent works, never otherwise. The caller arms the timer.
 func (s *Session) scheduleRead() {
-	if a := s.agent; a != nil && a.tr != nil && s.rec.Agent != nil && s.rec.Agent.State == ipc.AgentWorking {
+	if a := s.agent; a != nil && (a.tr != nil || !a.located) && s.rec.Agent != nil && s.rec.Agent.State == ipc.AgentWorking {
 		s.timeline.readAt = s.deps.Clock.Now().Add(transcriptPoll)
 		return
 	}
@@ -619,7 +624,21 @@ func (s *Session) scheduleRead() {
 // writes the record when that changed what it says. It reports whether a
 // budget is spent.
 func (s *Session) pollTranscript() (spent bool) {
-	if s.agent == nil || s.agent.tr == nil {
+	if s.agent == nil {
+		return false
+	}
+	if s.agent.tr == nil && s.rec.Agent != nil && s.rec.Agent.TranscriptPath == "" {
+		// An agent that tells of its conversation only at a turn's end
+		// (Codex): its transcript is found on disk, for its usage and its
+		// limits meanwhile.
+		var ev agent.Event
+		s.locateConversation(&ev)
+		if ev.ConversationID != "" || ev.TranscriptPath != "" {
+			s.applyAgentEvent(ev)
+		}
+	}
+	if s.agent.tr == nil {
+		s.scheduleRead()
 		return false
 	}
 	before, off := agentMark(s.rec), s.agent.tr.Offset()

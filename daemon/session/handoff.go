@@ -436,8 +436,11 @@ func agentLine(a *state.AgentFacts) string {
 	}
 	if t := a.Tokens; t != nil {
 		line += fmt.Sprintf("; %d tokens (%d in, %d out, %d cache read, %d cache write)", t.Total(), t.Input, t.Output, t.CacheRead, t.CacheWrite)
-		if t.CostKnown {
+		switch {
+		case t.CostKnown && t.CostUSD >= t.EstimatedUSD:
 			line += fmt.Sprintf(", $%.2f", t.CostUSD)
+		case t.EstimatedUSD > 0:
+			line += fmt.Sprintf(", about $%.2f at list prices", t.EstimatedUSD)
 		}
 	}
 	return line

@@ -15,6 +15,7 @@ import (
 // a wake-up.
 func (s *Session) supervise() {
 	s.phase = phaseRunning
+	s.scheduleRead()
 	s.resetTimeline()
 	s.arm(&s.sv)
 	s.child.OnExit(s.kick)

@@ -34,6 +34,9 @@ type queue struct {
 	wake  chan struct{}
 	timer session.Timer
 	timAt time.Time
+	// done ends the passes; stopped is closed once the last has.
+	done, stopped chan struct{}
+	stopOnce      sync.Once
 }
 
 // queuedSession is one session in the queue.
@@ -59,7 +62,7 @@ type poolState struct {
 const resumeSpacing = 5 * time.Second
 
 func newQueue(d *Service) *queue {
-	q := &queue{d: d, pools: map[string]*poolState{}, wake: make(chan struct{}, 1)}
+	q := &queue{d: d, pools: map[string]*poolState{}, wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
 	go q.run()
 	return q
 }
@@ -73,9 +76,31 @@ func (q *queue) kick() {
 }
 
 func (q *queue) run() {
-	for range q.wake {
-		q.pass()
+	defer close(q.stopped)
+	for {
+		select {
+		case <-q.wake:
+			if q.d.closing.Load() {
+				continue
+			}
+			q.pass()
+		case <-q.done:
+			return
+		}
 	}
+}
+
+// stop ends the passes (the daemon shuts down: what is queued stays
+// queued, on disk, for the next one).
+func (q *queue) stop() {
+	q.stopOnce.Do(func() { close(q.done) })
+	<-q.stopped
+	q.mu.Lock()
+	if q.timer != nil {
+		q.timer.Stop()
+		q.timer = nil
+	}
+	q.mu.Unlock()
 }
 
 // add puts a queued session in the queue.

@@ -109,6 +109,7 @@ func (s *Service) ended(sess *session.Session) {
 // restarts and waits, until ctx ends, for those being launched.
 func (s *Service) Close(ctx context.Context) {
 	s.closing.Store(true)
+	s.queue.stop()
 	s.restarts.Close(ctx)
 }
 

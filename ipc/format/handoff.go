@@ -81,6 +81,19 @@ type Tokens struct {
 	// CostUSD is the agent's own figure; CostKnown says whether it gave one.
 	CostUSD   float64 `json:"cost_usd,omitempty"`
 	CostKnown bool    `json:"cost_known,omitempty"`
+	// EstimatedUSD is the tokens' cost at their models' list prices, for
+	// agents that report none (Codex) or only at their end (interactive
+	// Claude Code).
+	EstimatedUSD float64 `json:"estimated_usd,omitempty"`
+}
+
+// Spent is what a cost cap holds the session to: the agent's own figure,
+// or the estimate where that is more (the agent's lags it, or is none).
+func (t *Tokens) Spent() float64 {
+	if t == nil {
+		return 0
+	}
+	return max(t.CostUSD, t.EstimatedUSD)
 }
 
 // Total is every token counted: input, output and cache reads and writes.

@@ -226,8 +226,11 @@ func more(n int) string {
 
 func tokenText(t *ipc.Tokens) string {
 	s := tokens(t.Total()) + " tokens"
-	if t.CostKnown {
+	switch {
+	case t.CostKnown && t.CostUSD >= t.EstimatedUSD:
 		s += fmt.Sprintf(" ($%.2f)", t.CostUSD)
+	case t.EstimatedUSD > 0:
+		s += fmt.Sprintf(" (~$%.2f)", t.EstimatedUSD)
 	}
 	return s
 }

@@ -376,6 +376,7 @@ func (a *agent) do(s fakeagent.Step) {
 		u, _ := uuid.NewV7()
 		a.turnID = u.String()
 		a.prompts = append(a.prompts, text)
+		a.write(map[string]any{"timestamp": fakeagent.Now(), "type": "turn_context", "payload": map[string]any{"cwd": a.cwd, "approval_policy": "on-request", "model": "gpt-5-codex", "summary": "auto"}})
 		a.event(map[string]any{"type": "task_started", "turn_id": a.turnID, "model_context_window": 258400})
 		a.item(map[string]any{"type": "message", "role": "user", "content": []map[string]any{{"type": "input_text", "text": text}}})
 	case "tool", "ask":
