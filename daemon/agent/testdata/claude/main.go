@@ -588,7 +588,7 @@ func (a *agent) retry(arg string) {
 	}
 	for i := 1; i <= n; i++ {
 		a.line(map[string]any{"type": "system", "subtype": "api_error", "level": "error",
-			"error": map[string]any{"message": `529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, "status": 529, "formatted": "529 Overloaded"},
+			"error":     map[string]any{"message": `529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, "status": 529, "formatted": "529 Overloaded"},
 			"retryInMs": d.Milliseconds(), "retryAttempt": i, "maxRetries": 10})
 		a.sleep(d)
 	}
