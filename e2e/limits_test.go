@@ -445,3 +445,36 @@ func TestLimitSpendCaps(t *testing.T) {
 		t.Errorf("the handoff does not carry the estimate of two requests ($4.20):\n%s", h)
 	}
 }
+
+// TestLimitInteractiveContinues: an interactive Claude Code on its
+// terminal hits its quota and waits at its prompt; at the reset sessiond
+// types "continue" into it, and the agent works again.
+func TestLimitInteractiveContinues(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	dir := project(t)
+	writeFile(t, filepath.Join(dir, "sessiond.toml"), "[session]\nlimit_jitter = \"1s\"\n")
+	a := newAgentSetup(t, "prompt,limit=quota:4,input,stop,hang")
+	id := d.start(append(a.flags, "--tty", "--timeout", "1h", dir, "--", "claude", "build it")...)
+	before := d.limitRecord(id).Deadline
+	var rec limitRecord
+	waitFor(t, 20*time.Second, "the agent to be limited", func() (bool, string) {
+		rec = d.limitRecord(id)
+		return rec.Agent != nil && rec.Agent.State == "limited", "agent " + rec.Agent.State
+	})
+	if l := rec.Agent.Limit; l.Continue != "type" || l.PausedSeconds < 3 || rec.Deadline.Sub(before) < 3*time.Second {
+		t.Errorf("limit %+v, deadline moved by %s: want continue typed, the deadline moved by the wait", l, rec.Deadline.Sub(before))
+	}
+	waitFor(t, 20*time.Second, "continue typed into the agent", func() (bool, string) {
+		in := agenttest.Find(agenttest.ReadLog(t, a.log), "input")
+		return len(in) == 1 && in[0].Text == "continue", fmt.Sprint(in)
+	})
+	d.waitAgent(id, "waiting")
+	if types := d.eventTypes(id); !slices.Contains(types, "agent_limited") || !slices.Contains(types, "continued") {
+		t.Errorf("events %v, want agent_limited and continued", types)
+	}
+	if st := d.inspect(id).State; st != "running" {
+		t.Errorf("the session is %s after it went on, want running", st)
+	}
+	d.mustCtl("stop", id)
+}

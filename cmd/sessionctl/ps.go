@@ -342,9 +342,9 @@ func parseFilters(flags []string) (func(ipc.SessionRow) bool, error) {
 		switch k {
 		case "state":
 			switch v {
-			case ipc.StateStarting, ipc.StateRunning, ipc.StateWarned, ipc.StateStopping, ipc.StateEnded, ipc.StateFailed, "live":
+			case ipc.StateQueued, ipc.StateStarting, ipc.StateRunning, ipc.StateWarned, ipc.StateStopping, ipc.StateEnded, ipc.StateFailed, "live":
 			default:
-				return nil, fmt.Errorf("--filter state=%s: want starting, running, warned, stopping, ended, failed or live", v)
+				return nil, fmt.Errorf("--filter state=%s: want queued, starting, running, warned, stopping, ended, failed or live", v)
 			}
 		case "project":
 			if abs, err := filepath.Abs(v); err == nil && strings.ContainsRune(v, '/') {

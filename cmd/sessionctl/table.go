@@ -98,7 +98,7 @@ func stateColor(state, reason string) string {
 	switch state {
 	case "running":
 		return "32"
-	case "warned", "stopping", "starting":
+	case "warned", "stopping", "starting", "queued":
 		return "33"
 	case "failed":
 		return "31"

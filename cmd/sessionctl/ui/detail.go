@@ -164,6 +164,12 @@ func (m *model) recordLines(s *ipc.Session, width int) []string {
 			if a.WaitingReason != "" && a.State == ipc.AgentWaiting {
 				st += " (" + line(a.WaitingReason) + ")"
 			}
+			if l := a.Limit; l != nil && a.State == ipc.AgentLimited {
+				st += " (" + line(l.Words(m.now)) + ")"
+				if !l.ContinueAt.IsZero() && l.Continue != ipc.ContinueNone {
+					st += ", goes on at " + l.ContinueAt.Local().Format("15:04:05")
+				}
+			}
 			if a.StateSince != nil {
 				st += " for " + span(m.now.Sub(*a.StateSince))
 			}

@@ -77,7 +77,7 @@ func (st *styles) state(s *ipc.Session) paint {
 	switch s.State {
 	case ipc.StateRunning:
 		return st.good
-	case ipc.StateStarting, ipc.StateWarned, ipc.StateStopping:
+	case ipc.StateStarting, ipc.StateWarned, ipc.StateStopping, ipc.StateQueued:
 		return st.warn
 	case ipc.StateFailed:
 		return st.bad
@@ -99,6 +99,8 @@ func (st *styles) agent(state string) paint {
 		return st.good
 	case ipc.AgentWaiting:
 		return st.note
+	case ipc.AgentLimited, ipc.AgentStalled:
+		return st.warn
 	}
 	return st.faint
 }

@@ -7,6 +7,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -498,6 +499,18 @@ func (a *agent) do(s fakeagent.Step) {
 		a.reply(s.Arg)
 	case "limit":
 		a.limit(s.Arg)
+	case "input":
+		// A prompt typed at its terminal: one line of stdin.
+		text, err := bufio.NewReader(os.Stdin).ReadString('\n')
+		if err != nil {
+			a.exit(1, "other")
+		}
+		text = strings.TrimSpace(text)
+		a.log.Write("input", map[string]any{"text": text})
+		a.promptID = uuid.NewString()
+		a.turns++
+		a.hook("UserPromptSubmit", "", map[string]any{"permission_mode": "default", "prompt": text})
+		a.line(map[string]any{"type": "user", "promptId": a.promptID, "message": map[string]any{"role": "user", "content": text}})
 	case "retry":
 		a.retry(s.Arg)
 	case "idle":
