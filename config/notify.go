@@ -46,6 +46,9 @@ const (
 	// agent made no progress for stall_timeout.
 	NotifyAgentLimited = "agent_limited"
 	NotifyAgentStalled = "agent_stalled"
+	// NotifyAgentRetrying: the agent's requests to its API began to fail
+	// and it retries them; once per spell.
+	NotifyAgentRetrying = "agent_retrying"
 	// NotifyTest: the sample event of "sessionctl notify test"; a rule need
 	// not list it to receive it.
 	NotifyTest = "test"
@@ -55,7 +58,7 @@ const (
 // "ended:REASON".
 var NotifyEvents = []string{
 	NotifyStarted, NotifyRestarted, NotifyWarned, NotifyAgentWaiting, NotifyEnded, NotifyCrashed,
-	NotifyFailed, NotifyRestartLimit, NotifyCheckpointFailed, NotifyBudget, NotifyAgentLimited, NotifyAgentStalled, NotifyTest,
+	NotifyFailed, NotifyRestartLimit, NotifyCheckpointFailed, NotifyBudget, NotifyAgentLimited, NotifyAgentStalled, NotifyAgentRetrying, NotifyTest,
 }
 
 // NotifyEndReasons lists the end reasons "ended:REASON" may name.

@@ -179,6 +179,11 @@ func TestParseProjectErrors(t *testing.T) {
 		{"cpu_weight out of range", "[session]\ncpu_weight = 20000\n", 2, "between 1 and 10000"},
 		{"cpu_max not a share", "[session]\ncpu_max = \"fast\"\n", 2, "percentage of one CPU"},
 		{"limits mode", "[session]\nlimits = \"maybe\"\n", 2, "strict, best-effort"},
+		{"on_limit", "[session]\non_limit = \"retry\"\n", 2, "not one of wait, stop, ignore"},
+		{"stall_timeout too short", "[session]\nstall_timeout = \"10ms\"\n", 2, "too short to tell a stall"},
+		{"limit_jitter too long", "[session]\nlimit_jitter = \"2h\"\n", 2, "between 0 and 1h"},
+		{"pool name", "[session]\npool = \"a pool\"\n", 2, "letters, digits"},
+		{"priority", "[session]\npriority = 5000\n", 2, "between -1000 and 1000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -320,5 +325,30 @@ func TestEffectiveConfigRoundTrips(t *testing.T) {
 	}
 	if back.Defaults.Worktree != c.Defaults.Worktree {
 		t.Errorf("worktree %+v read back as %+v", c.Defaults.Worktree, back.Defaults.Worktree)
+	}
+}
+
+// TestPools: [pool.NAME] tables, a named pool's and an account's, and
+// what is wrong in one, at its line.
+func TestPools(t *testing.T) {
+	c, err := Parse("x.toml", []byte("[pool.nightly]\nmax_running = 3\nstagger = \"30s\"\n\n[pool.\"claude-code:/home/me/.claude\"]\nmax_running = 2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := c.Pools["nightly"]; p.MaxRunning != 3 || p.Stagger.Duration != 30*time.Second {
+		t.Errorf("pool nightly: %+v", p)
+	}
+	if p := c.Pools["claude-code:/home/me/.claude"]; p.MaxRunning != 2 {
+		t.Errorf("the account's pool: %+v", p)
+	}
+	for src, want := range map[string]string{
+		"[pool.a]\nmax_running = -1\n":     "x.toml:2: pool.a.max_running: must not be negative",
+		"[pool.a]\nstagger = \"48h\"\n":    "x.toml:2: pool.a.stagger: must be between 0 and 24h",
+		"[pool.a]\nmax_runing = 2\n":       "unknown key",
+		"[pool.\"a b\"]\nmax_running = 1\n": "a pool's name holds letters",
+	} {
+		if _, err := Parse("x.toml", []byte(src)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", src, err, want)
+		}
 	}
 }

@@ -162,6 +162,8 @@ func Title(ev Event) string {
 		return "Session " + s + " hit a usage limit"
 	case config.NotifyAgentStalled:
 		return "Session " + s + " has stalled"
+	case config.NotifyAgentRetrying:
+		return "Session " + s + " is retrying its API"
 	case config.NotifyTest:
 		return "sessiond test notification"
 	}

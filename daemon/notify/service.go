@@ -220,6 +220,8 @@ func (x *Service) Observe(ev ipc.Event) {
 		out.Type = config.NotifyAgentLimited
 	case ipc.EventAgentStalled:
 		out.Type = config.NotifyAgentStalled
+	case ipc.EventAgentRetrying:
+		out.Type = config.NotifyAgentRetrying
 	default:
 		return
 	}

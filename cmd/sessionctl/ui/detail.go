@@ -164,6 +164,9 @@ func (m *model) recordLines(s *ipc.Session, width int) []string {
 			if a.WaitingReason != "" && a.State == ipc.AgentWaiting {
 				st += " (" + line(a.WaitingReason) + ")"
 			}
+			if r := a.Retrying; r != nil && ipc.Live(s.State) {
+				st += " · retrying its API for " + span(m.now.Sub(r.Since)) + " (" + line(r.Reason) + ")"
+			}
 			if l := a.Limit; l != nil && a.State == ipc.AgentLimited {
 				st += " (" + line(l.Words(m.now)) + ")"
 				if !l.ContinueAt.IsZero() && l.Continue != ipc.ContinueNone {

@@ -225,6 +225,9 @@ func (m *model) columns() []column {
 			if s.Agent == nil || s.Agent.State == "" {
 				return "-", m.st.faint
 			}
+			if s.Agent.Retrying != nil && s.Agent.State == ipc.AgentWorking && ipc.Live(s.State) {
+				return "retrying", m.st.warn
+			}
 			return s.Agent.State, m.st.agent(s.Agent.State)
 		}},
 		column{title: timeColumn, width: 10, drop: 1},
