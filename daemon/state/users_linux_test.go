@@ -150,8 +150,8 @@ func threadCreds(t testing.TB) map[int]threadCred {
 	for _, task := range tasks {
 		tid, _ := strconv.Atoi(task.Name())
 		c, err := readThreadCred("/proc/self/task/" + task.Name() + "/status")
-		if errors.Is(err, os.ErrNotExist) {
-			continue // the thread ended meanwhile
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+			continue // the thread ended meanwhile (ESRCH: as it was read)
 		}
 		if err != nil {
 			t.Fatal(err)
