@@ -90,6 +90,9 @@ func (q Queueing) Validate() error {
 	if err := CheckPoolName(q.Pool); err != nil {
 		return &FieldError{"pool", err.Error()}
 	}
+	if strings.Contains(q.Pool, ":") {
+		return &FieldError{"pool", fmt.Sprintf("%q: a name with \":\" is an agent's account, which sessiond finds from the agent's environment; name a pool of your own without one", q.Pool)}
+	}
 	if q.Priority < -1000 || q.Priority > 1000 {
 		return &FieldError{"priority", fmt.Sprintf("must be between -1000 and 1000, got %d", q.Priority)}
 	}

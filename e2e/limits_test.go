@@ -209,16 +209,18 @@ func TestLimitCodex(t *testing.T) {
 }
 
 // TestLimitPoolQueue: ten sessions of one pool with max_running = 3 and a
-// stagger: never more than three run, the rest are queued in the order
-// they came and start as slots free; the first hits its quota, which holds
-// the whole pool until the reset, after which they go on one at a time,
-// at least the stagger apart.
+// stagger, all of one account: never more than three run, the rest are
+// queued in the order they came and start as slots free; the first hits
+// its quota, which holds the account until the reset, after which they go
+// on one at a time, at least the stagger apart.
 func TestLimitPoolQueue(t *testing.T) {
 	t.Parallel()
 	const stagger = time.Second
 	d := startDaemonWith(t, filepath.Join(t.TempDir(), "state"), newSocketPath(t), "[pool.batch]\nmax_running = 3\nstagger = \"1s\"\n")
 	dir := project(t)
 	writeFile(t, filepath.Join(dir, "sessiond.toml"), "[session]\nconcurrent = true\nlimit_jitter = \"1s\"\n")
+	// One account for all: the first one's quota is every session's.
+	home := t.TempDir()
 	var ids []string
 	for i := range 10 {
 		script := "prompt,sleep=3500ms,stop,exit"
@@ -226,7 +228,7 @@ func TestLimitPoolQueue(t *testing.T) {
 			script = "prompt,limit=quota:4,exit=1;" + script
 		}
 		a := newAgentSetup(t, script)
-		ids = append(ids, d.start(append(a.flags, "--pool", "batch", dir, "--", "claude", "-p", "job")...))
+		ids = append(ids, d.start(append(a.flags, "--env", "HOME="+home, "--pool", "batch", dir, "--", "claude", "-p", "job")...))
 	}
 	// Every session but the first waits: the pool staggers its starts,
 	// then its quota holds it.

@@ -93,6 +93,8 @@ type QueuePlace struct {
 	// whole queue (1 is next), filled in when the queue is listed.
 	Pool  string `json:"pool,omitempty"`
 	Place int    `json:"place,omitempty"`
+	// Account is its agent's account, whose quota's reset holds it.
+	Account string `json:"account,omitempty"`
 	// Priority orders the queue: higher first, then interactive before
 	// batch, then first come.
 	Priority int `json:"priority,omitempty"`

@@ -14,16 +14,15 @@ import (
 
 // poolOf is the pool a session of sp, started with environ by uid, counts
 // in: the spec's named pool, else its agent's account; "" for a command
-// that is no agent sessiond knows.
-func poolOf(sp config.Spec, environ []string, uid int) string {
+// that is no agent sessiond knows. account is the agent's account.
+func poolOf(sp config.Spec, environ []string, uid int) (pool, account string) {
+	if a, err := agent.Detect(sp.Agent, sp.Command); err == nil && a != agent.Generic {
+		account = agent.Account(a, spec.BaseEnv(sp, environ), uid)
+	}
 	if sp.Pool != "" {
-		return sp.Pool
+		return sp.Pool, account
 	}
-	a, err := agent.Detect(sp.Agent, sp.Command)
-	if err != nil || a == agent.Generic {
-		return ""
-	}
-	return agent.Account(a, spec.BaseEnv(sp, environ), uid)
+	return account, account
 }
 
 // interactiveSpec reports whether sp runs its agent for a person at a
@@ -33,17 +32,15 @@ func interactiveSpec(sp config.Spec) bool {
 	return err == nil && sp.OnTerminal() && a.Interactive(sp.Command)
 }
 
-// limited is the sessions' OnLimit: a quota's reset holds the session's
-// pool (and its account's) until then.
+// limited is the sessions' OnLimit: a quota's reset holds the agent's
+// account until then, in whatever pool its sessions are. Only the account:
+// one user's limit (or a hook payload that claims one) never holds the
+// sessions of others that share a named pool.
 func (d *Service) limited(s *session.Session, l ipc.AgentLimit) {
-	if l.Class != ipc.LimitQuota || l.ResetsAt.IsZero() {
+	if l.Class != ipc.LimitQuota || l.ResetsAt.IsZero() || l.Account == "" {
 		return
 	}
-	pool := s.Snapshot().Pool
-	d.queue.limit(pool, l.ResetsAt)
-	if l.Account != "" && l.Account != pool {
-		d.queue.limit(l.Account, l.ResetsAt)
-	}
+	d.queue.limit(l.Account, l.ResetsAt)
 }
 
 // continueLater queues, for a session that ended, the session that goes on

@@ -57,19 +57,19 @@ func (d *Service) launch(p launchParams) (*session.Session, session.StartInfo, e
 	if d.closing.Load() {
 		return nil, session.StartInfo{}, ipc.Unavailable("sessiond is shutting down")
 	}
-	pool := poolOf(p.Spec, p.Environ, p.UID)
+	pool, account := poolOf(p.Spec, p.Environ, p.UID)
 	if p.Queue == nil {
-		if why := d.queue.holds(pool); why != "" {
+		if why := d.queue.holds(pool, account); why != "" {
 			if p.NoQueue {
 				return nil, session.StartInfo{}, ipc.TooMany("%s: not started (--no-queue); start without --no-queue to wait in the queue", why)
 			}
-			p.Queue = &ipc.QueuePlace{Pool: pool, Priority: p.Spec.Priority, Reason: ipc.QueuedForPool, Why: why, Since: d.clock.Now()}
+			p.Queue = &ipc.QueuePlace{Pool: pool, Account: account, Priority: p.Spec.Priority, Reason: ipc.QueuedForPool, Why: why, Since: d.clock.Now()}
 		} else {
 			d.queue.started(pool)
 		}
 	}
-	if p.Queue != nil && p.Queue.Pool == "" {
-		p.Queue.Pool = pool
+	if p.Queue != nil {
+		p.Queue.Pool, p.Queue.Account = pool, account
 	}
 	id := p.ID
 	if p.Worktree != nil {

@@ -150,26 +150,33 @@ func (q *queue) started(pool string) {
 	q.mu.Unlock()
 }
 
-// holds reports why a new session of pool cannot start now ("" if it
-// can): its pool is full, its stagger has not passed, its quota is
-// limited, or sessions wait before it.
-func (q *queue) holds(pool string) string {
+// holds reports why a new session of pool (and its agent's account)
+// cannot start now ("" if it can): its account's quota is limited, its
+// pool is full or its stagger has not passed.
+func (q *queue) holds(pool, account string) string {
 	if pool == "" {
 		return ""
 	}
 	cfg := q.config(pool)
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	p := q.pools[pool]
-	if cfg.MaxRunning == 0 && cfg.Stagger.Duration == 0 && (p == nil || p.limitedUntil.IsZero()) && !q.anyWaiting(pool) {
+	now := q.d.clock.Now()
+	if why := q.accountHeld(account, now); why != "" {
+		return why
+	}
+	if cfg.MaxRunning == 0 && cfg.Stagger.Duration == 0 {
 		return ""
 	}
-	return q.blocked(pool, cfg, q.running(pool), false, q.d.clock.Now())
+	return q.blocked(pool, cfg, q.running(pool), false, now)
 }
 
-// anyWaiting reports whether a session of pool is queued.
-func (q *queue) anyWaiting(pool string) bool {
-	return slices.ContainsFunc(q.waiting, func(w *queuedSession) bool { return w.s.Snapshot().Pool == pool })
+// accountHeld says until when account's quota holds it, "" when it does
+// not.
+func (q *queue) accountHeld(account string, now time.Time) string {
+	if p := q.pools[account]; account != "" && p != nil && p.limitedUntil.After(now) {
+		return fmt.Sprintf("account %s is limited until %s", account, p.limitedUntil.Local().Format(time.TimeOnly))
+	}
+	return ""
 }
 
 // running counts the sessions of pool that run (or start).
@@ -187,9 +194,6 @@ func (q *queue) running(pool string) int {
 // nothing; resume is a continuation after a limit.
 func (q *queue) blocked(pool string, cfg config.Pool, running int, resume bool, now time.Time) string {
 	p := q.pools[pool]
-	if p != nil && p.limitedUntil.After(now) {
-		return fmt.Sprintf("pool %s is limited until %s", pool, p.limitedUntil.Local().Format(time.TimeOnly))
-	}
 	if cfg.MaxRunning > 0 && running >= cfg.MaxRunning {
 		return fmt.Sprintf("pool %s is full (%d of max_running %d)", pool, running, cfg.MaxRunning)
 	}
@@ -260,6 +264,12 @@ func (q *queue) pass() {
 			kept = append(kept, w)
 			continue
 		}
+		if why := q.accountHeld(place.Account, now); why != "" {
+			w.why = why
+			soon(q.pools[place.Account].limitedUntil)
+			kept = append(kept, w)
+			continue
+		}
 		pool := rec.Pool
 		if why, held := heldPools[pool]; held && pool != "" {
 			w.why = why
@@ -274,7 +284,6 @@ func (q *queue) pass() {
 			if why := q.blocked(pool, cfg, runningOf[pool], place.Reason == ipc.QueuedForLimit, now); why != "" {
 				heldPools[pool], w.why = why, why
 				if p := q.pools[pool]; p != nil {
-					soon(p.limitedUntil)
 					gap := cfg.Stagger.Duration
 					if place.Reason == ipc.QueuedForLimit {
 						gap = max(gap, resumeSpacing)
