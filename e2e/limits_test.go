@@ -480,3 +480,51 @@ func TestLimitInteractiveContinues(t *testing.T) {
 	}
 	d.mustCtl("stop", id)
 }
+
+// TestQueueAfterAndRestart: a session started --after-any another waits
+// queued, keeps its place over a daemon crash (its record, its environment
+// and its place are on disk), and starts once the other has ended; one
+// started --after a session that does not complete is cancelled.
+func TestQueueAfterAndRestart(t *testing.T) {
+	t.Parallel()
+	state, sock := filepath.Join(t.TempDir(), "state"), newSocketPath(t)
+	d := startDaemonAt(t, state, sock)
+	dir := project(t)
+	writeFile(t, filepath.Join(dir, "sessiond.toml"), "[session]\nconcurrent = true\n")
+	gate := filepath.Join(t.TempDir(), "go")
+	first := d.start(dir, "--", "sh", "-c", "while [ ! -e "+gate+" ]; do sleep 0.1; done")
+	marker := filepath.Join(t.TempDir(), "ran")
+	// Started from a shell whose environment the session keeps.
+	r := runCtl(t, d.sock, []string{"QUEUE_TEST=kept"}, "start", "-q", "--after-any", first, dir, "--", "sh", "-c", "echo \"$QUEUE_TEST\" > "+marker)
+	second := strings.TrimSpace(r.stdout)
+	if r.code != 0 || !validID(second) {
+		t.Fatalf("start --after-any: %s", r)
+	}
+	failing := d.start("--after", first, dir, "--", "true")
+	if rec := d.limitRecord(second); rec.State != "queued" || rec.Queue == nil || rec.Queue.Reason != "after" {
+		t.Fatalf("the session to start after %s: %+v", first, rec)
+	}
+	if ps := d.mustCtl("ps"); !strings.Contains(ps, "queued #1") || !strings.Contains(ps, "queued #2") {
+		t.Errorf("ps does not number the queue:\n%s", ps)
+	}
+
+	d.kill9()
+	d2 := startDaemonAt(t, state, sock)
+	if rec := d2.limitRecord(second); rec.State != "queued" {
+		t.Fatalf("after the daemon's crash the queued session is %s", rec.State)
+	}
+	writeFile(t, gate, "")
+	if end := d2.waitEnded(second, 20*time.Second); end.EndReason != "complete" {
+		t.Fatalf("the session after %s ended %q", first, end.EndReason)
+	}
+	if b, err := os.ReadFile(marker); err != nil {
+		t.Errorf("the queued session did not run: %v", err)
+	} else if strings.TrimSpace(string(b)) != "kept" {
+		t.Errorf("the queued session ran with QUEUE_TEST=%q, want the environment it was started with", b)
+	}
+	// The first ended as an adopted session does, its status unknown: not
+	// complete, so the session to start after its success never runs.
+	if end := d2.waitEnded(failing, 20*time.Second); end.EndReason != "cancelled" {
+		t.Errorf("the session --after an end that is not complete ended %q, want cancelled", end.EndReason)
+	}
+}
