@@ -19,8 +19,12 @@ import (
 // Client talks to a daemon over its socket. The zero value is not usable
 // until Socket is set; a Client is safe for concurrent use.
 type Client struct {
-	// Socket is the daemon's Unix socket path.
+	// Socket is the daemon's Unix socket path; with Dial set, what names
+	// the daemon in errors (a host's URL).
 	Socket string
+	// Dial, when set, connects to the daemon instead of the socket (a
+	// remote host through SSH, Remote.Dial).
+	Dial func(ctx context.Context) (net.Conn, error)
 	// OnWarning, if set, is called with the daemon's warning (the
 	// Sessiond-Warning header) of each answer that carries one.
 	OnWarning func(string)
@@ -33,8 +37,7 @@ func (c *Client) httpClient() *http.Client {
 	c.once.Do(func() {
 		c.hc = &http.Client{Transport: &http.Transport{
 			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				var d net.Dialer
-				return d.DialContext(ctx, "unix", c.Socket)
+				return c.dial(ctx)
 			},
 			DisableCompression: true,
 			// Requests beyond these many at once wait their turn here
@@ -43,6 +46,15 @@ func (c *Client) httpClient() *http.Client {
 		}}
 	})
 	return c.hc
+}
+
+// dial connects to the daemon: its socket, or through Dial.
+func (c *Client) dial(ctx context.Context) (net.Conn, error) {
+	if c.Dial != nil {
+		return c.Dial(ctx)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "unix", c.Socket)
 }
 
 // maxErrorBody bounds what the client reads of an error response.
@@ -75,6 +87,10 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 	}
 	resp, err := c.httpClient().Do(req)
 	if err != nil {
+		var un *UnreachableError
+		if errors.As(err, &un) {
+			return nil, un
+		}
 		var op *net.OpError
 		if errors.As(err, &op) && op.Op == "dial" {
 			if errors.Is(op.Err, fs.ErrPermission) {

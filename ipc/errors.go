@@ -111,6 +111,8 @@ func Unavailable(format string, args ...any) *Error {
 type UnreachableError struct {
 	Socket string
 	Err    error
+	// Remote: Socket is a host's URL (ssh://...), reached through SSH.
+	Remote bool
 }
 
 func (e *UnreachableError) Error() string {

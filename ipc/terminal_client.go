@@ -41,9 +41,12 @@ const attachHandshake = 10 * time.Second
 // status is the holder's. Refusals (no terminal, an ended session, a
 // second writer) are *Error, as for every call.
 func (c *Client) Attach(ctx context.Context, id string, opt AttachOptions) (net.Conn, *TermStatus, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", c.Socket)
+	conn, err := c.dial(ctx)
 	if err != nil {
+		var un *UnreachableError
+		if errors.As(err, &un) {
+			return nil, nil, un
+		}
 		if errors.Is(err, fs.ErrPermission) {
 			return nil, nil, &Error{Status: http.StatusForbidden, Code: CodeForbidden,
 				Message: fmt.Sprintf("permission denied on %s: this user may not use that sessiond", c.Socket)}

@@ -26,7 +26,11 @@ func (a *app) restartCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			resp, err := a.client.Restart(cmd.Context(), id, ipc.RestartRequest{Grace: grace, Environ: os.Environ()})
+			environ := os.Environ()
+			if remote != nil {
+				environ = nil // this host's environment is no use there
+			}
+			resp, err := a.client.Restart(cmd.Context(), id, ipc.RestartRequest{Grace: grace, Environ: environ})
 			if err != nil {
 				return err
 			}

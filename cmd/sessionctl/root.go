@@ -46,6 +46,7 @@ func usageErr(format string, args ...any) error {
 // app is the state shared by the commands of one invocation.
 type app struct {
 	socket  string
+	host    string
 	json    bool
 	noColor bool
 	out     io.Writer
@@ -75,6 +76,10 @@ func (a *app) report(err error) int {
 		return exitOK
 	}
 	var un *ipc.UnreachableError
+	if errors.As(err, &un) && un.Remote {
+		fmt.Fprintf(a.errOut, "sessionctl: cannot reach sessiond on %s: %s\n", un.Socket, un.Err)
+		return exitUnreachable
+	}
 	if errors.As(err, &un) {
 		fmt.Fprintf(a.errOut, "sessionctl: sessiond is not running (nothing answers on %s: %v).\nStart it with `sessiond run` (or `sessiond start` for the installed service), or point --socket / SESSIOND_SOCKET at its socket.\n", un.Socket, un.Err)
 		return exitUnreachable
@@ -122,6 +127,9 @@ latest) session of that project.`,
 				return &exitError{exitUsage, err}
 			}
 			a.client = &ipc.Client{Socket: a.socket}
+			if err := a.useHost(cmd); err != nil {
+				return err
+			}
 			var warned sync.Once
 			a.client.OnWarning = func(w string) {
 				warned.Do(func() { fmt.Fprintf(a.errOut, "sessionctl: warning: sessiond: %s\n", ipc.TerminalLine(w)) })
@@ -131,6 +139,7 @@ latest) session of that project.`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{exitUsage, err} })
 	root.PersistentFlags().StringVar(&a.socket, "socket", "", "daemon socket (default $SESSIOND_SOCKET, else the user's, else the system's)")
+	root.PersistentFlags().StringVarP(&a.host, "host", "H", "", "the daemon of another host: ssh://[user@]host[:port] (default $SESSIOND_HOST; see sessionctl context)")
 	root.PersistentFlags().BoolVar(&a.json, "json", false, "machine-readable JSON output")
 	root.PersistentFlags().BoolVar(&a.noColor, "no-color", false, "no colour in output (also NO_COLOR)")
 	root.AddCommand(
@@ -144,11 +153,15 @@ latest) session of that project.`,
 	root.AddCommand(a.attachCmd(), a.screenCmd(), a.sendCmd())
 	root.AddCommand(manpage.Command(version))
 	root.AddCommand(a.uiCmd())
+	root.AddCommand(a.dialStdioCmd())
 	return root
 }
 
 // isDirArg reports whether an ID|DIR argument names a directory.
 func isDirArg(arg string) bool {
+	if remote != nil {
+		return strings.HasPrefix(arg, "/")
+	}
 	if arg == "." || arg == ".." || strings.HasPrefix(arg, "/") || strings.HasPrefix(arg, "./") || strings.HasPrefix(arg, "../") {
 		return true
 	}
@@ -164,6 +177,9 @@ func isDirArg(arg string) bool {
 
 // absDir resolves a DIR argument as the daemon will see it.
 func absDir(arg string) (string, error) {
+	if remote != nil {
+		return remoteDir(arg)
+	}
 	abs, err := filepath.Abs(arg)
 	if err != nil {
 		return "", err

@@ -80,6 +80,15 @@ func (a *app) startCmd() *cobra.Command {
 				return err
 			}
 			req, err := flags.Request(abs, command)
+		if remote != nil {
+			req.Environ = nil
+		}
+			if remote != nil {
+				// This shell's environment is no use on another host: the
+				// session there runs with its daemon's (its spec's env and
+				// --env still apply).
+				req.Environ = nil
+			}
 			if err != nil {
 				return usageErr("%v", err)
 			}

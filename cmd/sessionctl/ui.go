@@ -34,6 +34,9 @@ daemon's events, and reconnects when the daemon comes back.`,
 			if cmd.Flags().Changed("socket") {
 				args = append(args, "--socket-given")
 			}
+			if remote != nil {
+				args = append(args, "--host", remote.URL)
+			}
 			if a.noColor {
 				args = append(args, "--no-color")
 			}

@@ -387,7 +387,11 @@ func (m model) attach(s *ipc.Session) (model, tea.Cmd) {
 	}
 	m.status = running(m.ctl("attach", s.ID) + "   (ctrl-] detaches)")
 	stderr := &boundedBuffer{max: 8 << 10}
-	c := exec.Command(m.opt.Executable, "--socket", m.opt.Socket, "attach", s.ID)
+	where := []string{"--socket", m.opt.Socket}
+	if m.opt.Host != "" {
+		where = []string{"--host", m.opt.Host}
+	}
+	c := exec.Command(m.opt.Executable, append(where, "attach", s.ID)...)
 	c.Stderr = stderr
 	id := s.ID
 	return m, tea.Exec(&attachRun{Cmd: c}, func(err error) tea.Msg {

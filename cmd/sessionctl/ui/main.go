@@ -14,7 +14,7 @@ import (
 // Main is sessionctl-ui: the dashboard of `sessionctl ui`, which checks
 // that it runs on a terminal and runs it as
 //
-//	sessionctl-ui --socket PATH --sessionctl PATH [--socket-given] [--no-color]
+//	sessionctl-ui --socket PATH --sessionctl PATH [--socket-given] [--no-color] [--host URL]
 //
 // by the helper binary, or in sessionctl's own process when it has none
 // beside it. --sessionctl is the binary whose commands the dashboard shows
@@ -27,16 +27,27 @@ func Main(args []string) int {
 	sessionctl := fs.String("sessionctl", "", "the sessionctl binary")
 	socketGiven := fs.Bool("socket-given", false, "the user named the socket")
 	noColor := fs.Bool("no-color", false, "no colour")
+	host := fs.String("host", "", "another host's daemon (ssh://...)")
 	if err := fs.Parse(args); err != nil || *socket == "" || *sessionctl == "" || fs.NArg() > 0 {
 		fmt.Fprintln(os.Stderr, "sessionctl-ui is run by `sessionctl ui`; run that instead")
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	client := &ipc.Client{Socket: *socket}
+	if *host != "" {
+		r, err := ipc.ParseHost(*host)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sessionctl ui:", err)
+			return 2
+		}
+		client.Socket, client.Dial = r.URL, r.Dial
+	}
 	err := Run(ctx, Options{
-		Client:      &ipc.Client{Socket: *socket},
-		Socket:      *socket,
+		Client:      client,
+		Socket:      client.Socket,
 		SocketGiven: *socketGiven,
+		Host:        *host,
 		Executable:  *sessionctl,
 		NoColor:     *noColor,
 	})

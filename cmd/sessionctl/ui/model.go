@@ -19,6 +19,9 @@ type Options struct {
 	// SocketGiven says the socket was named with --socket: the sessionctl
 	// commands shown then name it too.
 	SocketGiven bool
+	// Host is another host's daemon (ssh://...), which the commands the
+	// dashboard runs and shows name.
+	Host string
 	// Executable is the sessionctl binary that runs sessionctl attach.
 	Executable string
 	// NoColor leaves colour out (NO_COLOR, --no-color).

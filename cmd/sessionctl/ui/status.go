@@ -46,7 +46,10 @@ func (s status) render(m *model) string {
 // ctl writes the sessionctl command line that does what an action does.
 func (m *model) ctl(args ...string) string {
 	all := []string{"sessionctl"}
-	if m.opt.SocketGiven {
+	switch {
+	case m.opt.Host != "":
+		all = append(all, "--host", m.opt.Host)
+	case m.opt.SocketGiven:
 		all = append(all, "--socket", m.opt.Socket)
 	}
 	return line(commandLine(append(all, args...)))

@@ -1,0 +1,211 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sshHost is a real OpenSSH server on a port of this machine, with a
+// throwaway host key, user and client key, in front of a root daemon that
+// lets the user in (allowed_groups): what sessionctl --host ssh:// reaches.
+type sshHost struct {
+	u        tuser
+	d        *daemon
+	url      string
+	env      []string
+	sshd     *exec.Cmd
+	sshdDone chan struct{}
+}
+
+func startSSHHost(t *testing.T) *sshHost {
+	t.Helper()
+	sshd, err := exec.LookPath("sshd")
+	if err != nil {
+		if _, err = os.Stat("/usr/sbin/sshd"); err != nil {
+			t.Fatal("sshd is needed for the remote tests (apt-get install openssh-server; .ci/run installs it)")
+		}
+		sshd = "/usr/sbin/sshd"
+	}
+	u := newUser(t)
+	// A locked account may not log in over SSH; a key only may.
+	if out, err := exec.Command("usermod", "-p", "*", u.name).CombinedOutput(); err != nil {
+		t.Fatalf("usermod: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for p := filepath.Dir(dir); p != "/" && p != os.TempDir(); p = filepath.Dir(p) {
+		_ = os.Chmod(p, 0o755)
+	}
+	hostKey, clientKey := filepath.Join(dir, "host_ed25519"), filepath.Join(dir, "client_ed25519")
+	for _, k := range []string{hostKey, clientKey} {
+		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", k).CombinedOutput(); err != nil {
+			t.Fatalf("ssh-keygen: %v\n%s", err, out)
+		}
+	}
+	pub, err := os.ReadFile(clientKey + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	authorized := filepath.Join(dir, "authorized_keys")
+	if err := os.WriteFile(authorized, pub, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// sessionctl where the user may run it.
+	bin := filepath.Join(dir, "sessionctl")
+	data, err := os.ReadFile(sessionctlBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sockDir, err := os.MkdirTemp("", "sdssh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	if err := os.Chmod(sockDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemonWith(t, filepath.Join(t.TempDir(), "state"), filepath.Join(sockDir, "s.sock"),
+		fmt.Sprintf("allowed_groups = [%q]\n[defaults]\ncheckpoint = \"\"\n", u.group))
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	conf := filepath.Join(dir, "sshd_config")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf(`Port %d
+ListenAddress 127.0.0.1
+HostKey %s
+AuthorizedKeysFile %s
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+PidFile none
+AllowUsers %s
+`, port, hostKey, authorized, u.name)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.MkdirAll("/run/sshd", 0o755) // its privilege separation directory
+	h := &sshHost{u: u, d: d, sshdDone: make(chan struct{}),
+		url: fmt.Sprintf("ssh://%s@127.0.0.1:%d%s?sessionctl=%s", u.name, port, d.sock, bin),
+		env: []string{"SESSIOND_SSH_COMMAND=ssh -i " + clientKey + " -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o BatchMode=yes"},
+	}
+	h.sshd = exec.Command(sshd, "-D", "-e", "-f", conf)
+	log := filepath.Join(dir, "sshd.log")
+	lf, err := os.Create(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.sshd.Stdout, h.sshd.Stderr = lf, lf
+	if err := h.sshd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = h.sshd.Wait(); lf.Close(); close(h.sshdDone) }()
+	t.Cleanup(func() {
+		h.stop()
+		if t.Failed() {
+			b, _ := os.ReadFile(log)
+			t.Logf("sshd log:\n%s", b)
+		}
+	})
+	waitFor(t, 10*time.Second, "sshd to listen", func() (bool, string) {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			return false, err.Error()
+		}
+		c.Close()
+		return true, ""
+	})
+	return h
+}
+
+func (h *sshHost) stop() {
+	if h.sshd.Process != nil {
+		_ = h.sshd.Process.Kill()
+	}
+	<-h.sshdDone
+}
+
+// ctl runs this machine's sessionctl (as root) against the host.
+func (h *sshHost) ctl(t *testing.T, args ...string) result {
+	t.Helper()
+	return execute(t, append(cleanEnv(), h.env...), sessionctlBin, append([]string{"--host", h.url}, args...)...)
+}
+
+// TestRemoteOverSSH: sessionctl --host ssh://user@localhost, through a real
+// OpenSSH server, behaves as it does on the host itself: ps, start, logs
+// -f, stop, with the same output and exit codes; the daemon there sees the
+// SSH user as its caller. A stopped sshd is one line, within the timeout.
+func TestRemoteOverSSH(t *testing.T) {
+	h := startSSHHost(t)
+	dir := h.u.project(t)
+
+	r := h.ctl(t, "ps")
+	if r.code != 0 || !strings.Contains(r.stdout, "no live sessions") && !strings.Contains(r.stdout, "ID") {
+		t.Fatalf("ps over SSH: %s", r)
+	}
+	r = h.ctl(t, "start", "-q", dir, "--", "sh", "-c", "for i in 1 2 3; do echo line$i; sleep 0.3; done")
+	id := strings.TrimSpace(r.stdout)
+	if r.code != 0 || !validID(id) {
+		t.Fatalf("start over SSH: %s", r)
+	}
+	rec := h.d.inspect(id)
+	if rec.ProjectDir != dir {
+		t.Errorf("the session runs in %s, want %s", rec.ProjectDir, dir)
+	}
+	var owner struct {
+		UID int `json:"uid"`
+	}
+	if err := json.Unmarshal([]byte(h.d.mustCtl("inspect", id)), &owner); err != nil || owner.UID != h.u.uid {
+		t.Errorf("the session belongs to uid %d, want the SSH user's %d", owner.UID, h.u.uid)
+	}
+	r = h.ctl(t, "logs", "-f", id)
+	if r.code != 0 || r.stdout != "line1\nline2\nline3\n" {
+		t.Errorf("logs -f over SSH: %s", r)
+	}
+	local := h.u.ctl(t, h.d.sock, "ps", "-a")
+	remote := h.ctl(t, "ps", "-a")
+	if remote.code != 0 || !strings.Contains(remote.stdout, id) || firstField(local.stdout) != firstField(remote.stdout) {
+		t.Errorf("ps -a over SSH differs from ps on the host:\nremote: %s\nlocal: %s", remote, local)
+	}
+	if r := h.ctl(t, "inspect", "nosuch"); r.code != 1 || !strings.Contains(r.stderr, "nosuch") {
+		t.Errorf("an unknown session over SSH: %s, want exit 1 naming it", r)
+	}
+	if r := h.ctl(t, "start", "relative/dir", "--", "true"); r.code != 2 || !strings.Contains(r.stderr, "absolute path") {
+		t.Errorf("a relative DIR over SSH: %s, want a usage error asking for an absolute path", r)
+	}
+
+	t.Logf("ps -a over SSH:\n%s", remote.stdout)
+	h.stop()
+	started := time.Now()
+	r = h.ctl(t, "ps")
+	if r.code != 3 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || !strings.Contains(r.stderr, "cannot reach sessiond on ssh://") || !strings.Contains(strings.ToLower(r.stderr), "refused") {
+		t.Errorf("ps against a stopped sshd: %s, want exit 3 and one line saying the connection was refused", r)
+	}
+	t.Logf("ps against a stopped sshd: exit %d: %s", r.code, r.stderr)
+	if took := time.Since(started); took > 12*time.Second {
+		t.Errorf("ps against a stopped sshd took %s", took)
+	}
+}
+
+func firstField(s string) string {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
+}
