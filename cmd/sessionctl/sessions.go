@@ -80,9 +80,9 @@ func (a *app) startCmd() *cobra.Command {
 				return err
 			}
 			req, err := flags.Request(abs, command)
-		if remote != nil {
-			req.Environ = nil
-		}
+			if remote != nil {
+				req.Environ = nil
+			}
 			if remote != nil {
 				// This shell's environment is no use on another host: the
 				// session there runs with its daemon's (its spec's env and

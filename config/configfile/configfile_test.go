@@ -342,9 +342,9 @@ func TestPools(t *testing.T) {
 		t.Errorf("the account's pool: %+v", p)
 	}
 	for src, want := range map[string]string{
-		"[pool.a]\nmax_running = -1\n":     "x.toml:2: pool.a.max_running: must not be negative",
-		"[pool.a]\nstagger = \"48h\"\n":    "x.toml:2: pool.a.stagger: must be between 0 and 24h",
-		"[pool.a]\nmax_runing = 2\n":       "unknown key",
+		"[pool.a]\nmax_running = -1\n":      "x.toml:2: pool.a.max_running: must not be negative",
+		"[pool.a]\nstagger = \"48h\"\n":     "x.toml:2: pool.a.stagger: must be between 0 and 24h",
+		"[pool.a]\nmax_runing = 2\n":        "unknown key",
 		"[pool.\"a b\"]\nmax_running = 1\n": "a pool's name holds letters",
 	} {
 		if _, err := Parse("x.toml", []byte(src)); err == nil || !strings.Contains(err.Error(), want) {
