@@ -209,3 +209,34 @@ func firstField(s string) string {
 	}
 	return f[0]
 }
+
+// TestRemoteAttachAndUI: sessionctl attach and sessionctl ui against the
+// host through SSH, in tmux as a person would run them: keys reach the
+// session's terminal and its screen comes back, ctrl-] detaches; the
+// dashboard lists the host's sessions.
+func TestRemoteAttachAndUI(t *testing.T) {
+	h := startSSHHost(t)
+	dir := h.u.project(t)
+	r := h.ctl(t, "start", "-q", "--tty", dir, "--", "sh")
+	id := strings.TrimSpace(r.stdout)
+	if r.code != 0 || !validID(id) {
+		t.Fatalf("start --tty over SSH: %s", r)
+	}
+	x := newTmux(t)
+	w := x.shell("attach", 100, 30)
+	cmdline := fmt.Sprintf("env %q %s --host %q", h.env[0], sessionctlBin, h.url)
+	x.typeLine(w, cmdline+" attach "+id)
+	x.typeLine(w, "echo remote-$((40+2))")
+	x.waitPane(w, "remote-42")
+	x.pressUntil(w, "C-]", "[detached from "+id)
+	if rec := h.d.inspect(id); rec.State != "running" {
+		t.Fatalf("after the detach the session is %s", rec.State)
+	}
+
+	ui := x.shell("ui", 120, 30)
+	x.typeLine(ui, cmdline+" ui; echo ui exited $?")
+	x.waitPane(ui, id, "running")
+	x.run("send-keys", "-t", ui, "q")
+	x.waitPane(ui, "ui exited 0")
+	h.ctl(t, "stop", id)
+}
