@@ -240,3 +240,86 @@ func TestRemoteAttachAndUI(t *testing.T) {
 	x.waitPane(ui, "ui exited 0")
 	h.ctl(t, "stop", id)
 }
+
+// TestRemoteContexts: named contexts (add, ls with the current one marked,
+// use, rm) kept in the user's config dir; ps --all-contexts lists every
+// host's sessions with a HOST column, and a host that is down is one line
+// within --host-timeout, the others listed all the same.
+func TestRemoteContexts(t *testing.T) {
+	h := startSSHHost(t)
+	cfg := t.TempDir()
+	env := append([]string{"XDG_CONFIG_HOME=" + cfg}, h.env...)
+	local := startDaemon(t)
+	lctl := func(args ...string) result {
+		return execute(t, append(cleanEnv(), env...), sessionctlBin, append([]string{"--socket", local.sock}, args...)...)
+	}
+	if r := lctl("context", "add", "build", h.url, "--description", "the build host"); r.code != 0 {
+		t.Fatalf("context add: %s", r)
+	}
+	if r := lctl("context", "add", "down", "ssh://nobody@127.0.0.1:1"); r.code != 0 {
+		t.Fatalf("context add: %s", r)
+	}
+	if r := lctl("context", "add", "bad", "tcp://x:1"); r.code != 2 {
+		t.Errorf("a context of a host that is not ssh://: %s, want exit 2", r)
+	}
+	st, err := os.Stat(filepath.Join(cfg, "sessiond", "contexts.json"))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("the contexts file: %v, mode %v, want 0600", err, st.Mode())
+	}
+	ls := lctl("context", "ls")
+	if !strings.Contains(ls.stdout, "default *") || !strings.Contains(ls.stdout, "build") || !strings.Contains(ls.stdout, "the build host") {
+		t.Errorf("context ls:\n%s", ls)
+	}
+
+	dir := h.u.project(t)
+	remoteID := strings.TrimSpace(lctl("--context", "build", "start", "-q", dir, "--", "sleep", "60").stdout)
+	if !validID(remoteID) {
+		t.Fatalf("start --context build: %q", remoteID)
+	}
+	localID := local.start(project(t), "--", "sleep", "60")
+
+	// use: the current context is the build host's, without --context.
+	if r := lctl("context", "use", "build"); r.code != 0 {
+		t.Fatal(r)
+	}
+	if r := execute(t, append(cleanEnv(), env...), sessionctlBin, "ps", "-q"); !strings.Contains(r.stdout, remoteID) {
+		t.Errorf("ps in the current context build: %s, want %s", r, remoteID)
+	}
+	if ls := lctl("context", "ls"); !strings.Contains(ls.stdout, "build *") {
+		t.Errorf("context ls after use:\n%s", ls.stdout)
+	}
+	lctl("context", "use", "default")
+
+	started := time.Now()
+	r := lctl("ps", "--all-contexts", "--host-timeout", "5s")
+	took := time.Since(started)
+	if r.code != 1 || !strings.Contains(r.stdout, "HOST") || !strings.Contains(r.stdout, remoteID) || !strings.Contains(r.stdout, localID) {
+		t.Errorf("ps --all-contexts: %s", r)
+	}
+	if lines := strings.Split(strings.TrimSpace(r.stderr), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], "sessionctl: down: ") {
+		t.Errorf("ps --all-contexts with one host down: stderr %q, want one line for it", r.stderr)
+	}
+	if took > 8*time.Second {
+		t.Errorf("ps --all-contexts took %s with --host-timeout 5s", took)
+	}
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if strings.Contains(line, remoteID) && !strings.HasPrefix(line, "build ") || strings.Contains(line, localID) && !strings.HasPrefix(line, "default ") {
+			t.Errorf("a row without its host: %q", line)
+		}
+	}
+	if r := lctl("ps", "--context", "default,build", "-q"); r.code != 0 || !strings.Contains(r.stdout, "build\t"+remoteID) {
+		t.Errorf("ps --context default,build: %s", r)
+	}
+	if r := lctl("context", "rm", "down"); r.code != 0 {
+		t.Error(r)
+	}
+	// A host that drops the connection rather than refuse it: bounded by
+	// --host-timeout all the same.
+	lctl("context", "add", "blackhole", "ssh://nobody@10.255.255.1")
+	started = time.Now()
+	r = lctl("ps", "--context", "default,blackhole", "--host-timeout", "2s")
+	if took := time.Since(started); took > 5*time.Second || r.code != 1 || !strings.Contains(r.stdout, localID) || !strings.Contains(r.stderr, "blackhole: ") {
+		t.Errorf("ps with a host that does not answer took %s: %s", took, r)
+	}
+	lctl("--context", "build", "stop", remoteID)
+}

@@ -18,8 +18,9 @@ import (
 )
 
 func (a *app) psCmd() *cobra.Command {
-	var all, quiet, chains, noTrunc bool
+	var all, quiet, chains, noTrunc, allContexts bool
 	var format string
+	var hostTimeout time.Duration
 	var filters []string
 	cmd := &cobra.Command{
 		Use:   "ps [-a] [-q] [--chains] [--no-trunc] [--filter KEY=VALUE]... [--format TEMPLATE]",
@@ -59,6 +60,9 @@ its base name), reason=END_REASON.
 				}
 			}
 			opt.Stats = !quiet && (tmpl == nil || usesUsage(format))
+			if allContexts || strings.Contains(a.context, ",") {
+				return a.psHosts(cmd.Context(), opt, match, allContexts, hostTimeout, quiet, tmpl, table, noTrunc)
+			}
 			if a.json && len(filters) == 0 {
 				return a.passJSON(a.client.SessionsJSON(cmd.Context(), opt))
 			}
@@ -106,6 +110,8 @@ its base name), reason=END_REASON.
 	f.BoolVar(&noTrunc, "no-trunc", false, "do not cut long names and commands")
 	f.StringArrayVarP(&filters, "filter", "f", nil, "keep sessions matching KEY=VALUE (state, name, project, reason); repeatable")
 	f.StringVar(&format, "format", "", "Go template for each row; \"table ...\" adds a header and aligns columns")
+	f.BoolVar(&allContexts, "all-contexts", false, "every context's sessions, with a HOST column (--context a,b: those)")
+	f.DurationVar(&hostTimeout, "host-timeout", 10*time.Second, "with several contexts: how long each host has to answer")
 	return cmd
 }
 
@@ -123,6 +129,8 @@ type psRow struct {
 
 	// Worktree is the worktree's branch ("" for none), Port its port.
 	Worktree, Port string
+	// Host is the context the session is of, when ps lists several.
+	Host string
 }
 
 // formatErr says what is wrong with a --format template in a user's
@@ -146,7 +154,7 @@ var noField = regexp.MustCompile(`can't evaluate field (\w+) in type`)
 var psHeader = psRow{ID: "ID", Name: "NAME", Project: "PROJECT", ProjectDir: "PROJECT DIR", Command: "COMMAND",
 	State: "STATE", Reason: "REASON", PID: "PID", CPU: "CPU %", Mem: "MEM", Uptime: "UPTIME", Remaining: "REMAINING",
 	Restarts: "RESTARTS", LastActivity: "LAST ACTIVITY", Checkpoints: "CHECKPOINTS",
-	Agent: "AGENT", Tokens: "TOKENS", Conversation: "CONVERSATION"}
+	Agent: "AGENT", Tokens: "TOKENS", Conversation: "CONVERSATION", Host: "HOST"}
 
 func makeRow(s ipc.SessionRow, now time.Time, noTrunc bool) psRow {
 	clip := func(v string, n int) string {
@@ -250,12 +258,21 @@ var psColumns = []func(psRow) string{
 const stateColumn = 4
 
 func (a *app) printTable(list []ipc.SessionRow, now time.Time, noTrunc bool) {
+	a.printTableOf(list, nil, now, noTrunc)
+}
+
+// printTableOf is printTable with each row's host (hosts[i] for list[i]),
+// in a HOST column first, when hosts is not nil.
+func (a *app) printTableOf(list []ipc.SessionRow, hosts []string, now time.Time, noTrunc bool) {
 	t := newTable(a.useColor())
 	columns := psColumns
+	if hosts != nil {
+		columns = append([]func(psRow) string{func(r psRow) string { return r.Host }}, psColumns...)
+	}
 	for _, s := range list {
 		if s.Tokens != nil {
 			// Agents' token use, when any listed session has one.
-			columns = append(slices.Clone(psColumns), func(r psRow) string { return r.Tokens })
+			columns = append(slices.Clone(columns), func(r psRow) string { return r.Tokens })
 			break
 		}
 	}
@@ -264,13 +281,20 @@ func (a *app) printTable(list []ipc.SessionRow, now time.Time, noTrunc bool) {
 		head[i] = col(psHeader)
 	}
 	t.header(head...)
-	for _, s := range list {
+	state := stateColumn
+	if hosts != nil {
+		state++
+	}
+	for i, s := range list {
 		r := makeRow(s, now, noTrunc)
+		if hosts != nil {
+			r.Host = ipc.TerminalLine(hosts[i])
+		}
 		cells := make([]cell, len(columns))
 		for i, col := range columns {
 			cells[i] = cell{text: col(r)}
 		}
-		cells[stateColumn].color = stateColor(s.State, s.EndReason)
+		cells[state].color = stateColor(s.State, s.EndReason)
 		t.row(cells...)
 	}
 	t.write(a.out)
@@ -279,6 +303,11 @@ func (a *app) printTable(list []ipc.SessionRow, now time.Time, noTrunc bool) {
 // printFormat prints rows through a template; with table, a header first
 // and columns aligned at the tabs.
 func (a *app) printFormat(tmpl *template.Template, table bool, list []ipc.SessionRow, now time.Time, noTrunc bool) error {
+	return a.printFormatOf(tmpl, table, list, nil, now, noTrunc)
+}
+
+// printFormatOf is printFormat with each row's host in .Host.
+func (a *app) printFormatOf(tmpl *template.Template, table bool, list []ipc.SessionRow, hosts []string, now time.Time, noTrunc bool) error {
 	var lines []string
 	render := func(r psRow) error {
 		var b strings.Builder
@@ -293,8 +322,12 @@ func (a *app) printFormat(tmpl *template.Template, table bool, list []ipc.Sessio
 			return err
 		}
 	}
-	for _, s := range list {
-		if err := render(makeRow(s, now, noTrunc)); err != nil {
+	for i, s := range list {
+		r := makeRow(s, now, noTrunc)
+		if hosts != nil {
+			r.Host = ipc.TerminalLine(hosts[i])
+		}
+		if err := render(r); err != nil {
 			return err
 		}
 	}

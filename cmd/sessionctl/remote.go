@@ -8,6 +8,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
+	"text/template"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -83,12 +86,12 @@ func remoteDir(arg string) (string, error) {
 // useHost points the client at --host (or $SESSIOND_HOST): a remote
 // host's daemon through SSH. dial-stdio itself always serves this host's.
 func (a *app) useHost(cmd *cobra.Command) error {
-	host := a.host
-	if host == "" && !cmd.Flags().Changed("socket") {
-		host = os.Getenv(HostEnv)
-	}
-	if host == "" || cmd.Name() == "dial-stdio" {
+	if cmd.Name() == "dial-stdio" || cmd.Parent() != nil && cmd.Parent().Name() == "context" {
 		return nil
+	}
+	host, err := a.hostOf(cmd)
+	if host == "" || err != nil {
+		return err
 	}
 	r, err := ipc.ParseHost(host)
 	if err != nil {
@@ -98,3 +101,135 @@ func (a *app) useHost(cmd *cobra.Command) error {
 	a.client.Socket, a.client.Dial = r.URL, r.Dial
 	return nil
 }
+
+// hostOf is the host this invocation talks to ("" for this one): --host,
+// else --context's, else $SESSIOND_HOST, else $SESSIOND_CONTEXT's or the
+// current context's. A --socket given is this host's daemon.
+func (a *app) hostOf(cmd *cobra.Command) (string, error) {
+	if strings.Contains(a.context, ",") {
+		if cmd.Name() != "ps" {
+			return "", usageErr("--context %s: a list of contexts is for ps (one view of several hosts); give one", a.context)
+		}
+		return "", nil // ps asks each itself
+	}
+	switch {
+	case a.host != "":
+		if a.context != "" {
+			return "", usageErr("--host and --context: choose one")
+		}
+		return a.host, nil
+	case cmd.Flags().Changed("socket") && a.context == "":
+		return "", nil
+	case a.context == "" && os.Getenv(HostEnv) != "":
+		return os.Getenv(HostEnv), nil
+	}
+	cf, _, err := loadContexts()
+	if err != nil {
+		return "", err
+	}
+	return cf.host(a.contextName(cf))
+}
+
+// hostResult is what one host of a listing answered.
+type hostResult struct {
+	name string
+	rows []ipc.SessionRow
+	recs []ipc.Session
+	err  error
+}
+
+// psHosts is ps over several contexts: each asked at once, each within
+// timeout; a host that does not answer is one line on stderr (and exit 1),
+// the others' sessions are listed all the same, with a HOST column.
+func (a *app) psHosts(ctx context.Context, opt ipc.ListOptions, match func(ipc.SessionRow) bool, all bool, timeout time.Duration,
+	quiet bool, tmpl *template.Template, table, noTrunc bool) error {
+	hosts, err := a.contextHosts(a.context, all)
+	if err != nil {
+		return err
+	}
+	results := make([]hostResult, len(hosts))
+	var wg sync.WaitGroup
+	for i, h := range hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res := hostResult{name: h[0]}
+			c := &ipc.Client{Socket: a.socket}
+			if h[1] != "" {
+				r, err := ipc.ParseHost(h[1])
+				if err != nil {
+					res.err = err
+					results[i] = res
+					return
+				}
+				c.Socket, c.Dial = r.URL, r.Dial
+			}
+			defer c.Close()
+			hctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			if a.json {
+				res.recs, res.err = c.Sessions(hctx, opt)
+			} else {
+				res.rows, res.err = c.SessionRows(hctx, opt)
+			}
+			if hctx.Err() != nil && res.err != nil {
+				res.err = fmt.Errorf("no answer within %s (--host-timeout)", timeout)
+			}
+			results[i] = res
+		}()
+	}
+	wg.Wait()
+	failed := 0
+	var rows []ipc.SessionRow
+	var names []string
+	type hostRecord struct {
+		Host string `json:"host"`
+		ipc.Session
+	}
+	recs := []hostRecord{}
+	for _, res := range results {
+		if res.err != nil {
+			failed++
+			var un *ipc.UnreachableError
+			why := res.err.Error()
+			if errors.As(res.err, &un) {
+				why = un.Err.Error()
+			}
+			fmt.Fprintf(a.errOut, "sessionctl: %s: %s\n", res.name, ipc.TerminalLine(why))
+			continue
+		}
+		for _, s := range res.recs {
+			if match(s.Row()) {
+				recs = append(recs, hostRecord{Host: res.name, Session: s})
+			}
+		}
+		for _, r := range res.rows {
+			if match(r) {
+				rows, names = append(rows, r), append(names, res.name)
+			}
+		}
+	}
+	switch {
+	case a.json:
+		if err := a.printJSON(recs); err != nil {
+			return err
+		}
+	case quiet:
+		for i, r := range rows {
+			fmt.Fprintf(a.out, "%s\t%s\n", names[i], r.ID)
+		}
+	case tmpl == nil:
+		a.printTableOf(rows, names, time.Now(), noTrunc)
+	default:
+		if err := a.printFormatOf(tmpl, table, rows, names, time.Now(), noTrunc); err != nil {
+			return err
+		}
+	}
+	if failed > 0 {
+		return &exitError{exitFailed, errQuiet}
+	}
+	return nil
+}
+
+// errQuiet is an error already told: the exit code says the rest.
+var errQuiet = errors.New("")

@@ -47,6 +47,7 @@ func usageErr(format string, args ...any) error {
 type app struct {
 	socket  string
 	host    string
+	context string
 	json    bool
 	noColor bool
 	out     io.Writer
@@ -74,6 +75,9 @@ func (a *app) report(err error) int {
 	var ee *exitError
 	if errors.As(err, &ee) && ee.code == exitOK {
 		return exitOK
+	}
+	if errors.Is(err, errQuiet) && ee != nil {
+		return ee.code // told already, on stderr
 	}
 	var un *ipc.UnreachableError
 	if errors.As(err, &un) && un.Remote {
@@ -140,6 +144,7 @@ latest) session of that project.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{exitUsage, err} })
 	root.PersistentFlags().StringVar(&a.socket, "socket", "", "daemon socket (default $SESSIOND_SOCKET, else the user's, else the system's)")
 	root.PersistentFlags().StringVarP(&a.host, "host", "H", "", "the daemon of another host: ssh://[user@]host[:port] (default $SESSIOND_HOST; see sessionctl context)")
+	root.PersistentFlags().StringVar(&a.context, "context", "", "the context to talk to (default $SESSIOND_CONTEXT, else the current one: sessionctl context ls)")
 	root.PersistentFlags().BoolVar(&a.json, "json", false, "machine-readable JSON output")
 	root.PersistentFlags().BoolVar(&a.noColor, "no-color", false, "no colour in output (also NO_COLOR)")
 	root.AddCommand(
@@ -153,7 +158,7 @@ latest) session of that project.`,
 	root.AddCommand(a.attachCmd(), a.screenCmd(), a.sendCmd())
 	root.AddCommand(manpage.Command(version))
 	root.AddCommand(a.uiCmd())
-	root.AddCommand(a.dialStdioCmd())
+	root.AddCommand(a.dialStdioCmd(), a.contextCmd())
 	return root
 }
 
