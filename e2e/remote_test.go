@@ -310,6 +310,10 @@ func TestRemoteContexts(t *testing.T) {
 	if r := lctl("ps", "--context", "default,build", "-q"); r.code != 0 || !strings.Contains(r.stdout, "build\t"+remoteID) {
 		t.Errorf("ps --context default,build: %s", r)
 	}
+	ev := lctl("events", "--context", "default,build")
+	if ev.code != 0 || !strings.Contains(ev.stdout, "build  ") || !strings.Contains(ev.stdout, remoteID) || !strings.Contains(ev.stdout, localID) {
+		t.Errorf("events of two hosts: %s", ev)
+	}
 	if r := lctl("context", "rm", "down"); r.code != 0 {
 		t.Error(r)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -107,8 +108,8 @@ func (a *app) useHost(cmd *cobra.Command) error {
 // current context's. A --socket given is this host's daemon.
 func (a *app) hostOf(cmd *cobra.Command) (string, error) {
 	if strings.Contains(a.context, ",") {
-		if cmd.Name() != "ps" {
-			return "", usageErr("--context %s: a list of contexts is for ps (one view of several hosts); give one", a.context)
+		if cmd.Name() != "ps" && cmd.Name() != "events" {
+			return "", usageErr("--context %s: a list of contexts is for ps and events (one view of several hosts); give one", a.context)
 		}
 		return "", nil // ps asks each itself
 	}
@@ -233,3 +234,83 @@ func (a *app) psHosts(ctx context.Context, opt ipc.ListOptions, match func(ipc.S
 
 // errQuiet is an error already told: the exit code says the rest.
 var errQuiet = errors.New("")
+
+// clientOf is the client of a context's host ("" this host's).
+func (a *app) clientOf(host string) (*ipc.Client, error) {
+	c := &ipc.Client{Socket: a.socket}
+	if host != "" {
+		r, err := ipc.ParseHost(host)
+		if err != nil {
+			return nil, err
+		}
+		c.Socket, c.Dial = r.URL, r.Dial
+	}
+	return c, nil
+}
+
+// eventsHosts follows several hosts' events together, each line with its
+// host first (--json: a "host" member); a host that cannot be reached, or
+// whose stream ends, is one line on stderr, and the others go on.
+func (a *app) eventsHosts(ctx context.Context, follow, all bool) error {
+	hosts, err := a.contextHosts(a.context, all)
+	if err != nil {
+		return err
+	}
+	type hostEvent struct {
+		Host string `json:"host"`
+		ipc.Event
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	failed := false
+	for _, h := range hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fail := func(err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				failed = true
+				var un *ipc.UnreachableError
+				if errors.As(err, &un) {
+					err = un.Err
+				}
+				fmt.Fprintf(a.errOut, "sessionctl: %s: %s\n", h[0], ipc.TerminalLine(err.Error()))
+			}
+			c, err := a.clientOf(h[1])
+			if err != nil {
+				fail(err)
+				return
+			}
+			defer c.Close()
+			w, err := c.Events(ctx, follow)
+			if err != nil {
+				fail(err)
+				return
+			}
+			defer w.Close()
+			for {
+				ev, err := w.Next()
+				if err != nil {
+					if follow && ctx.Err() == nil {
+						fail(errors.New("its event stream ended"))
+					}
+					return
+				}
+				mu.Lock()
+				if a.json {
+					b, _ := json.Marshal(hostEvent{Host: h[0], Event: ev})
+					fmt.Fprintf(a.out, "%s\n", b)
+				} else {
+					fmt.Fprintf(a.out, "%s  %s  %-10s %s  %s\n", ipc.TerminalLine(h[0]), ev.Time.Local().Format("15:04:05.000"), ev.Type, ev.SessionID, ipc.TerminalLine(ev.Message))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if failed {
+		return &exitError{exitFailed, errQuiet}
+	}
+	return nil
+}

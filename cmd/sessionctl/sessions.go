@@ -497,12 +497,15 @@ func (a *app) inspectCmd() *cobra.Command {
 }
 
 func (a *app) eventsCmd() *cobra.Command {
-	var follow bool
+	var follow, allContexts bool
 	cmd := &cobra.Command{
-		Use:   "events [-f]",
+		Use:   "events [-f] [--all-contexts | --context a,b]",
 		Short: "Print recent events (started, warned, checkpoint, activity, stopping, ended, ...); -f follows new ones",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if allContexts || strings.Contains(a.context, ",") {
+				return a.eventsHosts(cmd.Context(), follow, allContexts)
+			}
 			w, err := a.client.Events(cmd.Context(), follow)
 			if err != nil {
 				return err
@@ -523,6 +526,7 @@ func (a *app) eventsCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "print new events as they happen, until interrupted")
+	cmd.Flags().BoolVar(&allContexts, "all-contexts", false, "every context's events together, each line with its host (--context a,b: those)")
 	return cmd
 }
 
