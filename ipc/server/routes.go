@@ -74,7 +74,19 @@ func (s *Server) register() {
 		return writeJSON(w, http.StatusOK, b.System.Health(r.Context()))
 	})
 	s.handle("GET "+v+"/metrics", s.serveMetrics)
+	s.handle("GET "+v+"/openapi.json", s.openAPI)
 	s.registerDebug()
+}
+
+// openAPI serves the API as OpenAPI 3.1, made from ipc.Routes once.
+func (s *Server) openAPI(w http.ResponseWriter, _ *http.Request, _ ipc.Caller) error {
+	s.openapiOnce.Do(func() { s.openapiDoc, s.openapiErr = ipc.OpenAPI(s.version) })
+	if s.openapiErr != nil {
+		return s.openapiErr
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, err := w.Write(s.openapiDoc)
+	return err
 }
 
 // startSessions starts one session (a StartRequest) or a batch (an array

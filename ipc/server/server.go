@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync"
 
 	"go.uber.org/zap"
 
@@ -31,9 +33,13 @@ type Server struct {
 	timeouts Timeouts
 	mux      *http.ServeMux
 	routes   map[string]bool
-	http     *http.Server
-	metrics  http.Handler
-	observe  func(route string, status int)
+	// openapiDoc is /v1/openapi.json, made at its first request.
+	openapiOnce sync.Once
+	openapiDoc  []byte
+	openapiErr  error
+	http        *http.Server
+	metrics     http.Handler
+	observe     func(route string, status int)
 	// streams are the attached terminals, which the HTTP server no longer
 	// tracks once upgraded.
 	streams streams
@@ -53,6 +59,16 @@ type Options struct {
 // handler is a route's adapter: it decodes the request, calls the backend
 // and writes the answer; an error it returns is written as the error body.
 type handler func(w http.ResponseWriter, r *http.Request, c ipc.Caller) error
+
+// documented are the patterns of ipc.Routes, the only ones the server
+// registers.
+var documented = func() map[string]bool {
+	m := map[string]bool{}
+	for _, r := range ipc.Routes {
+		m[r.Pattern()] = true
+	}
+	return m
+}()
 
 // New returns a server of the services svc, each the implementation of one
 // of the API's interfaces; access says who may connect.
@@ -87,6 +103,10 @@ func New(svc ipc.Services, access AccessFunc, log *zap.Logger, opts ...Options) 
 func (s *Server) handle(pattern string, h handler) {
 	if s.routes[pattern] {
 		panic("server: route registered twice: " + pattern)
+	}
+	if !documented[pattern] && !strings.HasPrefix(pattern, "GET /debug/") {
+		// The API is ipc.Routes: what /v1/openapi.json says is what there is.
+		panic("server: route not in ipc.Routes: " + pattern)
 	}
 	s.routes[pattern] = true
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -564,4 +565,31 @@ func rawPost(sock, path, body string) (int, error) {
 	}
 	resp.Body.Close()
 	return resp.StatusCode, nil
+}
+
+// TestRoutesAreTheTable: the server registers every route of ipc.Routes
+// and no other, and serves the OpenAPI document made of them.
+func TestRoutesAreTheTable(t *testing.T) {
+	s := New(services(&backend{}), nil, zap.NewNop())
+	for _, r := range ipc.Routes {
+		if !s.routes[r.Pattern()] {
+			t.Errorf("%s is in ipc.Routes but not served", r.Pattern())
+		}
+	}
+	for p := range s.routes {
+		if !strings.HasPrefix(p, "GET /debug/") && !documented[p] {
+			t.Errorf("%s is served but not in ipc.Routes", p)
+		}
+	}
+	rec := httptest.NewRecorder()
+	if err := s.openAPI(rec, httptest.NewRequest("GET", "/v1/openapi.json", nil), ipc.Caller{}); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		OpenAPI string         `json:"openapi"`
+		Paths   map[string]any `json:"paths"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil || doc.OpenAPI != "3.1.0" || len(doc.Paths) < 30 {
+		t.Errorf("GET /v1/openapi.json: %v %q, %d paths", err, doc.OpenAPI, len(doc.Paths))
+	}
 }
