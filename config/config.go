@@ -62,6 +62,8 @@ type Config struct {
 	// Pools are the [pool.NAME] tables: named pools, and the bounds of
 	// agents' accounts, by the account's name.
 	Pools map[string]Pool `toml:"pool" json:"pools,omitempty"`
+	// Web is the opt-in network listener ([web]).
+	Web Web `toml:"web" json:"web,omitzero"`
 }
 
 // FieldError is a value that fails validation, named by its dotted key, so
@@ -140,6 +142,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	if err := c.validatePools(); err != nil {
+		return err
+	}
+	if err := c.validateWeb(); err != nil {
 		return err
 	}
 	if err := c.Defaults.Validate(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -73,6 +74,8 @@ type Daemon struct {
 	// listener of metrics_listen.
 	metrics       *metrics.Metrics
 	metricsServer *server.MetricsServer
+	// webServer is the web listener ([web] listen), nil when off.
+	webServer *http.Server
 
 	closing atomic.Bool
 }
@@ -208,6 +211,11 @@ func (d *Daemon) Run(ctx context.Context, hurry <-chan struct{}) error {
 		Metrics: d.metricsHandler(), Observe: d.requestObserver()})
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(l) }()
+	if err := d.listenWeb(srv); err != nil {
+		d.log.Error("web listener", zap.Error(err))
+		d.shutdown(srv, hurry)
+		return err
+	}
 	d.log.Info("sessiond ready", zap.String("socket", d.cfg.Socket), zap.String("state_dir", d.cfg.StateDir), zap.String("version", d.version))
 	if d.ready != nil {
 		d.ready()
@@ -251,6 +259,7 @@ func (d *Daemon) shutdown(srv *server.Server, hurry <-chan struct{}) {
 			}
 		}},
 		{"stop the metrics listener", d.stopMetrics},
+		{"stop the web listener", d.stopWeb},
 		{"release watchers and the scheduler", func(context.Context) { d.close() }},
 	}
 	for _, step := range steps {

@@ -71,7 +71,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(), newExecCmd(), newConfigCmd(), newVersionCmd(), newHolderCmd(), newDoctorCmd())
+	root.AddCommand(newRunCmd(), newExecCmd(), newConfigCmd(), newVersionCmd(), newHolderCmd(), newDoctorCmd(), newTokenCmd())
 	root.AddCommand(newServiceCmds()...)
 	root.AddCommand(manpage.Command(version))
 	return root

@@ -1,0 +1,206 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sessiond/sessiond/ipc"
+)
+
+// The web listener serves the same API on a TCP address, for what SSH
+// cannot reach (a phone): every request carries a token (Authorization:
+// Bearer), which makes it the token's user's, checked by the same access
+// rule as a caller of the socket, and bounded by the token's scope. There
+// are no cookies, so no request a page of another origin makes can carry
+// one; a request that says it comes from another origin is refused all the
+// same.
+
+// TokenChecker says who a token acts as, and with what scope ("read" or
+// "control").
+type TokenChecker interface {
+	Check(token string, now time.Time) (ipc.Caller, string, error)
+}
+
+// Token scopes, as TokenChecker gives them.
+const (
+	ScopeRead    = "read"
+	ScopeControl = "control"
+)
+
+// WebOptions configure the web listener.
+type WebOptions struct {
+	Tokens TokenChecker
+	// Page serves what is not the API (the phone's page); nil: 404.
+	Page http.Handler
+	// TLS, when set, is the listener's TLS configuration.
+	TLS *tls.Config
+}
+
+// contentSecurity is every answer's Content-Security-Policy: nothing but
+// the listener's own scripts, styles and connections; no frames, no
+// forms, no other origin.
+const contentSecurity = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; manifest-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// authFailures bounds failed authentications: per remote address, this
+// many a minute, then 429 until the minute is over.
+const authFailures = 10
+
+type failureBucket struct {
+	n     int
+	since time.Time
+}
+
+// webHandler is the web listener's handler.
+type webHandler struct {
+	s   *Server
+	opt WebOptions
+
+	mu       sync.Mutex
+	failures map[string]*failureBucket
+}
+
+// Web returns the web listener's handler.
+func (s *Server) Web(opt WebOptions) http.Handler {
+	return &webHandler{s: s, opt: opt, failures: map[string]*failureBucket{}}
+}
+
+func (h *webHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	hd.Set("Content-Security-Policy", contentSecurity)
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Referrer-Policy", "no-referrer")
+	hd.Set("X-Frame-Options", "DENY")
+	if h.opt.TLS != nil {
+		hd.Set("Strict-Transport-Security", "max-age=31536000")
+	}
+	if !strings.HasPrefix(r.URL.Path, "/"+ipc.APIVersion+"/") {
+		if h.opt.Page == nil {
+			writeError(w, ipc.NotFound("no such page: %s", r.URL.Path))
+			return
+		}
+		h.opt.Page.ServeHTTP(w, r)
+		return
+	}
+	hd.Set("Cache-Control", "no-store")
+	if o := r.Header.Get("Origin"); o != "" && !sameOrigin(o, r) {
+		h.s.log.Warn("web: refused a request from another origin", zap.String("origin", o), zap.String("remote", r.RemoteAddr))
+		writeError(w, ipc.Forbidden("requests from another origin (%s) are refused", ipc.TerminalLine(o)))
+		return
+	}
+	remote := remoteHost(r.RemoteAddr)
+	if h.throttled(remote) {
+		writeError(w, ipc.TooMany("too many failed authentications from %s: try again in a minute", remote))
+		return
+	}
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || token == "" {
+		h.failed(remote, r, "no token")
+		w.Header().Set("WWW-Authenticate", `Bearer realm="sessiond"`)
+		writeError(w, &ipc.Error{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "a token is needed: Authorization: Bearer TOKEN (sessiond token create)"})
+		return
+	}
+	caller, scope, err := h.opt.Tokens.Check(strings.TrimSpace(token), time.Now())
+	if err != nil {
+		h.failed(remote, r, err.Error())
+		w.Header().Set("WWW-Authenticate", `Bearer realm="sessiond", error="invalid_token"`)
+		writeError(w, &ipc.Error{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "the token was refused (unknown, revoked or expired)"})
+		return
+	}
+	if scope != ScopeControl {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			writeError(w, ipc.Forbidden("a %s token may only read: %s %s needs a control token", scope, r.Method, r.URL.Path))
+			return
+		}
+		if strings.HasSuffix(r.URL.Path, "/attach") {
+			// Watch, never type.
+			q := r.URL.Query()
+			q.Set("read_only", "1")
+			r.URL.RawQuery = q.Encode()
+		}
+	}
+	r = r.WithContext(context.WithValue(r.Context(), callerKey{}, caller))
+	h.s.ServeHTTP(w, r)
+}
+
+// sameOrigin reports whether an Origin header names the listener itself.
+func sameOrigin(origin string, r *http.Request) bool {
+	o, ok := strings.CutPrefix(origin, "https://")
+	if !ok {
+		o, ok = strings.CutPrefix(origin, "http://")
+	}
+	return ok && strings.EqualFold(o, r.Host)
+}
+
+func remoteHost(addr string) string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	return host
+}
+
+// throttled reports whether remote has failed too often this minute.
+func (h *webHandler) throttled(remote string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	b := h.failures[remote]
+	if b == nil {
+		return false
+	}
+	if time.Since(b.since) >= time.Minute {
+		delete(h.failures, remote)
+		return false
+	}
+	return b.n >= authFailures
+}
+
+// failed counts and logs a failed authentication.
+func (h *webHandler) failed(remote string, r *http.Request, why string) {
+	h.mu.Lock()
+	if len(h.failures) > 10000 {
+		for k, b := range h.failures {
+			if time.Since(b.since) >= time.Minute {
+				delete(h.failures, k)
+			}
+		}
+	}
+	b := h.failures[remote]
+	if b == nil || time.Since(b.since) >= time.Minute {
+		b = &failureBucket{since: time.Now()}
+		h.failures[remote] = b
+	}
+	b.n++
+	n := b.n
+	h.mu.Unlock()
+	if n <= authFailures {
+		h.s.log.Warn("web: authentication failed", zap.String("remote", remote), zap.String("path", r.URL.Path), zap.String("why", why), zap.Int("failures_this_minute", n))
+	}
+}
+
+// ServeWeb serves the web listener on l until Shutdown.
+func (s *Server) ServeWeb(l net.Listener, opt WebOptions) (*http.Server, <-chan error) {
+	hs := &http.Server{Handler: s.timeouts.BoundBody(s.Web(opt)), ErrorLog: zap.NewStdLog(s.log), TLSConfig: opt.TLS}
+	s.timeouts.Apply(hs)
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		if opt.TLS != nil {
+			err = hs.ServeTLS(l, "", "")
+		} else {
+			err = hs.Serve(l)
+		}
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		done <- err
+	}()
+	return hs, done
+}
