@@ -25,6 +25,7 @@ import (
 
 	"github.com/sessiond/sessiond/daemon/state"
 	"github.com/sessiond/sessiond/daemon/tokens"
+	"github.com/sessiond/sessiond/daemon/webpage"
 	"github.com/sessiond/sessiond/ipc"
 	"github.com/sessiond/sessiond/ipc/server"
 )
@@ -160,5 +161,5 @@ func fingerprintOf(c tls.Certificate) string {
 	return strings.Join(parts, ":")
 }
 
-// webPage is the phone's page; nil until there is one.
-func webPage() http.Handler { return nil }
+// webPage is the phone's page.
+func webPage() http.Handler { return webpage.Handler() }

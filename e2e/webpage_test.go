@@ -1,0 +1,129 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// chromium is Debian's browser, which the page's test drives.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("chromium is needed to test the phone's page (apt-get install chromium; .ci/run installs it)")
+	return ""
+}
+
+// TestWebPage drives the phone's page in a real Chromium, 360 px wide: it
+// asks for a token, lists the sessions live, opens one (as a
+// notification's link would, #/s/ID), shows its screen, sends an answer
+// typed with the keyboard, extends and stops it, and says when the daemon
+// is unreachable.
+func TestWebPage(t *testing.T) {
+	w := startWebDaemon(t, "[web]\nlisten = \"127.0.0.1:0\"\n")
+	if !strings.HasPrefix(w.url, "http://127.0.0.1:") {
+		t.Fatalf("a loopback listener without tls: %s", w.url)
+	}
+	tok := w.token(t, "--user", "root", "--scope", "control")
+	dir := project(t)
+	id := w.start("--tty", "--name", "phone-job", dir, "--", "sh")
+	before := w.inspect(id).Deadline
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.NoSandbox,
+		chromedp.Flag("disable-gpu", true), chromedp.WindowSize(360, 740))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancel()
+	var console []string
+	ctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(func(f string, a ...any) { console = append(console, fmt.Sprintf(f, a...)) }))
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+
+	ID := func(id string) chromedp.ID { return chromedp.ID(id) }
+	if err := chromedp.Do(ctx,
+		// A phone: 360 CSS pixels wide, touch, mobile.
+		chromedp.EmulateViewport(360, 740, chromedp.EmulateMobile, chromedp.EmulateTouch, chromedp.EmulateScale(2)),
+		chromedp.Navigate(w.url+"/"),
+		chromedp.WaitVisible(ID("token")),
+		// Enter submits, as a person signs in.
+		chromedp.SendKeys(ID("token"), tok+"\r"),
+		chromedp.WaitVisible(ID("s-"+id)),
+	); err != nil {
+		dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+		html, herr := chromedp.Run(dctx, chromedp.Evaluate[string](`document.body.innerHTML`))
+		dcancel()
+		t.Fatalf("sign in and the list: %v (console %v; page %q %v)", err, console, html, herr)
+	}
+	listText, err := chromedp.Run(ctx, chromedp.Text(ID("sessions")))
+	if err != nil || !strings.Contains(listText, "phone-job") || !strings.Contains(listText, "running") || !strings.Contains(listText, "left") {
+		t.Errorf("the list says %q (%v)", listText, err)
+	}
+	if width, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); err != nil || width > 360 {
+		t.Errorf("the page is %d px wide on a 360 px screen (%v)", width, err)
+	}
+	// A notification's link: the session's own address; the answer typed
+	// with the keyboard, Enter sending it.
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(w.url+"/#/s/"+id),
+		chromedp.WaitVisible(ID("send-text")),
+		chromedp.Focus(ID("send-text")),
+		chromedp.SendKeys(ID("send-text"), "echo phone-$((6*7))\n"),
+	); err != nil {
+		t.Fatalf("the session's page: %v (console %v)", err, console)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("screen").textContent.includes("phone-42")`, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		screen, _ := chromedp.Run(ctx, chromedp.Text(ID("screen")))
+		t.Fatalf("the answer did not reach the session: %v (screen %q, console %v)", err, screen, console)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(ID("extend"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the deadline to move by 30m", func() (bool, string) {
+		d := w.inspect(id).Deadline
+		return d.Sub(before) >= 29*time.Minute, d.String()
+	})
+	if err := chromedp.Do(ctx, chromedp.Click(ID("stop")), chromedp.Click(ID("stop"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("d-state").textContent.startsWith("ended")`, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		t.Fatalf("stop from the page: %v (console %v)", err, console)
+	}
+	if rec := w.inspect(id); rec.State != "ended" {
+		t.Errorf("after stop the session is %s", rec.State)
+	}
+
+	// An agent waiting for a permission: the page says what for, and
+	// offers the prompt's choices.
+	a := newAgentSetup(t, "prompt,ask,stop,hang")
+	asking := w.start(append(a.flags, "--tty", project(t), "--", "claude", "fix it")...)
+	waitFor(t, 20*time.Second, "the agent to wait for a permission", func() (bool, string) {
+		rec := w.agentRecord(asking)
+		return rec.Agent != nil && rec.Agent.State == "waiting", fmt.Sprint(rec.Agent)
+	})
+	if err := chromedp.Do(ctx, chromedp.Navigate(w.url+"/#/s/"+asking), chromedp.WaitVisible(ID("choices"))); err != nil {
+		t.Fatalf("the choices of a permission prompt: %v", err)
+	}
+	if wait, _ := chromedp.Run(ctx, chromedp.Text(ID("d-wait"))); !strings.Contains(wait, "permission") {
+		t.Errorf("the page says %q of the waiting agent", wait)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`[data-send="1"]`))); err != nil {
+		t.Fatal(err)
+	}
+	w.mustCtl("stop", asking)
+
+	w.stop()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("status").textContent.includes("unreachable")`, chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+		status, _ := chromedp.Run(ctx, chromedp.Text(ID("status")))
+		t.Errorf("the page does not say the daemon is unreachable: %v (status %q)", err, status)
+	}
+
+}
