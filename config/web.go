@@ -3,7 +3,9 @@ package config
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"strconv"
+	"strings"
 )
 
 // Web is the [web] table: the opt-in network listener for what SSH cannot
@@ -20,6 +22,25 @@ type Web struct {
 	// loopback, where plain HTTP is allowed); false is refused for any
 	// other address.
 	TLS *bool `toml:"tls" json:"tls,omitempty"`
+	// URL is the address people open the page at (a reverse proxy's, a
+	// tailnet name); "" is the listener's own. Notifications link to a
+	// session's page under it.
+	URL string `toml:"url" json:"url,omitempty"`
+}
+
+// PageURL is the base of the page's links: URL, else the listener's.
+func (w Web) PageURL() string {
+	if !w.On() {
+		return ""
+	}
+	if w.URL != "" {
+		return strings.TrimSuffix(w.URL, "/")
+	}
+	scheme := "http"
+	if w.UseTLS() {
+		scheme = "https"
+	}
+	return scheme + "://" + w.Listen
 }
 
 // On reports whether the listener is configured.
@@ -67,6 +88,9 @@ func (c *Config) validateWeb() error {
 	}
 	if (w.Cert == "") != (w.Key == "") {
 		return &FieldError{"web.key", "cert and key go together: give both, or neither (sessiond then makes a certificate of its own)"}
+	}
+	if u, err := url.Parse(w.URL); w.URL != "" && (err != nil || u.Scheme != "https" && u.Scheme != "http" || u.Host == "") {
+		return &FieldError{"web.url", fmt.Sprintf("%q is not an http(s) URL", w.URL)}
 	}
 	if w.TLS != nil && !*w.TLS && !w.Loopback() {
 		return &FieldError{"web.tls", fmt.Sprintf("false on %s, which is not loopback: tokens would cross the network in the clear (plain HTTP only on loopback, e.g. behind a reverse proxy)", w.Listen)}

@@ -60,6 +60,9 @@ func (d *Daemon) listenWeb(srv *server.Server) error {
 	if tc != nil {
 		scheme = "https"
 	}
+	if w.URL == "" {
+		d.notes.SetPageURL(scheme + "://" + l.Addr().String())
+	}
 	fields := []zap.Field{zap.String("url", scheme+"://"+l.Addr().String()+"/")}
 	if fingerprint != "" {
 		fields = append(fields, zap.String("certificate_sha256", fingerprint))

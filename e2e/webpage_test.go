@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +31,8 @@ func chromium(t *testing.T) string {
 // typed with the keyboard, extends and stops it, and says when the daemon
 // is unreachable.
 func TestWebPage(t *testing.T) {
-	w := startWebDaemon(t, "[web]\nlisten = \"127.0.0.1:0\"\n")
+	links := filepath.Join(t.TempDir(), "links")
+	w := startWebDaemon(t, "[web]\nlisten = \"127.0.0.1:0\"\n\n[[notify]]\non = [\"started\"]\ncommand = [\"sh\", \"-c\", \"echo $SESSIOND_LINK >> "+links+"\"]\n")
 	if !strings.HasPrefix(w.url, "http://127.0.0.1:") {
 		t.Fatalf("a loopback listener without tls: %s", w.url)
 	}
@@ -72,8 +75,17 @@ func TestWebPage(t *testing.T) {
 	}
 	// A notification's link: the session's own address; the answer typed
 	// with the keyboard, Enter sending it.
+	var link string
+	waitFor(t, 10*time.Second, "the started notification's link", func() (bool, string) {
+		b, _ := os.ReadFile(links)
+		link = strings.TrimSpace(string(b))
+		return link != "", ""
+	})
+	if link != w.url+"/#/s/"+id {
+		t.Errorf("the notification links to %q, want %s", link, w.url+"/#/s/"+id)
+	}
 	if err := chromedp.Do(ctx,
-		chromedp.Navigate(w.url+"/#/s/"+id),
+		chromedp.Navigate(link),
 		chromedp.WaitVisible(ID("send-text")),
 		chromedp.Focus(ID("send-text")),
 		chromedp.SendKeys(ID("send-text"), "echo phone-$((6*7))\n"),

@@ -70,5 +70,6 @@ func eventEnv(p *Payload) []string {
 		"SESSIOND_DEADLINE=" + deadline,
 		"SESSIOND_MESSAGE=" + p.Message,
 		"SESSIOND_TITLE=" + p.Title,
+		"SESSIOND_LINK=" + p.Link,
 	}
 }

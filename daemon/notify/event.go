@@ -36,6 +36,9 @@ type Event struct {
 	Deadline time.Time
 	// Message is the one-line description of the event stream.
 	Message string
+	// Link opens the session's page on the web listener ("" when it has
+	// none).
+	Link string
 	// Spell identifies one occurrence of a lasting condition, such as the
 	// time the agent started waiting: an event with the type, session and
 	// spell of an earlier one is a repeat, and is not sent again.
@@ -103,6 +106,8 @@ type Payload struct {
 	Message     string     `json:"message"`
 	Title       string     `json:"title"`
 	Text        string     `json:"text"`
+	// Link opens the session on the web listener's page, when there is one.
+	Link string `json:"link,omitempty"`
 }
 
 // NewPayload builds the payload of ev as sent by the rule named rule, from
@@ -112,7 +117,7 @@ func NewPayload(ev Event, rule, host string) Payload {
 		Version: PayloadVersion, Event: ev.Type, Time: ev.Time, Host: host, Rule: rule,
 		SessionID: ev.SessionID, SessionName: ev.Name, ProjectDir: ev.ProjectDir, ProjectID: ev.ProjectID,
 		EndReason: ev.EndReason, ExitCode: ev.ExitCode, Signal: ev.Signal, HandoffFile: ev.HandoffFile,
-		Message: ev.Message, Title: Title(ev), Text: Text(ev),
+		Message: ev.Message, Title: Title(ev), Text: Text(ev), Link: ev.Link,
 	}
 	if !ev.Deadline.IsZero() {
 		d := ev.Deadline

@@ -67,6 +67,9 @@ type Service struct {
 	log      *zap.Logger
 	rules    []config.NotifyRule
 	defaults config.Spec
+	// pageURL is the web listener's page ("" without one): a notification
+	// links to its session there.
+	pageURL string
 	// self is the daemon's own user: the owner of sessions run with the
 	// daemon's identity.
 	self *identity.User
@@ -103,6 +106,7 @@ func NewService(cfg *config.Config, sessions Sessions, log *zap.Logger) (*Servic
 	x := &Service{
 		n: n, sessions: sessions, log: log.Named("notify"), rules: cfg.Notify, defaults: cfg.Defaults,
 		self: identity.Self(), daemonOn: map[string]bool{}, project: map[string][]config.NotifyRule{},
+		pageURL: cfg.Web.PageURL(),
 	}
 	for _, r := range cfg.Notify {
 		for _, on := range r.On {
@@ -174,6 +178,12 @@ func (x *Service) LoadProject(p *state.Project) {
 // on a sink.
 func (x *Service) Observe(ev ipc.Event) {
 	out := Event{Time: ev.Time, SessionID: ev.SessionID, ProjectID: ev.ProjectID, Message: ev.Message}
+	x.mu.Lock()
+	page := x.pageURL
+	x.mu.Unlock()
+	if page != "" && ev.SessionID != "" {
+		out.Link = page + "/#/s/" + ev.SessionID
+	}
 	// atDeadline marks the warning of the session's own deadline.
 	atDeadline := false
 	switch ev.Type {
@@ -355,4 +365,12 @@ func hasKey(data json.RawMessage, key string) bool {
 	}
 	_, ok := m[key]
 	return ok
+}
+
+// SetPageURL sets the base of the links to sessions' pages: the web
+// listener's address once it listens (its port may have been picked then).
+func (x *Service) SetPageURL(u string) {
+	x.mu.Lock()
+	x.pageURL = u
+	x.mu.Unlock()
 }

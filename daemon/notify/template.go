@@ -36,6 +36,9 @@ func render(template string, p *Payload, isUrgent bool) (request, error) {
 		h.Set("Title", headerValue(p.Title))
 		h.Set("Priority", ntfyPriority(p, isUrgent))
 		h.Set("Tags", headerValue(strings.Join(ntfyTags(p), ",")))
+		if p.Link != "" {
+			h.Set("Click", headerValue(p.Link))
+		}
 		body := p.Text
 		if body == "" {
 			body = p.Title
@@ -67,6 +70,9 @@ func slackText(p *Payload) string {
 	s := "*" + esc.Replace(p.Title) + "*"
 	if p.Text != "" {
 		s += "\n" + esc.Replace(p.Text)
+	}
+	if p.Link != "" {
+		s += "\n<" + esc.Replace(p.Link) + "|Open the session>"
 	}
 	return s
 }
