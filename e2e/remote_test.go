@@ -327,3 +327,64 @@ func TestRemoteContexts(t *testing.T) {
 	}
 	lctl("--context", "build", "stop", remoteID)
 }
+
+// TestRemoteUIAllContexts: sessionctl ui --all-contexts lists every
+// host's sessions in one list with their HOST, says in its header which
+// host is down (and retries it), and an action on a session goes to its
+// host.
+func TestRemoteUIAllContexts(t *testing.T) {
+	h := startSSHHost(t)
+	local := startDaemon(t)
+	cfg := t.TempDir()
+	env := append([]string{"XDG_CONFIG_HOME=" + cfg}, h.env...)
+	lctl := func(args ...string) result {
+		return execute(t, append(cleanEnv(), env...), sessionctlBin, append([]string{"--socket", local.sock}, args...)...)
+	}
+	lctl("context", "add", "build", h.url)
+	lctl("context", "add", "down", "ssh://nobody@127.0.0.1:1")
+	remoteID := strings.TrimSpace(lctl("--context", "build", "start", "-q", "--name", "far", h.u.project(t), "--", "sleep", "60").stdout)
+	localID := local.start("--name", "near", project(t), "--", "sleep", "60")
+	if !validID(remoteID) {
+		t.Fatalf("start on build: %q", remoteID)
+	}
+
+	x := newTmux(t)
+	w := x.shell("ui", 160, 30)
+	var envs []string
+	for _, e := range env {
+		envs = append(envs, fmt.Sprintf("%q", e))
+	}
+	x.typeLine(w, fmt.Sprintf("env %s %s --socket %s ui --all-contexts; echo ui exited $?", strings.Join(envs, " "), sessionctlBin, local.sock))
+	pane := x.waitPane(w, "far", "near", "HOST", "down offline, retrying")
+	for _, line := range strings.Split(pane, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "─") {
+			continue // the detail pane's title
+		}
+		if strings.Contains(line, remoteID) && !strings.Contains(line, "build") || strings.Contains(line, localID) && !strings.Contains(line, "default") {
+			t.Errorf("a row without its host: %q", line)
+		}
+	}
+	// Stop the remote one from the dashboard: the request goes to build.
+	x.run("send-keys", "-t", w, "Home")
+	for range 3 {
+		if strings.Contains(x.pane(w), "─ far · "+remoteID) {
+			break
+		}
+		x.run("send-keys", "-t", w, "Down")
+		time.Sleep(300 * time.Millisecond)
+	}
+	x.waitPane(w, "─ far · "+remoteID)
+	x.run("send-keys", "-t", w, "s")
+	x.waitPane(w, "Stop far ("+remoteID+")?", "--context build stop "+remoteID)
+	x.run("send-keys", "-t", w, "y")
+	waitFor(t, 20*time.Second, "the remote session to end", func() (bool, string) {
+		rec := h.d.inspect(remoteID)
+		return rec.State == "ended", rec.State
+	})
+	if rec := local.inspect(localID); rec.State != "running" {
+		t.Errorf("the local session is %s after the remote one's stop", rec.State)
+	}
+	x.run("send-keys", "-t", w, "q")
+	x.waitPane(w, "ui exited 0")
+	local.mustCtl("stop", localID)
+}

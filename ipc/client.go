@@ -57,6 +57,15 @@ func (c *Client) dial(ctx context.Context) (net.Conn, error) {
 	return d.DialContext(ctx, "unix", c.Socket)
 }
 
+// Do sends a request as it is (its URL's path and query; the host is the
+// daemon) through the client's connections, and returns the answer
+// whatever its status: for what passes requests on (sessionctl ui over
+// several hosts).
+func (c *Client) Do(req *http.Request) (*http.Response, error) {
+	req.URL.Scheme, req.URL.Host, req.Host = "http", "sessiond", "sessiond"
+	return c.httpClient().Do(req)
+}
+
 // maxErrorBody bounds what the client reads of an error response.
 const maxErrorBody = 1 << 20
 

@@ -150,6 +150,10 @@ type Session struct {
 	Pool string `json:"pool,omitempty"`
 	// Queue is where a queued session stands (nil once it runs).
 	Queue *QueuePlace `json:"queue,omitempty"`
+	// Host is the context the session is of, in a listing of several
+	// hosts (sessionctl ps --all-contexts, ui --all-contexts); a daemon
+	// never sets it.
+	Host string `json:"host,omitempty"`
 }
 
 // SessionRow is the part of a session record that a table of sessions

@@ -108,7 +108,7 @@ func (a *app) useHost(cmd *cobra.Command) error {
 // current context's. A --socket given is this host's daemon.
 func (a *app) hostOf(cmd *cobra.Command) (string, error) {
 	if strings.Contains(a.context, ",") {
-		if cmd.Name() != "ps" && cmd.Name() != "events" {
+		if cmd.Name() != "ps" && cmd.Name() != "events" && cmd.Name() != "ui" {
 			return "", usageErr("--context %s: a list of contexts is for ps and events (one view of several hosts); give one", a.context)
 		}
 		return "", nil // ps asks each itself
@@ -183,11 +183,7 @@ func (a *app) psHosts(ctx context.Context, opt ipc.ListOptions, match func(ipc.S
 	failed := 0
 	var rows []ipc.SessionRow
 	var names []string
-	type hostRecord struct {
-		Host string `json:"host"`
-		ipc.Session
-	}
-	recs := []hostRecord{}
+	recs := []ipc.Session{}
 	for _, res := range results {
 		if res.err != nil {
 			failed++
@@ -201,7 +197,8 @@ func (a *app) psHosts(ctx context.Context, opt ipc.ListOptions, match func(ipc.S
 		}
 		for _, s := range res.recs {
 			if match(s.Row()) {
-				recs = append(recs, hostRecord{Host: res.name, Session: s})
+				s.Host = res.name
+				recs = append(recs, s)
 			}
 		}
 		for _, r := range res.rows {

@@ -4,14 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
 
 func (a *app) uiCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "ui",
+	var allContexts bool
+	cmd := &cobra.Command{
+		Use:   "ui [--all-contexts | --context a,b]",
 		Short: "A live terminal dashboard of every session",
 		Long: `A live terminal dashboard of the sessions sessiond shows you: their state and
 the agent's, the time used until the deadline, activity, checkpoints, restarts
@@ -37,10 +39,21 @@ daemon's events, and reconnects when the daemon comes back.`,
 			if remote != nil {
 				args = append(args, "--host", remote.URL)
 			}
+			if allContexts || strings.Contains(a.context, ",") {
+				hosts, err := a.contextHosts(a.context, allContexts)
+				if err != nil {
+					return err
+				}
+				for _, h := range hosts {
+					args = append(args, "--context", h[0]+"="+h[1])
+				}
+			}
 			if a.noColor {
 				args = append(args, "--no-color")
 			}
 			return execHelper("sessionctl-ui", args)
 		},
 	}
+	cmd.Flags().BoolVar(&allContexts, "all-contexts", false, "every context's sessions in one list, each with its host (--context a,b: those)")
+	return cmd
 }

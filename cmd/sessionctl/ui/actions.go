@@ -388,7 +388,10 @@ func (m model) attach(s *ipc.Session) (model, tea.Cmd) {
 	m.status = running(m.ctl("attach", s.ID) + "   (ctrl-] detaches)")
 	stderr := &boundedBuffer{max: 8 << 10}
 	where := []string{"--socket", m.opt.Socket}
-	if m.opt.Host != "" {
+	switch {
+	case s.Host != "":
+		where = []string{"--context", s.Host}
+	case m.opt.Host != "":
 		where = []string{"--host", m.opt.Host}
 	}
 	c := exec.Command(m.opt.Executable, append(where, "attach", s.ID)...)

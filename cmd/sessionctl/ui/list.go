@@ -212,6 +212,11 @@ func (m *model) columns() []column {
 			return s.ID, none
 		}},
 	}
+	if m.opt.HostStates != nil {
+		cols = append(cols, column{title: "HOST", width: 8, drop: 1, cell: func(m *model, s *ipc.Session, _ int) (string, paint) {
+			return line(s.Host), m.st.info
+		}})
+	}
 	if m.multiUser() {
 		cols = append(cols, column{title: "USER", width: 8, drop: 6, cell: func(m *model, s *ipc.Session, _ int) (string, paint) {
 			return line(m.users[s.UID]), none

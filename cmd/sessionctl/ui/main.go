@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/sessiond/sessiond/ipc"
@@ -28,6 +29,11 @@ func Main(args []string) int {
 	socketGiven := fs.Bool("socket-given", false, "the user named the socket")
 	noColor := fs.Bool("no-color", false, "no colour")
 	host := fs.String("host", "", "another host's daemon (ssh://...)")
+	var contexts []string
+	fs.Func("context", "NAME=URL: one of several hosts (URL \"\" for this one); repeated", func(v string) error {
+		contexts = append(contexts, v)
+		return nil
+	})
 	if err := fs.Parse(args); err != nil || *socket == "" || *sessionctl == "" || fs.NArg() > 0 {
 		fmt.Fprintln(os.Stderr, "sessionctl-ui is run by `sessionctl ui`; run that instead")
 		return 2
@@ -43,14 +49,37 @@ func Main(args []string) int {
 		}
 		client.Socket, client.Dial = r.URL, r.Dial
 	}
-	err := Run(ctx, Options{
+	opt := Options{
 		Client:      client,
 		Socket:      client.Socket,
 		SocketGiven: *socketGiven,
 		Host:        *host,
 		Executable:  *sessionctl,
 		NoColor:     *noColor,
-	})
+	}
+	if len(contexts) > 0 {
+		var hosts []Host
+		for _, c := range contexts {
+			name, url, _ := strings.Cut(c, "=")
+			hc := &ipc.Client{Socket: *socket}
+			if url != "" {
+				r, err := ipc.ParseHost(url)
+				if err != nil {
+					fmt.Fprintln(os.Stderr, "sessionctl ui:", err)
+					return 2
+				}
+				hc.Socket, hc.Dial = r.URL, r.Dial
+			}
+			hosts = append(hosts, Host{Name: name, Client: hc})
+		}
+		mc, states, err := serveHosts(ctx, hosts)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sessionctl ui:", err)
+			return 1
+		}
+		opt.Client, opt.Socket, opt.HostStates, opt.Host = mc, "several hosts", states, ""
+	}
+	err := Run(ctx, opt)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sessionctl ui:", err)
 		return 1

@@ -22,6 +22,9 @@ type Options struct {
 	// Host is another host's daemon (ssh://...), which the commands the
 	// dashboard runs and shows name.
 	Host string
+	// HostStates, for a dashboard of several hosts, say how each stands;
+	// each session's Host names its context.
+	HostStates func() []HostState
 	// Executable is the sessionctl binary that runs sessionctl attach.
 	Executable string
 	// NoColor leaves colour out (NO_COLOR, --no-color).

@@ -46,7 +46,19 @@ func (s status) render(m *model) string {
 // ctl writes the sessionctl command line that does what an action does.
 func (m *model) ctl(args ...string) string {
 	all := []string{"sessionctl"}
+	host := ""
+	if m.opt.HostStates != nil {
+		// The session an action is about (its id is one of the words):
+		// its host's context.
+		for _, a := range args {
+			if s := m.sessions[a]; s != nil {
+				host = s.Host
+			}
+		}
+	}
 	switch {
+	case host != "":
+		all = append(all, "--context", host)
 	case m.opt.Host != "":
 		all = append(all, "--host", m.opt.Host)
 	case m.opt.SocketGiven:

@@ -208,6 +208,18 @@ func (m *model) header() string {
 	case !m.online:
 		right = append(right, m.st.bad.Render("offline"))
 	}
+	if m.opt.HostStates != nil {
+		for _, h := range m.opt.HostStates() {
+			switch {
+			case h.Online:
+				right = append(right, m.st.good.Render(line(h.Name)))
+			case h.Err != "":
+				right = append(right, m.st.bad.Render(line(h.Name)+" offline, retrying"))
+			default:
+				right = append(right, m.st.faint.Render(line(h.Name)+" connecting"))
+			}
+		}
+	}
 	right = append(right, m.clock(m.now))
 	r := strings.Join(right, "  ")
 	gap := m.width - ansi.StringWidth(b.String()) - ansi.StringWidth(r)
