@@ -8,11 +8,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -209,4 +213,96 @@ func TestWebTokensAreRootsToGive(t *testing.T) {
 // credentialOf runs a command as the throwaway user.
 func credentialOf(u tuser) *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid)}}
+}
+
+// TestWebAdversarial: ten thousand wrong tokens are answered 429 past the
+// first few and do not slow the socket; the listener's connections count
+// under the daemon's caps, so that a flood of them leaves the socket's
+// callers their place.
+func TestWebAdversarial(t *testing.T) {
+	w := startWebDaemon(t, "max_connections_per_user = 8\n[web]\nlisten = \"127.0.0.1:0\"\n")
+	psTime := func(n int) time.Duration {
+		var times []time.Duration
+		for range n {
+			start := time.Now()
+			w.mustCtl("ps")
+			times = append(times, time.Since(start))
+		}
+		slices.Sort(times)
+		return times[len(times)/2]
+	}
+	before := psTime(10)
+
+	var codes sync.Map
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var during time.Duration
+	go func() {
+		during = psTime(20)
+		close(stop)
+	}()
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 8, MaxConnsPerHost: 8}}
+	jobs := make(chan int)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range jobs {
+				req, _ := http.NewRequest("GET", w.url+"/v1/sessions", nil)
+				req.Header.Set("Authorization", "Bearer sdt_00000000_guess")
+				resp, err := client.Do(req)
+				if err != nil {
+					codes.Store("error", true)
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				n, _ := codes.LoadOrStore(resp.StatusCode, new(atomic.Int64))
+				n.(*atomic.Int64).Add(1)
+			}
+		}()
+	}
+	for i := range 10000 {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	<-stop
+	count := func(code int) int64 {
+		if n, ok := codes.Load(code); ok {
+			return n.(*atomic.Int64).Load()
+		}
+		return 0
+	}
+	if count(401) > 10 || count(429) < 9990 || count(200) != 0 {
+		t.Errorf("10000 wrong tokens: %d 401, %d 429, %d 200", count(401), count(429), count(200))
+	}
+	if during > 3*before+100*time.Millisecond {
+		t.Errorf("sessionctl ps took %s (median) during the flood, %s before it", during, before)
+	}
+	t.Logf("sessionctl ps median %s before, %s during 10000 wrong tokens", before, during)
+
+	// Twenty connections held open to the listener: eight are let in (the
+	// per-user cap its connections count under), the rest closed at once;
+	// the socket answers all the same.
+	var conns []net.Conn
+	for range 20 {
+		c, err := net.Dial("tcp", strings.TrimPrefix(w.url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	closed := 0
+	for _, c := range conns {
+		_ = c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); err == io.EOF {
+			closed++
+		}
+		c.Close()
+	}
+	if closed < 12 {
+		t.Errorf("%d of 20 held connections were closed, want the 12 past the cap of 8", closed)
+	}
+	w.mustCtl("ps")
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/sessiond/sessiond/daemon/agent/agenttest"
 )
 
 // chromium is Debian's browser, which the page's test drives.
@@ -48,7 +50,7 @@ func TestWebPage(t *testing.T) {
 	var console []string
 	ctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(func(f string, a ...any) { console = append(console, fmt.Sprintf(f, a...)) }))
 	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	ctx, cancel = context.WithTimeout(ctx, 150*time.Second)
 	defer cancel()
 
 	ID := func(id string) chromedp.ID { return chromedp.ID(id) }
@@ -113,15 +115,22 @@ func TestWebPage(t *testing.T) {
 		t.Errorf("after stop the session is %s", rec.State)
 	}
 
-	// An agent waiting for a permission: the page says what for, and
-	// offers the prompt's choices.
+	// A session that appears while the page is open: an agent that asks
+	// for a permission. The page says what for, offers the prompt's
+	// choices, and the first lets the agent go on.
+	if err := chromedp.Do(ctx, chromedp.Navigate(w.url+"/#/")); err != nil {
+		t.Fatal(err)
+	}
 	a := newAgentSetup(t, "prompt,ask,stop,hang")
-	asking := w.start(append(a.flags, "--tty", project(t), "--", "claude", "fix it")...)
+	asking := w.start(append(a.flags, "--tty", "--name", "asker", project(t), "--", "claude", "fix it")...)
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(ID("s-"+asking))); err != nil {
+		t.Fatalf("the new session does not appear in the list: %v", err)
+	}
 	waitFor(t, 20*time.Second, "the agent to wait for a permission", func() (bool, string) {
 		rec := w.agentRecord(asking)
 		return rec.Agent != nil && rec.Agent.State == "waiting", fmt.Sprint(rec.Agent)
 	})
-	if err := chromedp.Do(ctx, chromedp.Navigate(w.url+"/#/s/"+asking), chromedp.WaitVisible(ID("choices"))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Click(ID("s-"+asking)), chromedp.WaitVisible(ID("choices"))); err != nil {
 		t.Fatalf("the choices of a permission prompt: %v", err)
 	}
 	if wait, _ := chromedp.Run(ctx, chromedp.Text(ID("d-wait"))); !strings.Contains(wait, "permission") {
@@ -129,6 +138,49 @@ func TestWebPage(t *testing.T) {
 	}
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`[data-send="1"]`))); err != nil {
 		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the agent to go on after the answer", func() (bool, string) {
+		return len(agenttest.Find(agenttest.ReadLog(t, a.log), "granted")) == 1, fmt.Sprint(agenttest.ReadLog(t, a.log))
+	})
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("choices").hidden`, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		t.Errorf("the choices stay after the answer: %v", err)
+	}
+
+	// A read token: the page reads, and its Stop is refused, nothing stopped.
+	readTok := w.token(t, "--user", "root", "--scope", "read")
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`localStorage.removeItem("sessiond-token"); location.hash = "#/"; true`)); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		what string
+		do   chromedp.Action[chromedp.Void]
+	}{
+		{"reload", chromedp.Reload()},
+		{"the sign-in form", chromedp.WaitVisible(ID("token"))},
+		{"sign in", chromedp.SendKeys(ID("token"), readTok+"\r")},
+		{"the list", chromedp.WaitVisible(ID("s-" + asking))},
+		{"open the session", chromedp.Click(ID("s-" + asking))},
+		{"its stop", chromedp.WaitVisible(ID("stop"))},
+		{"stop", chromedp.Click(ID("stop"))},
+		{"stop again", chromedp.Click(ID("stop"))},
+	}
+	for _, st := range steps {
+		sctx, scancel := context.WithTimeout(ctx, 15*time.Second)
+		err := chromedp.Do(sctx, st.do)
+		scancel()
+		if err != nil {
+			dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+			page, _ := chromedp.Run(dctx, chromedp.Evaluate[string](`document.body.innerText + " | " + location.href + " | " + localStorage.getItem("sessiond-token")`))
+			dcancel()
+			t.Fatalf("the page with a read token, %s: %v\n%s", st.what, err, page)
+		}
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("status").textContent.includes("may only read")`, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		st, _ := chromedp.Run(ctx, chromedp.Text(ID("status")))
+		t.Errorf("a read token's stop: the page says %q (%v)", st, err)
+	}
+	if rec := w.inspect(asking); rec.State != "running" {
+		t.Errorf("a read token stopped the session: %s", rec.State)
 	}
 	w.mustCtl("stop", asking)
 

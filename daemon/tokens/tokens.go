@@ -75,6 +75,9 @@ func Open(stateDir string) *Store { return &Store{path: filepath.Join(stateDir, 
 // effect within it.
 const reloadEvery = time.Second
 
+// missReload is how soon an unknown token's id makes the list read again.
+const missReload = 100 * time.Millisecond
+
 func (s *Store) read() ([]Token, error) {
 	var f file
 	err := state.ReadJSON(s.path, &f)
@@ -171,19 +174,26 @@ func (s *Store) Check(token string, now time.Time) (ipc.Caller, string, error) {
 		return ipc.Caller{}, "", ErrBadToken
 	}
 	s.mu.Lock()
-	if s.cache == nil || now.Sub(s.loaded) > reloadEvery || now.Before(s.loaded) {
-		list, err := s.read()
-		if err != nil {
-			s.mu.Unlock()
-			return ipc.Caller{}, "", err
-		}
-		s.cache, s.loaded = append([]Token{}, list...), now
-	}
+	stale := s.cache == nil || now.Sub(s.loaded) > reloadEvery || now.Before(s.loaded)
 	var t *Token
-	for i := range s.cache {
-		if s.cache[i].ID == id {
-			t = &s.cache[i]
+	for try := 0; try < 2 && t == nil; try++ {
+		if stale {
+			list, err := s.read()
+			if err != nil {
+				s.mu.Unlock()
+				return ipc.Caller{}, "", err
+			}
+			s.cache, s.loaded = append([]Token{}, list...), now
 		}
+		for i := range s.cache {
+			if s.cache[i].ID == id {
+				t = &s.cache[i]
+			}
+		}
+		// A token made since the list was read: read it again, at most
+		// every missReload (guesses do not make the daemon read the file
+		// at their rate).
+		stale = now.Sub(s.loaded) >= missReload
 	}
 	var found Token
 	if t != nil {

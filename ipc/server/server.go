@@ -33,6 +33,10 @@ type Server struct {
 	timeouts Timeouts
 	mux      *http.ServeMux
 	routes   map[string]bool
+	// conns is the socket's listener, whose caps the web listener's
+	// connections count under too.
+	connsMu sync.Mutex
+	conns   *Listener
 	// openapiDoc is /v1/openapi.json, made at its first request.
 	openapiOnce sync.Once
 	openapiDoc  []byte
@@ -154,6 +158,9 @@ func (s *Server) Serve(l net.Listener) error {
 	if _, ok := l.(*Listener); !ok {
 		l = NewListener(l, s.limits, listenerCredentials, s.log)
 	}
+	s.connsMu.Lock()
+	s.conns = l.(*Listener)
+	s.connsMu.Unlock()
 	err := s.http.Serve(l)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil

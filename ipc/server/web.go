@@ -185,8 +185,54 @@ func (h *webHandler) failed(remote string, r *http.Request, why string) {
 	}
 }
 
+// webUID is the uid the web listener's connections count as, under the
+// socket's caps (max_connections, and per user max_connections_per_user):
+// who they are is known only once a request shows its token.
+const webUID = -2
+
+// webListener admits the web listener's connections under the socket's
+// caps, and closes those past them at once.
+type webListener struct {
+	net.Listener
+	s *Server
+}
+
+func (w webListener) Accept() (net.Conn, error) {
+	for {
+		c, err := w.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		w.s.connsMu.Lock()
+		l := w.s.conns
+		w.s.connsMu.Unlock()
+		if l == nil {
+			return c, nil
+		}
+		if reason := l.admit(webUID); reason != "" {
+			w.s.log.Warn("web: refusing a connection past the cap", zap.String("reason", reason), zap.String("remote", c.RemoteAddr().String()))
+			c.Close()
+			continue
+		}
+		return &webConn{Conn: c, l: l}, nil
+	}
+}
+
+// webConn gives its place back when it closes.
+type webConn struct {
+	net.Conn
+	l    *Listener
+	once sync.Once
+}
+
+func (c *webConn) Close() error {
+	c.once.Do(func() { c.l.release(webUID) })
+	return c.Conn.Close()
+}
+
 // ServeWeb serves the web listener on l until Shutdown.
 func (s *Server) ServeWeb(l net.Listener, opt WebOptions) (*http.Server, <-chan error) {
+	l = webListener{Listener: l, s: s}
 	hs := &http.Server{Handler: s.timeouts.BoundBody(s.Web(opt)), ErrorLog: zap.NewStdLog(s.log), TLSConfig: opt.TLS}
 	s.timeouts.Apply(hs)
 	done := make(chan error, 1)

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"golang.org/x/term"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -461,7 +462,7 @@ func (a *agent) do(s fakeagent.Step) {
 		if s.Verb == "ask" {
 			a.hook("PermissionRequest", name, map[string]any{"permission_mode": "default", "tool_name": name, "tool_input": input})
 			a.hook("Notification", "permission_prompt", map[string]any{"message": "Claude needs your permission", "notification_type": "permission_prompt"})
-			if !fakeagent.WaitFile("grant", a.stop) {
+			if !a.waitGrant() {
 				a.exit(143, "other")
 			}
 			a.log.Write("granted", map[string]any{"tool": name})
@@ -604,6 +605,37 @@ func (a *agent) retry(arg string) {
 			"error":     map[string]any{"message": `529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, "status": 529, "formatted": "529 Overloaded"},
 			"retryInMs": d.Milliseconds(), "retryAttempt": i, "maxRetries": 10})
 		a.sleep(d)
+	}
+}
+
+// waitGrant waits for the permission: the file $FAKEAGENT_DIR/grant, or,
+// on a terminal, the key of its dialog's first two choices (1 or 2, no
+// Enter: the dialog reads keys, as Claude Code's does).
+func (a *agent) waitGrant() bool {
+	keyed := make(chan struct{})
+	if fd := int(os.Stdin.Fd()); term.IsTerminal(fd) {
+		if old, err := term.MakeRaw(fd); err == nil {
+			defer term.Restore(fd, old)
+			go func() {
+				b := make([]byte, 1)
+				for {
+					if n, err := os.Stdin.Read(b); err != nil || n == 1 && (b[0] == '1' || b[0] == '2') {
+						if err == nil {
+							close(keyed)
+						}
+						return
+					}
+				}
+			}()
+		}
+	}
+	granted := make(chan bool, 1)
+	go func() { granted <- fakeagent.WaitFile("grant", a.stop) }()
+	select {
+	case <-keyed:
+		return true
+	case ok := <-granted:
+		return ok
 	}
 }
 
