@@ -43,11 +43,10 @@ type HostState struct {
 type multi struct {
 	hosts []Host
 
-	mu     sync.Mutex
-	state  map[string]HostState
-	owner  map[string]int // session id → host
-	dirOf  map[string]int // project dir → host
-	listed bool
+	mu    sync.Mutex
+	state map[string]HostState
+	owner map[string]int // session id → host
+	dirOf map[string]int // project dir → host
 }
 
 // recordPath is a route that answers a session's record.
