@@ -58,6 +58,18 @@ read -r "R[sessiond.ps_med]" "R[sessiond.ps_p90]" < <(latency sd-ps "$RUNS" "$BI
 read -r "R[sessiond.psj_med]" "R[sessiond.psj_p90]" < <(latency sd-psjson "$RUNS" "$BIN/sessionctl" --socket "$SD_SOCK" ps --json)
 log "sessiond: ps median ${R[sessiond.ps_med]} ms p90 ${R[sessiond.ps_p90]} ms; ps --json median ${R[sessiond.psj_med]} ms"
 [ "$(sctl ps -q | wc -l)" -ge "$N" ] || die "sessiond: ps lists fewer than $N sessions"
+# The floor: a Go hello-world process, built as sessionctl is, in the same
+# run; each command's whole-process latency beside it.
+mkdir -p "$BENCH_TMP/hello"
+printf 'package main\n\nimport "os"\n\nfunc main() { os.Stdout.WriteString("hello\\n") }\n' >"$BENCH_TMP/hello/main.go"
+(cd "$BENCH_TMP/hello" && printf 'module hello\n\ngo 1.22\n' >go.mod && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o hello .) ||
+	die "cannot build the hello-world floor (go is needed)"
+read -r "R[floor.med]" "R[floor.p90]" < <(latency floor "$RUNS" "$BENCH_TMP/hello/hello")
+one=$(sctl ps -q | head -1)
+read -r "R[sessiond.inspect_med]" _ < <(latency sd-inspect "$RUNS" "$BIN/sessionctl" --socket "$SD_SOCK" inspect "$one")
+read -r "R[sessiond.remaining_med]" _ < <(latency sd-remaining "$RUNS" "$BIN/sessionctl" --socket "$SD_SOCK" remaining "$one")
+read -r "R[sessiond.report_med]" _ < <(latency sd-report "$RUNS" "$BIN/sessionctl" --socket "$SD_SOCK" report --session "$one" --summary "bench")
+log "floor (Go hello world) ${R[floor.med]} ms; inspect ${R[sessiond.inspect_med]} ms, remaining ${R[sessiond.remaining_med]} ms, report ${R[sessiond.report_med]} ms"
 t0=$(now_ns)
 sctl stop --all >"$SD_DIR/stop.out"
 t1=$(now_ns)
@@ -178,6 +190,7 @@ fi
 # ---------------------------------------------------------------------- report
 # verdict VALUE OP LIMIT -> ✅/❌
 verdict() { awk -v v="$1" -v l="$3" -v op="$2" 'BEGIN { if (v == "—" || v == "") { print "—"; exit } ok = (op == "<=") ? (v + 0 <= l + 0) : (v + 0 >= l + 0); print ok ? "met" : "**MISSED**" }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) { print "—"; exit } printf "%.2f", a / b }'; }
 speedup=—
 if [ "${R[supervisord.ps_med]}" != — ]; then
 	speedup=$(awk -v a="${R[supervisord.ps_med]}" -v b="${R[sessiond.ps_med]}" 'BEGIN { printf "%.1f", a / b }')
@@ -204,6 +217,8 @@ cat <<EOF
 | \`stop --all\`, second round (s) | ${R[sessiond.stop_par]} | | | $(scaled && echo "≤ 1 s") | $(scaled && verdict "${R[sessiond.stop_par]}" "<=" 1) |
 | $N up in one \`sessionctl start DIR... -- CMD\` (s) | ${R[sessiond.up_batch]} | | | $([ "$N" -ge 1000 ] && echo "≤ 2 s") | $([ "$N" -ge 1000 ] && verdict "${R[sessiond.up_batch]}" "<=" 2) |
 | \`stop --all\` after it (s) | ${R[sessiond.stop_batch]} | | | $([ "$N" -ge 1000 ] && echo "≤ 1 s") | $([ "$N" -ge 1000 ] && verdict "${R[sessiond.stop_batch]}" "<=" 1) |
+| Go hello-world process, whole process, median (ms): the floor | ${R[floor.med]} | | | | |
+| \`sessionctl ps\` ÷ the floor / \`inspect\` / \`remaining\` / \`report\` (medians) | $(ratio "${R[sessiond.ps_med]}" "${R[floor.med]}") / $(ratio "${R[sessiond.inspect_med]}" "${R[floor.med]}") / $(ratio "${R[sessiond.remaining_med]}" "${R[floor.med]}") / $(ratio "${R[sessiond.report_med]}" "${R[floor.med]}") | | | each ≤ 2× (issue 31) | $(verdict "$(ratio "${R[sessiond.ps_med]}" "${R[floor.med]}")" "<=" 2); $(verdict "$(ratio "${R[sessiond.inspect_med]}" "${R[floor.med]}")" "<=" 2); $(verdict "$(ratio "${R[sessiond.remaining_med]}" "${R[floor.med]}")" "<=" 2); $(verdict "$(ratio "${R[sessiond.report_med]}" "${R[floor.med]}")" "<=" 2) |
 | syncs per start / per end (\`strace -c -f -e trace=fsync,fdatasync,syncfs\`) | ${R[sessiond.fsync_start]} / ${R[sessiond.fsync_end]} | 0 / 0 (writes nothing) | | | |
 | handoffs on disk after \`stop --all\` | ${R[sessiond.handoffs]}/$N | | | $N/$N | $([ "${R[sessiond.handoffs]}" = "$N" ] && echo met || echo "**MISSED**") |
 EOF

@@ -95,7 +95,8 @@ command = ["sh", "-c", "cat > `+hook+`"]
 `)
 	a := newAgentSetup(t, "prompt,tool,limit=quota:30,exit=1;prompt,stop,exit")
 	first := d.start(append(a.flags, "--timeout", "1h", dir, "--", "claude", "-p", "build it")...)
-	startedDeadline := d.limitRecord(first).Deadline
+	// The deadline a start gives (the limit may have come already).
+	startedDeadline := d.limitRecord(first).StartedAt.Add(time.Hour)
 	end := d.waitEnded(first, 20*time.Second)
 	if end.EndReason != "limit" {
 		t.Fatalf("the session ended %q, want limit", end.EndReason)
@@ -458,7 +459,8 @@ func TestLimitInteractiveContinues(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "sessiond.toml"), "[session]\nlimit_jitter = \"1s\"\n")
 	a := newAgentSetup(t, "prompt,limit=quota:4,input,stop,hang")
 	id := d.start(append(a.flags, "--tty", "--timeout", "1h", dir, "--", "claude", "build it")...)
-	before := d.limitRecord(id).Deadline
+	// The deadline a start gives (the limit may have come already).
+	before := d.limitRecord(id).StartedAt.Add(time.Hour)
 	var rec limitRecord
 	waitFor(t, 20*time.Second, "the agent to be limited", func() (bool, string) {
 		rec = d.limitRecord(id)

@@ -38,7 +38,7 @@ func (d *Service) Recover() {
 		return
 	}
 	var sum recoverySummary
-	var live []*session.Session
+	var live, queued []*session.Session
 	owners := ownerCache{}
 	for _, e := range entries {
 		if !e.IsDir() {
@@ -95,15 +95,19 @@ func (d *Service) Recover() {
 		}
 		switch {
 		case rec.State == ipc.StateQueued:
-			// It waits on in this daemon's queue.
-			s.Requeue()
-			d.queue.add(s, interactiveSpec(sp))
-			sum.queued++
+			queued = append(queued, s)
 		case ipc.Live(rec.State):
 			live = append(live, s)
 		}
 	}
 	ending := d.recoverLive(live, &sum)
+	// The queued wait on in this daemon's queue, once every record is
+	// known (a session they start after among them).
+	for _, s := range queued {
+		s.Requeue()
+		d.queue.add(s, interactiveSpec(s.Spec()))
+		sum.queued++
+	}
 	// The ends found are written before the daemon answers, so that
 	// nobody sees a dead session as running; they run in parallel.
 	deadline := time.NewTimer(recoverTimeout)
