@@ -157,11 +157,13 @@ func openStream(t *testing.T, h *Holder, readOnly bool) *attachStream {
 
 // until reads frames until the output seen contains want (any output when
 // want is ""), or an exit or error frame arrives; it returns that last
-// frame.
+// frame. Ten seconds without a frame fail the test.
 func (a *attachStream) until(want string) ipc.TermFrame {
 	a.t.Helper()
-	_ = a.c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	for {
+		// Ten seconds without a frame is a stall; a loaded machine may
+		// take longer than that for all of a flood.
+		_ = a.c.SetReadDeadline(time.Now().Add(10 * time.Second))
 		f, err := a.fr.Next()
 		if err != nil {
 			a.t.Fatalf("reading the stream for %q: %v; seen %q", want, err, a.seen.String())
