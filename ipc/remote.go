@@ -155,6 +155,9 @@ func (r *Remote) Dial(ctx context.Context) (net.Conn, error) {
 	if err == nil && line == strings.TrimSuffix(DialStdioBanner(nil), "\n") {
 		return c, nil
 	}
+	// A dial that failed: nothing to finish, and ssh may be stuck in a
+	// connect that its own timeout ends much later.
+	_ = cmd.Process.Kill()
 	c.Close()
 	<-c.exited
 	switch {
