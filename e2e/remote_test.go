@@ -288,6 +288,13 @@ func TestRemoteContexts(t *testing.T) {
 	if ls := lctl("context", "ls"); !strings.Contains(ls.stdout, "build *") {
 		t.Errorf("context ls after use:\n%s", ls.stdout)
 	}
+	// A session's own commands (its agent's hooks) are given
+	// SESSIOND_SOCKET: they reach this host's daemon whatever the current
+	// context.
+	inSession := execute(t, append(cleanEnv(), append(env, "SESSIOND_SOCKET="+local.sock)...), sessionctlBin, "ps", "-q")
+	if !strings.Contains(inSession.stdout, localID) || strings.Contains(inSession.stdout, remoteID) {
+		t.Errorf("ps with SESSIOND_SOCKET in the current context build: %s, want this host's %s", inSession, localID)
+	}
 	lctl("context", "use", "default")
 
 	started := time.Now()

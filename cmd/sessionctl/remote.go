@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/ipc"
 )
 
@@ -123,6 +124,11 @@ func (a *app) hostOf(cmd *cobra.Command) (string, error) {
 		return "", nil
 	case a.context == "" && os.Getenv(HostEnv) != "":
 		return os.Getenv(HostEnv), nil
+	case a.context == "" && os.Getenv(ContextEnv) == "" && os.Getenv(config.EnvSocket) != "":
+		// SESSIOND_SOCKET names this host's daemon: what a session's
+		// own commands (its agent's hooks, report, mcp) are given, which
+		// the current context must not send elsewhere.
+		return "", nil
 	}
 	cf, _, err := loadContexts()
 	if err != nil {
