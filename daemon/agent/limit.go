@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	// The zones a limit's message names (resets 9am (America/Chicago))
+	// are read right on hosts without a zone database (containers).
+	_ "time/tzdata"
 )
 
 // Limit is a usage limit an agent reports or says it hit: its class
