@@ -445,19 +445,32 @@ func (g *Group) Wait(ctx context.Context, leaf ...string) error {
 func (g *Group) Remove() error {
 	var errs []error
 	for _, leaf := range []string{LeafCommand, LeafSidecars} {
-		if err := unix.Rmdir(filepath.Join(g.dir, leaf)); err != nil && !errors.Is(err, unix.ENOENT) {
+		if err := rmdir(filepath.Join(g.dir, leaf)); err != nil && !errors.Is(err, unix.ENOENT) {
 			errs = append(errs, err)
 		}
 	}
-	if err := unix.Rmdir(g.dir); err != nil && !errors.Is(err, unix.ENOENT) {
+	if err := rmdir(g.dir); err != nil && !errors.Is(err, unix.ENOENT) {
 		errs = append(errs, fmt.Errorf("remove %s: %w", g.dir, err))
 	}
 	for _, d := range g.v1 {
-		if err := unix.Rmdir(d); err != nil && !errors.Is(err, unix.ENOENT) {
+		if err := rmdir(d); err != nil && !errors.Is(err, unix.ENOENT) {
 			errs = append(errs, fmt.Errorf("remove %s: %w", d, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// rmdir removes an empty cgroup, trying again for a moment while the
+// kernel says it is busy: a v1 cgroup whose last task was just reaped is
+// still held until the kernel lets go of it (as runc retries too).
+func rmdir(dir string) error {
+	var err error
+	for wait := time.Millisecond; ; wait *= 2 {
+		if err = unix.Rmdir(dir); !errors.Is(err, unix.EBUSY) || wait > 256*time.Millisecond {
+			return err
+		}
+		time.Sleep(wait)
+	}
 }
 
 // Memory is what the group uses of memory now, its peak and the OOM
