@@ -16,6 +16,7 @@ import (
 	"github.com/sessiond/sessiond/daemon/cgroup"
 	"github.com/sessiond/sessiond/daemon/checkpoint"
 	"github.com/sessiond/sessiond/daemon/events"
+	"github.com/sessiond/sessiond/daemon/logkeep"
 	"github.com/sessiond/sessiond/daemon/logs"
 	"github.com/sessiond/sessiond/daemon/memory"
 	"github.com/sessiond/sessiond/daemon/metrics"
@@ -43,6 +44,10 @@ type Options struct {
 	Ready func()
 	// Clock is the daemon's clock; nil is the system clock.
 	Clock session.Clock
+	// Executable is the sessiond binary, which runs the log keeper
+	// (`sessiond logkeeper`); empty leaves plain sessions writing their
+	// logs themselves.
+	Executable string
 }
 
 // Daemon is the composition root: the services, wired to each other and
@@ -54,6 +59,7 @@ type Daemon struct {
 	ready   func()
 	clock   session.Clock
 	since   time.Time
+	exe     string
 
 	reg     *registry.Registry
 	pending *session.PendingEnds
@@ -98,7 +104,7 @@ func New(opt Options) (*Daemon, error) {
 	if clock == nil {
 		clock = session.RealClock{}
 	}
-	d := &Daemon{cfg: cfg, log: log, version: opt.Version, ready: opt.Ready, clock: clock, since: clock.Now(),
+	d := &Daemon{cfg: cfg, log: log, version: opt.Version, ready: opt.Ready, clock: clock, since: clock.Now(), exe: opt.Executable,
 		reg: registry.New(), bus: events.New(clock.Now), settle: memory.NewSettler(clock)}
 	d.ckpt = checkpoint.New(checkpoint.Options{
 		StateDir: cfg.StateDir, MaxFileSize: int64(cfg.Defaults.CheckpointMaxFile),
@@ -158,6 +164,32 @@ func New(opt Options) (*Daemon, error) {
 	return d, nil
 }
 
+// KeeperSocket is the log keeper's socket in the state dir.
+func KeeperSocket(stateDir string) string { return filepath.Join(stateDir, "logkeeper.sock") }
+
+// connectKeeper takes over the log keeper an earlier daemon left, if one
+// runs; a new one starts with the first plain session.
+func (d *Daemon) connectKeeper() {
+	if d.exe == "" || !logkeep.Supported {
+		return
+	}
+	sock := KeeperSocket(d.cfg.StateDir)
+	if len(sock) >= maxSocketPath {
+		d.log.Warn("no log keeper: its socket's path is too long; plain sessions write their logs themselves", zap.String("socket", sock))
+		return
+	}
+	k, err := logkeep.Connect(logkeep.Options{Socket: sock, Executable: d.exe,
+		Diag: filepath.Join(d.cfg.StateDir, "logkeeper.log"), Logger: d.log.Named("logkeeper")})
+	if err != nil {
+		d.log.Warn("no log keeper; plain sessions write their logs themselves", zap.Error(err))
+		return
+	}
+	d.watcher.UseKeeper(k)
+}
+
+// maxSocketPath is the most a Unix socket's path may hold (sun_path).
+const maxSocketPath = 108
+
 // lateSubjects is the notifications' view of the sessions, which are made
 // after the notifications they publish to.
 type lateSubjects struct{ notify.Sessions }
@@ -198,6 +230,9 @@ func (d *Daemon) Run(ctx context.Context, hurry <-chan struct{}) error {
 		d.close()
 		return err
 	}
+	// Before the sessions are adopted: the keeper hands their logs'
+	// rotation back first.
+	d.connectKeeper()
 	d.sessions.Recover()
 	go d.sessions.WatchMemory(ctx)
 	d.worktrees.Recover()

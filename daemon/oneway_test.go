@@ -48,6 +48,8 @@ var sanctioned = map[string]struct {
 	"logfile/renamed.go":         {"the session logs in the daemon's own state dir", []string{"inode", "openIno"}},
 	"logfile/rotate.go":          {"the session logs in the daemon's own state dir", []string{"Log.appendChunk", "Log.copyChunk", "Log.installLocked", "Log.resyncLocked", "Log.rotateChunks", "Log.trim", "resetCopy.fail"}},
 	"logfile/stampfile.go":       {"the session logs' stamp files in the daemon's own state dir", []string{"readStampFile", "stampFile.rewriteLocked"}},
+	"logkeep/client_linux.go":    {"the log keeper: the daemon's own executable, its log in the daemon's own state dir", []string{"Client.spawn"}},
+	"logkeep/keeper_linux.go":    {"the keeper's own socket in the daemon's state dir", []string{"Serve"}},
 	"logs/watcher.go":            {"a terminal log in the daemon's own state dir", []string{"Watcher.WatchTerminalLog"}},
 	"metrics/collectors.go":      {"/proc of the daemon itself", []string{"processFamilies"}},
 	"metrics/rss_linux.go":       {"/proc of the daemon itself", []string{"residentBytes"}},

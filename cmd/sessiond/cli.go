@@ -45,6 +45,9 @@ func run(args []string) int {
 	if isHolderMode(args) {
 		return runHolder()
 	}
+	if isLogKeeperMode(args) {
+		return runLogKeeper(args[2])
+	}
 	root := newRoot()
 	root.SetArgs(args)
 	err := root.Execute()
@@ -169,11 +172,21 @@ func runDaemon(ctx context.Context, f runFlags) error {
 		// GC work for a smaller footprint.
 		debug.SetGCPercent(50)
 	}
-	d, err := daemon.New(daemon.Options{Config: cfg, Log: log, Version: version, Ready: notifyReady})
+	d, err := daemon.New(daemon.Options{Config: cfg, Log: log, Version: version, Ready: notifyReady, Executable: selfExecutable()})
 	if err != nil {
 		return err
 	}
 	return d.Run(ctx, hurry)
+}
+
+// selfExecutable is this sessiond binary, which the daemon runs as its
+// log keeper; "" (no keeper) when it cannot be found.
+func selfExecutable() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return exe
 }
 
 // newLogger builds the daemon's logger: console encoding on a terminal,

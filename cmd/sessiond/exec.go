@@ -140,7 +140,7 @@ func runExec(cmd *cobra.Command, args []string, f *execFlags) error {
 	defer signal.Stop(sigs)
 
 	ready := make(chan struct{})
-	d, err := daemon.New(daemon.Options{Config: cfg, Log: log, Version: version, Ready: func() { close(ready) }})
+	d, err := daemon.New(daemon.Options{Config: cfg, Log: log, Version: version, Ready: func() { close(ready) }, Executable: selfExecutable()})
 	if err != nil {
 		return err
 	}

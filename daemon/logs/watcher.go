@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sessiond/sessiond/daemon/logfile"
+	"github.com/sessiond/sessiond/daemon/logkeep"
 )
 
 // Watcher learns of writes to session logs through inotify, without a
@@ -36,6 +37,39 @@ type Watcher struct {
 	done    chan struct{}
 	// events and overflows count what inotify delivered (for metrics).
 	events, overflows atomic.Uint64
+	// keeper carries plain sessions' output into their logs within the
+	// cap (nil: the child writes its log itself).
+	keeper *logkeep.Client
+}
+
+// UseKeeper makes the log keeper carry the output of the plain sessions
+// started from now on, and of those it carried for an earlier daemon.
+// Call it before any log is watched.
+func (o *Watcher) UseKeeper(k *logkeep.Client) { o.keeper = k }
+
+// Output implements session.OutputWatcher: what a plain session's command
+// writes its output to. With a keeper, that is a pipe it moves into the
+// log (out) within the cap; else, or if the keeper cannot take it, out.
+func (o *Watcher) Output(path string, out *os.File) *os.File {
+	if o.keeper == nil {
+		return out
+	}
+	w, err := o.keeper.Attach(path, out, o.opt.MaxSize, o.opt.Keep)
+	if err != nil {
+		o.log.Warn("the log keeper cannot take a session's output; its command writes the log itself, held to the cap only as the rotator keeps up",
+			zap.String("path", path), zap.Error(err))
+		return out
+	}
+	return w
+}
+
+// Done implements session.OutputWatcher: the session's command and its
+// processes are gone; what the keeper still holds of its output is moved
+// into the log, and the pipe let go.
+func (o *Watcher) Done(path string) {
+	if o.keeper != nil {
+		o.keeper.Release(path)
+	}
 }
 
 // watchedLog is one session log being written.
@@ -116,10 +150,14 @@ func (o *Watcher) loop() {
 	}
 }
 
-// Close stops watching every log.
+// Close stops watching every log, and lets the keeper rotate those it
+// still carries.
 func (o *Watcher) Close() {
 	o.w.Close()
 	<-o.done
+	if o.keeper != nil {
+		o.keeper.Close()
+	}
 }
 
 // WatchLog implements session.OutputWatcher: the log is rotated within
@@ -131,6 +169,11 @@ func (o *Watcher) WatchLog(path string, onWrite func(time.Time)) (unwatch func()
 	opt.PriorUnknown = o.adopted[path]
 	delete(o.adopted, path)
 	o.mu.Unlock()
+	if o.keeper != nil {
+		// A pipe the keeper carried for an earlier daemon gets its cap
+		// again, should the keeper have to be replaced.
+		o.keeper.Adopt(path, opt.MaxSize, opt.Keep)
+	}
 	f, err := logfile.Open(path, opt)
 	if err != nil {
 		o.log.Warn("session log not rotated", zap.String("path", path), zap.Error(err))
@@ -180,6 +223,10 @@ func (o *Watcher) open(path string) (f *logfile.Log, release func(), err error) 
 // Tail implements session.OutputWatcher: the last n lines of the log at
 // path, across its rotated files, in bounded memory.
 func (o *Watcher) Tail(path string, n int) []string {
+	if o.keeper != nil {
+		// What the pipe holds is the newest output.
+		o.keeper.Drain(path)
+	}
 	f, release, err := o.open(path)
 	if err != nil {
 		return nil

@@ -108,6 +108,10 @@ func (o *output) WatchLog(_ string, f func(time.Time)) func() {
 
 func (o *output) Tail(string, int) []string { return nil }
 
+func (o *output) Output(_ string, out *os.File) *os.File { return out }
+
+func (o *output) Done(string) {}
+
 func (o *output) write(t time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

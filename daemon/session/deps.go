@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"os"
 	"time"
 
 	"go.uber.org/zap"
@@ -95,4 +96,10 @@ type OutputWatcher interface {
 	// Tail returns the last n lines of the log at path, across its
 	// rotated files.
 	Tail(path string, n int) []string
+	// Output returns what a plain session's command writes its output
+	// to, given its log opened for appending (out, which may be it).
+	Output(path string, out *os.File) *os.File
+	// Done says the session's processes are gone: what is still on its
+	// way into the log at path is put there, and nothing more comes.
+	Done(path string)
 }

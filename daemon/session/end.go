@@ -80,6 +80,7 @@ func (s *Session) beginEnd(reason Reason, exit proc.Exit) {
 		// is its screen, which its holder records).
 		var tail []string
 		if !s.onTerminal() {
+			s.deps.Output.Done(s.logPath())
 			if tail = s.logTail(handoffTail); tail == nil {
 				tail = []string{}
 			}

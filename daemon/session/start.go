@@ -64,8 +64,8 @@ func (s *Session) start() (err error) {
 	if err := s.prepareProject(); err != nil {
 		return err
 	}
-	// The child writes its output straight into the log, through a
-	// descriptor of its own (not a pipe through the daemon).
+	// The preflight writes into the log itself; the command, through the
+	// log keeper (not a pipe through the daemon).
 	out, err := logfile.OpenAppend(s.logPath())
 	if err != nil {
 		return fmt.Errorf("open session log: %w", err)
@@ -93,9 +93,18 @@ func (s *Session) start() (err error) {
 		env := s.env()
 		var path string
 		if path, err = s.files().LookPath(s.command[0], s.projectDir, env); err == nil {
+			// Through the log keeper's pipe where there is one: it holds
+			// the log to its cap however the command writes.
+			w := s.deps.Output.Output(s.logPath(), out)
 			child, err = proc.Spawn(proc.Spec{
-				Argv: s.command, Path: path, Dir: s.projectDir, Env: env, Output: out, Credential: s.credential(), Cgroup: s.cg,
+				Argv: s.command, Path: path, Dir: s.projectDir, Env: env, Output: w, Credential: s.credential(), Cgroup: s.cg,
 			})
+			if w != out {
+				w.Close()
+				if err != nil {
+					s.deps.Output.Done(s.logPath())
+				}
+			}
 		}
 	}
 	if err != nil {
