@@ -30,6 +30,10 @@ type Config struct {
 	AllowedGroups []string `toml:"allowed_groups" json:"allowed_groups"`
 	LogMaxSize    Size     `toml:"log_max_size" json:"log_max_size"`
 	LogKeep       int      `toml:"log_keep" json:"log_keep"`
+	// LogKeeper carries plain sessions' output into their logs through
+	// the log keeper process, which holds each log to its cap whatever
+	// its writers do (nil: true); false gives the child the log itself.
+	LogKeeper *bool `toml:"log_keeper" json:"log_keeper,omitempty"`
 	// MaxConnections bounds the API connections open at once, in total and
 	// per user other than root and the daemon's own (0: the default).
 	MaxConnections        int `toml:"max_connections" json:"max_connections"`
@@ -74,6 +78,9 @@ type FieldError struct {
 }
 
 func (e *FieldError) Error() string { return fmt.Sprintf("%s: %s", e.Key, e.Msg) }
+
+// LogKeeperOn reports whether plain sessions write through the log keeper.
+func (c *Config) LogKeeperOn() bool { return c.LogKeeper == nil || *c.LogKeeper }
 
 // CgroupsOn reports whether sessions are to be contained in cgroups.
 func (c *Config) CgroupsOn() bool { return c.Cgroups == nil || *c.Cgroups }

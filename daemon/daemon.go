@@ -170,7 +170,7 @@ func KeeperSocket(stateDir string) string { return filepath.Join(stateDir, "logk
 // connectKeeper takes over the log keeper an earlier daemon left, if one
 // runs; a new one starts with the first plain session.
 func (d *Daemon) connectKeeper() {
-	if d.exe == "" || !logkeep.Supported {
+	if d.exe == "" || !logkeep.Supported || !d.cfg.LogKeeperOn() {
 		return
 	}
 	sock := KeeperSocket(d.cfg.StateDir)

@@ -280,6 +280,43 @@ wait
 	}
 }
 
+// TestSessionOutputWithoutKeeper: with log_keeper = false the child's
+// stdout and stderr are the log file itself.
+func TestSessionOutputWithoutKeeper(t *testing.T) {
+	t.Parallel()
+	d := startDaemonWith(t, filepath.Join(t.TempDir(), "state"), newSocketPath(t), "log_keeper = false\n[defaults]\ncheckpoint = \"\"\n")
+	dir := project(t)
+	run := script(t, dir, "run.sh", `readlink /proc/$$/fd/1 > stdout.txt
+stat -L -c %F /proc/$$/fd/1 > stdout-type.txt
+stat -L -c %F /proc/$$/fd/2 > stderr-type.txt
+echo done
+`)
+	id := d.start(dir, "--", run)
+	rec := d.waitEnded(id, 10*time.Second)
+	read := func(name string) string {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(data))
+	}
+	if got := read("stdout.txt"); got != rec.LogPath {
+		t.Errorf("stdout: got %s, want the log %s", got, rec.LogPath)
+	}
+	for _, name := range []string{"stdout-type.txt", "stderr-type.txt"} {
+		// "regular file", or "regular empty file" before the first write.
+		if got := read(name); !strings.HasPrefix(got, "regular") {
+			t.Errorf("%s: got %q, want a regular file (the log), not a pipe", name, got)
+		}
+	}
+	if out := d.mustCtl("logs", id); out != "done\n" {
+		t.Errorf("logs: %q", out)
+	}
+	if keeperPID(t, d.stateDir) != 0 {
+		t.Error("a log keeper runs although log_keeper = false")
+	}
+}
+
 func TestSessionEnvironment(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t)
@@ -287,6 +324,7 @@ func TestSessionEnvironment(t *testing.T) {
 	run := script(t, dir, "run.sh", `env > env.txt
 readlink /proc/$$/fd/0 > stdin.txt
 readlink /proc/$$/fd/1 > stdout.txt
+readlink /proc/$$/fd/2 > stderr.txt
 stat -L -c %F /proc/$$/fd/1 > stdout-type.txt
 stat -L -c %F /proc/$$/fd/2 > stderr-type.txt
 echo done
@@ -337,14 +375,17 @@ echo done
 	if got := read("stdin.txt"); got != "/dev/null" {
 		t.Errorf("stdin: got %s, want /dev/null", got)
 	}
-	if got := read("stdout.txt"); got != rec.LogPath {
-		t.Errorf("stdout: got %s, want the log %s", got, rec.LogPath)
+	// Stdout and stderr are one pipe, into the log keeper (not the daemon).
+	if got, stderr := read("stdout.txt"), read("stderr.txt"); !strings.HasPrefix(got, "pipe:") || got != stderr {
+		t.Errorf("stdout %s, stderr %s: want one pipe, the log keeper's", got, stderr)
 	}
 	for _, name := range []string{"stdout-type.txt", "stderr-type.txt"} {
-		// "regular file", or "regular empty file" before the first write.
-		if got := read(name); !strings.HasPrefix(got, "regular") {
-			t.Errorf("%s: got %q, want a regular file (the log), not a pipe", name, got)
+		if got := read(name); got != "fifo" {
+			t.Errorf("%s: got %q, want the log keeper's pipe", name, got)
 		}
+	}
+	if keeperPID(t, d.stateDir) == 0 {
+		t.Error("no log keeper runs for the daemon")
 	}
 	// Env values are never written to the state files.
 	for _, p := range []string{filepath.Join(d.stateDir, "sessions", id, "session.json"), filepath.Join(pdir, "handoff.json"), d.logPath} {
