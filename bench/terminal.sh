@@ -8,7 +8,7 @@
 #      all holders and the daemon use over SECONDS (default 10) of idleness.
 #   2. Output throughput: `yes` writing BYTES (default 64 MiB) on a
 #      terminal session, start to handoff, against the same command in a
-#      plain session (its log a file it writes directly) and straight to a
+#      plain session (through the log keeper) and straight to a
 #      file.
 #   3. Attach latency through the daemon: from the dial of the daemon's
 #      socket to the end of the first repaint of a full 120x40 screen,
@@ -74,7 +74,7 @@ tty=$(run_session --tty)
 mbs() { awk -v n="$BYTES" -v s="$1" 'BEGIN { printf "%.0f", n / s / 1e6 }'; }
 printf '\nthroughput of %d MiB of yes:\n' $((BYTES >> 20))
 printf '  straight to a file        %6s s  %5s MB/s\n' "$direct" "$(mbs "$direct")"
-printf '  plain session (log fd)    %6s s  %5s MB/s (start to handoff)\n' "$plain" "$(mbs "$plain")"
+printf '  plain session (keeper)    %6s s  %5s MB/s (start to handoff)\n' "$plain" "$(mbs "$plain")"
 printf '  terminal session (holder) %6s s  %5s MB/s (start to handoff)\n' "$tty" "$(mbs "$tty")"
 
 # ------------------------------------------------------------ 3. attach latency
