@@ -173,6 +173,13 @@ func (d *Daemon) connectKeeper() {
 	if d.exe == "" || !logkeep.Supported || !d.cfg.LogKeeperOn() {
 		return
 	}
+	// The keeper's socket and log are made by path: only in a state dir
+	// that no one but the daemon's user can change (sessiond exec's may
+	// be in a user's project).
+	if err := state.PrivateDir(d.cfg.StateDir); err != nil {
+		d.log.Warn("no log keeper: the state dir is not the daemon's alone; plain sessions write their logs themselves", zap.Error(err))
+		return
+	}
 	sock := KeeperSocket(d.cfg.StateDir)
 	if len(sock) >= maxSocketPath {
 		d.log.Warn("no log keeper: its socket's path is too long; plain sessions write their logs themselves", zap.String("socket", sock))

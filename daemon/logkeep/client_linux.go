@@ -232,7 +232,7 @@ func (c *Client) readdLocked(path string, h *held) error {
 // spawn starts a keeper, in a session of its own, and waits for it to
 // listen.
 func (c *Client) spawn() error {
-	diag, err := os.OpenFile(c.opt.Diag, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	diag, err := os.OpenFile(c.opt.Diag, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return fmt.Errorf("start the log keeper: %w", err)
 	}

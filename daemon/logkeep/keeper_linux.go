@@ -46,11 +46,9 @@ func Serve(sock string, ready io.Writer, log *zap.Logger) error {
 	if err != nil {
 		return fmt.Errorf("log keeper: %w", err)
 	}
+	// The socket is 0600 as bound (the umask above): nothing is changed
+	// by its path afterwards.
 	l.SetUnlinkOnClose(false)
-	if err := os.Chmod(sock, 0o600); err != nil {
-		l.Close()
-		return fmt.Errorf("log keeper: %w", err)
-	}
 	k := &keeper{log: log, streams: map[string]*stream{}, done: make(chan struct{}), sock: sock}
 	go k.accept(l)
 	if _, err := io.WriteString(ready, "ready\n"); err != nil {
@@ -336,7 +334,7 @@ func (s *stream) run() {
 				return false
 			}
 			if n > 0 {
-				werr = writeAll(s.out, b[:n])
+				_, werr = s.out.Write(b[:n]) // all of it, or an error
 			}
 			return true
 		})
@@ -520,18 +518,4 @@ func (s *stream) handRotationBack() {
 		rot.Seen(time.Now())
 		_ = rot.Close()
 	}
-}
-
-func writeAll(f *os.File, b []byte) error {
-	for len(b) > 0 {
-		n, err := unix.Write(int(f.Fd()), b)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		b = b[n:]
-	}
-	return nil
 }

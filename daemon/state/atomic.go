@@ -198,3 +198,34 @@ func lineCol(data []byte, off int64) (line, col int) {
 	col = int(off) - (bytes.LastIndexByte(before, '\n') + 1) + 1
 	return line, col
 }
+
+// PrivateDir checks that no user but the daemon's own (and root) can
+// change what path names: path is a directory, not a symlink, and it and
+// every directory above it are owned by root or the daemon's user, and
+// writable by no one else (a sticky directory, as /tmp, excepted for the
+// entries above path). A daemon makes files by path only in such a
+// directory.
+func PrivateDir(path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	euid := uint32(os.Geteuid())
+	for p, first := abs, true; ; p, first = filepath.Dir(p), false {
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		switch {
+		case first && st.Mode&unix.S_IFMT != unix.S_IFDIR:
+			return fmt.Errorf("%s is not a directory: %w", p, ErrFileType)
+		case st.Uid != 0 && st.Uid != euid:
+			return fmt.Errorf("%s belongs to uid %d, not to root or the daemon's user", p, st.Uid)
+		case st.Mode&0o022 != 0 && (first || st.Mode&unix.S_ISVTX == 0) && st.Mode&unix.S_IFMT == unix.S_IFDIR:
+			return fmt.Errorf("%s is writable by others (mode %o)", p, st.Mode&0o7777)
+		}
+		if p == "/" {
+			return nil
+		}
+	}
+}
