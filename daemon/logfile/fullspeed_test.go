@@ -316,8 +316,7 @@ func TestFullSpeedSmallCap(t *testing.T) {
 			l := newLog(t, tc.dir(t), Options{MaxSize: maxSize, Keep: keep})
 			budget := sequenceBudget()
 			res := runSequence(t, l, budget)
-			const batch = batchLines * lineLen
-			total := (budget + batch - 1) / batch * batchLines // lines the writer wrote
+			total := linesWritten(budget)
 			// A reset (the rotator outrun, the log started afresh) keeps
 			// what came after it, which may be short when it came late:
 			// then only the run's being contiguous and the newest is sure.
@@ -339,6 +338,13 @@ func TestFullSpeedSmallCap(t *testing.T) {
 			}
 		})
 	}
+}
+
+// linesWritten is how many lines the sequence writer writes for budget
+// bytes: whole writes of batchLines lines, the last one past the budget.
+func linesWritten(budget int64) int64 {
+	const batch = batchLines * lineLen
+	return (budget + batch - 1) / batch * batchLines
 }
 
 // newestKept reports whether c ends at the last of total lines written,
@@ -374,7 +380,7 @@ func TestFullSpeedResets(t *testing.T) {
 			l := newLog(t, tmpfsDir(t), Options{MaxSize: maxSize, Keep: keep, ResetSize: 4 << 20, forceMode: tc.force})
 			res := runSequence(t, l, budget)
 			const batch = batchLines * lineLen
-			total := (budget + batch - 1) / batch * batchLines // lines the writer wrote
+			total := linesWritten(budget)
 			c := res.check
 			if res.stats.Mode != tc.want || res.stats.Resets == 0 {
 				t.Errorf("stats %+v: want mode %v with resets", res.stats, tc.want)
