@@ -3,7 +3,6 @@ package ipc
 import (
 	"context"
 	"errors"
-	"net/http"
 )
 
 // MaxBatch bounds the sessions one batch call starts or stops.
@@ -44,11 +43,11 @@ func ErrorBodyOf(err error) *ErrorBody {
 // StartBatch starts a session for each request, at once; the results are
 // in the order of the requests.
 func (c *Client) StartBatch(ctx context.Context, reqs []StartRequest) ([]StartResult, error) {
-	return do[[]StartResult](ctx, c, http.MethodPost, "/sessions", nil, reqs)
+	return do[[]StartResult](ctx, c, "POST", "/sessions", nil, reqs)
 }
 
 // StopBatch stops the sessions req names and returns once each end is on
 // disk.
 func (c *Client) StopBatch(ctx context.Context, req StopBatchRequest) ([]StopResult, error) {
-	return do[[]StopResult](ctx, c, http.MethodPost, "/sessions/stop", nil, req)
+	return do[[]StopResult](ctx, c, "POST", "/sessions/stop", nil, req)
 }

@@ -2,7 +2,6 @@ package ipc
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,10 +9,9 @@ import (
 	"io"
 	"io/fs"
 	"net"
-	"net/http"
+	"net/textproto"
 	"net/url"
 	"strconv"
-	"sync"
 )
 
 // Client talks to a daemon over its socket. The zero value is not usable
@@ -29,23 +27,7 @@ type Client struct {
 	// Sessiond-Warning header) of each answer that carries one.
 	OnWarning func(string)
 
-	once sync.Once
-	hc   *http.Client
-}
-
-func (c *Client) httpClient() *http.Client {
-	c.once.Do(func() {
-		c.hc = &http.Client{Transport: &http.Transport{
-			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				return c.dial(ctx)
-			},
-			DisableCompression: true,
-			// Requests beyond these many at once wait their turn here
-			// rather than meet the daemon's cap on connections.
-			MaxConnsPerHost: 32,
-		}}
-	})
-	return c.hc
+	pool pool
 }
 
 // dial connects to the daemon: its socket, or through Dial.
@@ -57,57 +39,54 @@ func (c *Client) dial(ctx context.Context) (net.Conn, error) {
 	return d.DialContext(ctx, "unix", c.Socket)
 }
 
-// Do sends a request as it is (its URL's path and query; the host is the
-// daemon) through the client's connections, and returns the answer
-// whatever its status: for what passes requests on (sessionctl ui over
-// several hosts).
-func (c *Client) Do(req *http.Request) (*http.Response, error) {
-	req.URL.Scheme, req.URL.Host, req.Host = "http", "sessiond", "sessiond"
-	return c.httpClient().Do(req)
-}
-
 // maxErrorBody bounds what the client reads of an error response.
 const maxErrorBody = 1 << 20
 
 // Close drops the client's idle connections.
-func (c *Client) Close() { c.httpClient().CloseIdleConnections() }
+func (c *Client) Close() { c.pool.closeIdle() }
+
+// dialDaemon connects to the daemon; a failure is an *UnreachableError,
+// or a 403 *Error when the socket is closed to this user.
+func (c *Client) dialDaemon(ctx context.Context) (net.Conn, error) {
+	conn, err := c.dial(ctx)
+	if err == nil {
+		return conn, nil
+	}
+	var un *UnreachableError
+	if errors.As(err, &un) {
+		return nil, un
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if errors.Is(err, fs.ErrPermission) {
+		return nil, &Error{Status: statusForbidden, Code: CodeForbidden,
+			Message: fmt.Sprintf("permission denied on %s: this user may not use that sessiond (ask for a group in its allowed_groups, or run your own)", c.Socket)}
+	}
+	var op *net.OpError
+	if errors.As(err, &op) {
+		err = op.Err
+	}
+	return nil, &UnreachableError{Socket: c.Socket, Err: err}
+}
 
 // send performs one request and returns the response for a 2xx status;
 // any other status becomes an *Error, a failed dial an *UnreachableError.
-func (c *Client) send(ctx context.Context, method, path string, query url.Values, body any) (*http.Response, error) {
-	var rd io.Reader
+func (c *Client) send(ctx context.Context, method, path string, query url.Values, body any) (*Response, error) {
+	req := Request{Method: method, Target: "/" + APIVersion + path}
+	if len(query) > 0 {
+		req.Target += "?" + query.Encode()
+	}
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return nil, err
 		}
-		rd = bytes.NewReader(b)
+		req.Body = b
+		req.Header = textproto.MIMEHeader{"Content-Type": {"application/json"}}
 	}
-	u := "http://sessiond/" + APIVersion + path
-	if len(query) > 0 {
-		u += "?" + query.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	resp, err := c.roundTrip(ctx, req)
 	if err != nil {
-		return nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.httpClient().Do(req)
-	if err != nil {
-		var un *UnreachableError
-		if errors.As(err, &un) {
-			return nil, un
-		}
-		var op *net.OpError
-		if errors.As(err, &op) && op.Op == "dial" {
-			if errors.Is(op.Err, fs.ErrPermission) {
-				return nil, &Error{Status: http.StatusForbidden, Code: CodeForbidden,
-					Message: fmt.Sprintf("permission denied on %s: this user may not use that sessiond (ask for a group in its allowed_groups, or run your own)", c.Socket)}
-			}
-			return nil, &UnreachableError{Socket: c.Socket, Err: op.Err}
-		}
 		return nil, err
 	}
 	if warn := resp.Header.Get(WarningHeader); warn != "" && c.OnWarning != nil {
@@ -117,12 +96,7 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 		return resp, nil
 	}
 	defer resp.Body.Close()
-	var eb ErrorBody
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	if err := json.Unmarshal(data, &eb); err != nil || eb.Code == "" {
-		return nil, &Error{Status: resp.StatusCode, Code: CodeInternal, Message: fmt.Sprintf("daemon answered %s: %s", resp.Status, bytes.TrimSpace(data))}
-	}
-	return nil, &Error{Status: resp.StatusCode, Code: eb.Code, Message: eb.Error, Candidates: eb.Candidates}
+	return nil, errorFrom(resp)
 }
 
 // do sends a request and decodes the JSON answer into out (if not nil).
@@ -133,11 +107,16 @@ func do[T any](ctx context.Context, c *Client, method, path string, query url.Va
 		return out, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNoContent {
+	if resp.StatusCode == statusNoContent {
 		return out, nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		return out, fmt.Errorf("decode %s %s response: %w", method, path, err)
+	}
+	// What follows the value (a line end, the last chunk) is read, so the
+	// connection serves the next request.
+	if _, err := io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)); err != nil {
+		return out, fmt.Errorf("read %s %s response: %w", method, path, err)
 	}
 	return out, nil
 }
@@ -165,7 +144,7 @@ func listQuery(opt ListOptions) url.Values {
 
 // Sessions lists sessions.
 func (c *Client) Sessions(ctx context.Context, opt ListOptions) ([]Session, error) {
-	return do[[]Session](ctx, c, http.MethodGet, "/sessions", listQuery(opt), nil)
+	return do[[]Session](ctx, c, "GET", "/sessions", listQuery(opt), nil)
 }
 
 // SessionsJSON is Sessions as the daemon sends it, a JSON array, for a
@@ -176,7 +155,7 @@ func (c *Client) SessionsJSON(ctx context.Context, opt ListOptions) ([]byte, err
 }
 
 func (c *Client) getSessions(ctx context.Context, q url.Values) ([]byte, error) {
-	resp, err := c.send(ctx, http.MethodGet, "/sessions", q, nil)
+	resp, err := c.send(ctx, "GET", "/sessions", q, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -206,38 +185,38 @@ func (c *Client) SessionRows(ctx context.Context, opt ListOptions) ([]SessionRow
 
 // Restart stops a session if it runs and starts its spec again.
 func (c *Client) Restart(ctx context.Context, id string, req RestartRequest) (*StartResponse, error) {
-	return do[*StartResponse](ctx, c, http.MethodPost, sessionPath(id, "/restart"), nil, req)
+	return do[*StartResponse](ctx, c, "POST", sessionPath(id, "/restart"), nil, req)
 }
 
 // Remove removes an ended session's record, logs and handoff archive.
 func (c *Client) Remove(ctx context.Context, id string) error {
-	_, err := do[struct{}](ctx, c, http.MethodDelete, sessionPath(id, ""), nil, nil)
+	_, err := do[struct{}](ctx, c, "DELETE", sessionPath(id, ""), nil, nil)
 	return err
 }
 
 // Prune removes ended sessions older than req.OlderThan.
 func (c *Client) Prune(ctx context.Context, req PruneRequest) (*PruneResponse, error) {
-	return do[*PruneResponse](ctx, c, http.MethodPost, "/sessions/prune", nil, req)
+	return do[*PruneResponse](ctx, c, "POST", "/sessions/prune", nil, req)
 }
 
 // Start starts a session.
 func (c *Client) Start(ctx context.Context, req StartRequest) (*StartResponse, error) {
-	return do[*StartResponse](ctx, c, http.MethodPost, "/sessions", nil, req)
+	return do[*StartResponse](ctx, c, "POST", "/sessions", nil, req)
 }
 
 // Session returns the record of the session id (or unique id prefix).
 func (c *Client) Session(ctx context.Context, id string) (*Session, error) {
-	return do[*Session](ctx, c, http.MethodGet, sessionPath(id, ""), nil, nil)
+	return do[*Session](ctx, c, "GET", sessionPath(id, ""), nil, nil)
 }
 
 // Stop stops a session and returns its final record, once its end is on disk.
 func (c *Client) Stop(ctx context.Context, id string, req StopRequest) (*Session, error) {
-	return do[*Session](ctx, c, http.MethodPost, sessionPath(id, "/stop"), nil, req)
+	return do[*Session](ctx, c, "POST", sessionPath(id, "/stop"), nil, req)
 }
 
 // Signal sends a signal to a session's process group.
 func (c *Client) Signal(ctx context.Context, id, signal string) error {
-	_, err := do[struct{}](ctx, c, http.MethodPost, sessionPath(id, "/signal"), nil, SignalRequest{Signal: signal})
+	_, err := do[struct{}](ctx, c, "POST", sessionPath(id, "/signal"), nil, SignalRequest{Signal: signal})
 	return err
 }
 
@@ -255,7 +234,7 @@ func (c *Client) Logs(ctx context.Context, id string, opt LogOptions) (*LogStrea
 	if opt.Raw {
 		q.Set("raw", "1")
 	}
-	resp, err := c.send(ctx, http.MethodGet, sessionPath(id, "/logs"), q, nil)
+	resp, err := c.send(ctx, "GET", sessionPath(id, "/logs"), q, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -264,12 +243,12 @@ func (c *Client) Logs(ctx context.Context, id string, opt LogOptions) (*LogStrea
 
 // Version returns the daemon's version.
 func (c *Client) Version(ctx context.Context) (Version, error) {
-	return do[Version](ctx, c, http.MethodGet, "/version", nil, nil)
+	return do[Version](ctx, c, "GET", "/version", nil, nil)
 }
 
 // Health returns the daemon's health.
 func (c *Client) Health(ctx context.Context) (Health, error) {
-	return do[Health](ctx, c, http.MethodGet, "/health", nil, nil)
+	return do[Health](ctx, c, "GET", "/health", nil, nil)
 }
 
 // Events opens the event stream; with follow false it holds only the
@@ -279,7 +258,7 @@ func (c *Client) Events(ctx context.Context, follow bool) (*EventWatcher, error)
 	if !follow {
 		q.Set("follow", "0")
 	}
-	resp, err := c.send(ctx, http.MethodGet, "/events", q, nil)
+	resp, err := c.send(ctx, "GET", "/events", q, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -304,13 +283,13 @@ func (w *EventWatcher) Close() error { return w.body.Close() }
 
 // Extend moves a session's deadline later by the duration by ("30m").
 func (c *Client) Extend(ctx context.Context, id, by string) (*Session, error) {
-	return do[*Session](ctx, c, http.MethodPost, sessionPath(id, "/extend"), nil, ExtendRequest{By: by})
+	return do[*Session](ctx, c, "POST", sessionPath(id, "/extend"), nil, ExtendRequest{By: by})
 }
 
 // AgentExtend is Extend asked by the session's agent itself, which the
 // spec's agent_may_extend caps.
 func (c *Client) AgentExtend(ctx context.Context, id, by string) (*Session, error) {
-	return do[*Session](ctx, c, http.MethodPost, sessionPath(id, "/extend"), nil, ExtendRequest{By: by, ByAgent: true})
+	return do[*Session](ctx, c, "POST", sessionPath(id, "/extend"), nil, ExtendRequest{By: by, ByAgent: true})
 }
 
 // MaxHookPayload is the most of a hook's payload sessionctl sends: the
@@ -320,28 +299,28 @@ const MaxHookPayload = 256 << 10
 // Briefing is what session id started from: the previous handoff, the next
 // task, the project's next actions, blockers and progress.
 func (c *Client) Briefing(ctx context.Context, id string) (*Briefing, error) {
-	return do[*Briefing](ctx, c, http.MethodGet, sessionPath(id, "/briefing"), nil, nil)
+	return do[*Briefing](ctx, c, "GET", sessionPath(id, "/briefing"), nil, nil)
 }
 
 // AgentHook sends one payload of the session's agent's hooks.
 func (c *Client) AgentHook(ctx context.Context, id string, req AgentHookRequest) (*AgentHookResponse, error) {
-	return do[*AgentHookResponse](ctx, c, http.MethodPost, sessionPath(id, "/agent/hook"), nil, req)
+	return do[*AgentHookResponse](ctx, c, "POST", sessionPath(id, "/agent/hook"), nil, req)
 }
 
 // Report records what the agent reports from inside session id and
 // returns the merged report.
 func (c *Client) Report(ctx context.Context, id string, r Report) (*Report, error) {
-	return do[*Report](ctx, c, http.MethodPost, sessionPath(id, "/report"), nil, r)
+	return do[*Report](ctx, c, "POST", sessionPath(id, "/report"), nil, r)
 }
 
 // Checkpoint takes a checkpoint of a live session's project now.
 func (c *Client) Checkpoint(ctx context.Context, id string) (*CheckpointResult, error) {
-	return do[*CheckpointResult](ctx, c, http.MethodPost, sessionPath(id, "/checkpoint"), nil, nil)
+	return do[*CheckpointResult](ctx, c, "POST", sessionPath(id, "/checkpoint"), nil, nil)
 }
 
 // Handoff returns a session's handoff.
 func (c *Client) Handoff(ctx context.Context, id string) (*Handoff, error) {
-	return do[*Handoff](ctx, c, http.MethodGet, sessionPath(id, "/handoff"), nil, nil)
+	return do[*Handoff](ctx, c, "GET", sessionPath(id, "/handoff"), nil, nil)
 }
 
 func projectPath(dir, rest string) (string, url.Values) {
@@ -350,7 +329,7 @@ func projectPath(dir, rest string) (string, url.Values) {
 
 // Projects lists the projects the daemon has run sessions in.
 func (c *Client) Projects(ctx context.Context) ([]Project, error) {
-	return do[[]Project](ctx, c, http.MethodGet, "/projects", nil, nil)
+	return do[[]Project](ctx, c, "GET", "/projects", nil, nil)
 }
 
 // ProjectSession returns a project's session state with its restore
@@ -358,13 +337,13 @@ func (c *Client) Projects(ctx context.Context) ([]Project, error) {
 func (c *Client) ProjectSession(ctx context.Context, dir string) (*ProjectSession, error) {
 	p, q := projectPath(dir, "/session")
 	q.Set("format", "full")
-	return do[*ProjectSession](ctx, c, http.MethodGet, p, q, nil)
+	return do[*ProjectSession](ctx, c, "GET", p, q, nil)
 }
 
 // ClearSessionState deletes a project's session state.
 func (c *Client) ClearSessionState(ctx context.Context, dir string) error {
 	p, q := projectPath(dir, "/session")
-	_, err := do[struct{}](ctx, c, http.MethodDelete, p, q, nil)
+	_, err := do[struct{}](ctx, c, "DELETE", p, q, nil)
 	return err
 }
 
@@ -372,7 +351,7 @@ func (c *Client) ClearSessionState(ctx context.Context, dir string) error {
 // outside any session.
 func (c *Client) ResolveBlockers(ctx context.Context, dir string, ids []string) (*ResolveResponse, error) {
 	p, q := projectPath(dir, "/resolve")
-	return do[*ResolveResponse](ctx, c, http.MethodPost, p, q, ResolveRequest{Dir: dir, Resolve: ids})
+	return do[*ResolveResponse](ctx, c, "POST", p, q, ResolveRequest{Dir: dir, Resolve: ids})
 }
 
 // Checkpoints lists a project's checkpoints; opt.Prune > 0 first prunes each
@@ -385,17 +364,17 @@ func (c *Client) Checkpoints(ctx context.Context, dir string, opt CheckpointsOpt
 	if opt.Find != "" {
 		q.Set("find", opt.Find)
 	}
-	return do[[]Checkpoint](ctx, c, http.MethodGet, p, q, nil)
+	return do[[]Checkpoint](ctx, c, "GET", p, q, nil)
 }
 
 // CheckpointStats says what a project's checkpoints hold on disk.
 func (c *Client) CheckpointStats(ctx context.Context, dir string) (*CheckpointStats, error) {
 	p, q := projectPath(dir, "/checkpoints/stats")
-	return do[*CheckpointStats](ctx, c, http.MethodGet, p, q, nil)
+	return do[*CheckpointStats](ctx, c, "GET", p, q, nil)
 }
 
 // Restore restores a project's work tree to a checkpoint.
 func (c *Client) Restore(ctx context.Context, dir, checkpoint string, force bool) (*RestoreResponse, error) {
 	p, q := projectPath(dir, "/restore")
-	return do[*RestoreResponse](ctx, c, http.MethodPost, p, q, RestoreRequest{Dir: dir, Checkpoint: checkpoint, Force: force})
+	return do[*RestoreResponse](ctx, c, "POST", p, q, RestoreRequest{Dir: dir, Checkpoint: checkpoint, Force: force})
 }

@@ -3,7 +3,20 @@ package ipc
 import (
 	"errors"
 	"fmt"
-	"net/http"
+)
+
+// The HTTP statuses of the API (the client does without net/http).
+const (
+	statusSwitching   = 101
+	statusOK          = 200
+	statusCreated     = 201
+	statusNoContent   = 204
+	statusBadRequest  = 400
+	statusForbidden   = 403
+	statusNotFound    = 404
+	statusConflict    = 409
+	statusTooMany     = 429
+	statusUnavailable = 503
 )
 
 // Error codes.
@@ -46,12 +59,12 @@ func (e *Error) Is(target error) bool {
 
 // Sentinels that errors.Is matches against any *Error with the same code.
 var (
-	ErrBadRequest = &Error{Status: http.StatusBadRequest, Code: CodeBadRequest}
-	ErrNotFound   = &Error{Status: http.StatusNotFound, Code: CodeNotFound}
-	ErrAmbiguous  = &Error{Status: http.StatusConflict, Code: CodeAmbiguous}
-	ErrConflict   = &Error{Status: http.StatusConflict, Code: CodeConflict}
-	ErrForbidden  = &Error{Status: http.StatusForbidden, Code: CodeForbidden}
-	ErrTooMany    = &Error{Status: http.StatusTooManyRequests, Code: CodeTooMany}
+	ErrBadRequest = &Error{Status: statusBadRequest, Code: CodeBadRequest}
+	ErrNotFound   = &Error{Status: statusNotFound, Code: CodeNotFound}
+	ErrAmbiguous  = &Error{Status: statusConflict, Code: CodeAmbiguous}
+	ErrConflict   = &Error{Status: statusConflict, Code: CodeConflict}
+	ErrForbidden  = &Error{Status: statusForbidden, Code: CodeForbidden}
+	ErrTooMany    = &Error{Status: statusTooMany, Code: CodeTooMany}
 )
 
 // newError formats the message as fmt.Errorf does: an error given with %w
@@ -63,27 +76,27 @@ func newError(status int, code, format string, args ...any) *Error {
 
 // BadRequest returns a 400 error.
 func BadRequest(format string, args ...any) *Error {
-	return newError(http.StatusBadRequest, CodeBadRequest, format, args...)
+	return newError(statusBadRequest, CodeBadRequest, format, args...)
 }
 
 // NotFound returns a 404 error.
 func NotFound(format string, args ...any) *Error {
-	return newError(http.StatusNotFound, CodeNotFound, format, args...)
+	return newError(statusNotFound, CodeNotFound, format, args...)
 }
 
 // Conflict returns a 409 error: the request is valid but the state forbids it.
 func Conflict(format string, args ...any) *Error {
-	return newError(http.StatusConflict, CodeConflict, format, args...)
+	return newError(statusConflict, CodeConflict, format, args...)
 }
 
 // Forbidden returns a 403 error.
 func Forbidden(format string, args ...any) *Error {
-	return newError(http.StatusForbidden, CodeForbidden, format, args...)
+	return newError(statusForbidden, CodeForbidden, format, args...)
 }
 
 // Ambiguous returns the error for an id prefix that matches several sessions.
 func Ambiguous(prefix string, candidates []string) *Error {
-	e := newError(http.StatusConflict, CodeAmbiguous, "session id %q is ambiguous: it matches %d sessions", prefix, len(candidates))
+	e := newError(statusConflict, CodeAmbiguous, "session id %q is ambiguous: it matches %d sessions", prefix, len(candidates))
 	e.Candidates = candidates
 	return e
 }
@@ -91,7 +104,7 @@ func Ambiguous(prefix string, candidates []string) *Error {
 // AmbiguousName returns the error for a name that live sessions of several
 // users hold; holders are their USER/NAME, which selects one.
 func AmbiguousName(name string, holders []string) *Error {
-	e := newError(http.StatusConflict, CodeAmbiguous, "session name %q is held by %d users' live sessions: say which as USER/NAME", name, len(holders))
+	e := newError(statusConflict, CodeAmbiguous, "session name %q is held by %d users' live sessions: say which as USER/NAME", name, len(holders))
 	e.Candidates = holders
 	return e
 }
@@ -99,12 +112,12 @@ func AmbiguousName(name string, holders []string) *Error {
 // TooMany returns a 429 error: a limit of the daemon's config, which the
 // message names, refuses the request.
 func TooMany(format string, args ...any) *Error {
-	return newError(http.StatusTooManyRequests, CodeTooMany, format, args...)
+	return newError(statusTooMany, CodeTooMany, format, args...)
 }
 
 // Unavailable returns a 503 error.
 func Unavailable(format string, args ...any) *Error {
-	return newError(http.StatusServiceUnavailable, CodeUnavailable, format, args...)
+	return newError(statusUnavailable, CodeUnavailable, format, args...)
 }
 
 // UnreachableError is returned by the client when no daemon answers on the socket.

@@ -2,7 +2,6 @@ package ipc
 
 import (
 	"context"
-	"net/http"
 	"net/url"
 
 	"github.com/sessiond/sessiond/config"
@@ -96,10 +95,10 @@ func (c *Client) NotifyStatus(ctx context.Context, dir string) (*NotifyStatus, e
 	if dir != "" {
 		q = url.Values{"dir": {dir}}
 	}
-	return do[*NotifyStatus](ctx, c, http.MethodGet, "/notify", q, nil)
+	return do[*NotifyStatus](ctx, c, "GET", "/notify", q, nil)
 }
 
 // NotifyTest sends the sample event through the rules req names.
 func (c *Client) NotifyTest(ctx context.Context, req NotifyTestRequest) (*NotifyTestResponse, error) {
-	return do[*NotifyTestResponse](ctx, c, http.MethodPost, "/notify/test", nil, req)
+	return do[*NotifyTestResponse](ctx, c, "POST", "/notify/test", nil, req)
 }

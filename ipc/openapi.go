@@ -3,11 +3,11 @@ package ipc
 import (
 	"encoding"
 	"encoding/json"
-	"net/http"
 	"reflect"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -21,7 +21,7 @@ func OpenAPI(version string) ([]byte, error) {
 	for _, r := range Routes {
 		op := map[string]any{"summary": r.Summary, "operationId": operationID(r)}
 		var params []any
-		for _, name := range pathParams.FindAllStringSubmatch(r.Path, -1) {
+		for _, name := range pathParams().FindAllStringSubmatch(r.Path, -1) {
 			params = append(params, map[string]any{"name": name[1], "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
 		}
 		for _, q := range r.Query {
@@ -45,7 +45,7 @@ func OpenAPI(version string) ([]byte, error) {
 			}
 			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": media}}
 		}
-		resp := map[string]any{"description": http.StatusText(r.Status)}
+		resp := map[string]any{"description": statusText[r.Status]}
 		switch {
 		case r.Stream == TermUpgrade:
 			resp["description"] = "Switching Protocols: the terminal stream (Upgrade: " + TermUpgrade + ")"
@@ -83,7 +83,7 @@ func OpenAPI(version string) ([]byte, error) {
 	return json.MarshalIndent(doc, "", "  ")
 }
 
-var pathParams = regexp.MustCompile(`\{([a-z_]+)\}`)
+var pathParams = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{([a-z_]+)\}`) })
 
 // operationID is a route's operationId: its method and path, as words.
 func operationID(r Route) string {
@@ -97,6 +97,9 @@ func operationID(r Route) string {
 	}
 	return b.String()
 }
+
+// statusText names the success statuses of the routes.
+var statusText = map[int]string{statusSwitching: "Switching Protocols", statusOK: "OK", statusCreated: "Created", statusNoContent: "No Content"}
 
 func itoa(n int) string {
 	b, _ := json.Marshal(n)

@@ -2,7 +2,6 @@ package ipc
 
 import (
 	"context"
-	"net/http"
 	"time"
 )
 
@@ -150,7 +149,7 @@ type Queue interface {
 
 // Queue lists the pools and the queued sessions.
 func (c *Client) Queue(ctx context.Context) (*QueueListing, error) {
-	return do[*QueueListing](ctx, c, http.MethodGet, "/queue", nil, nil)
+	return do[*QueueListing](ctx, c, "GET", "/queue", nil, nil)
 }
 
 // Words say a limit as ps and the dashboard do: "quota, resets 15:04:05"

@@ -235,6 +235,17 @@ func (c *sshConn) Close() error {
 	return nil
 }
 
+// ended says whether ssh has exited: the daemon's end closed, and a
+// request written now would get no answer.
+func (c *sshConn) ended() bool {
+	select {
+	case <-c.exited:
+		return true
+	default:
+		return false
+	}
+}
+
 func (c *sshConn) LocalAddr() net.Addr  { return sshAddr("local") }
 func (c *sshConn) RemoteAddr() net.Addr { return sshAddr(strings.Join(c.cmd.Args, " ")) }
 func (c *sshConn) SetDeadline(t time.Time) error {

@@ -5,12 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
-	"net/http"
+	"net/textproto"
 	"net/url"
 	"strconv"
 	"time"
@@ -24,12 +22,12 @@ func (c *Client) Screen(ctx context.Context, id string, scrollback int) (*TermSc
 	if scrollback > 0 {
 		q.Set("scrollback", strconv.Itoa(scrollback))
 	}
-	return do[*TermScreen](ctx, c, http.MethodGet, sessionPath(id, "/screen"), q, nil)
+	return do[*TermScreen](ctx, c, "GET", sessionPath(id, "/screen"), q, nil)
 }
 
 // Send types text into a tty session's terminal.
 func (c *Client) Send(ctx context.Context, id string, req SendRequest) error {
-	_, err := do[struct{}](ctx, c, http.MethodPost, sessionPath(id, "/send"), nil, req)
+	_, err := do[struct{}](ctx, c, "POST", sessionPath(id, "/send"), nil, req)
 	return err
 }
 
@@ -41,21 +39,9 @@ const attachHandshake = 10 * time.Second
 // status is the holder's. Refusals (no terminal, an ended session, a
 // second writer) are *Error, as for every call.
 func (c *Client) Attach(ctx context.Context, id string, opt AttachOptions) (net.Conn, *TermStatus, error) {
-	conn, err := c.dial(ctx)
+	conn, err := c.dialDaemon(ctx)
 	if err != nil {
-		var un *UnreachableError
-		if errors.As(err, &un) {
-			return nil, nil, un
-		}
-		if errors.Is(err, fs.ErrPermission) {
-			return nil, nil, &Error{Status: http.StatusForbidden, Code: CodeForbidden,
-				Message: fmt.Sprintf("permission denied on %s: this user may not use that sessiond", c.Socket)}
-		}
-		var op *net.OpError
-		if errors.As(err, &op) {
-			err = op.Err
-		}
-		return nil, nil, &UnreachableError{Socket: c.Socket, Err: err}
+		return nil, nil, err
 	}
 	deadline := time.Now().Add(attachHandshake)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
@@ -64,34 +50,31 @@ func (c *Client) Attach(ctx context.Context, id string, opt AttachOptions) (net.
 	_ = conn.SetDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
 	defer stop()
-	q := url.Values{}
+	req := Request{Method: "GET", Target: "/" + APIVersion + sessionPath(id, "/attach"),
+		Header: textproto.MIMEHeader{"Connection": {"Upgrade"}, "Upgrade": {TermUpgrade}}}
 	if opt.ReadOnly {
-		q.Set("read_only", "1")
+		req.Target += "?read_only=1"
 	}
-	u := "http://sessiond/" + APIVersion + sessionPath(id, "/attach")
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	req, err := http.NewRequest(http.MethodGet, u, nil)
-	if err != nil {
-		conn.Close()
-		return nil, nil, err
-	}
-	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", TermUpgrade)
-	if err := req.Write(conn); err != nil {
+	if err := writeRequest(conn, req); err != nil {
 		conn.Close()
 		return nil, nil, fmt.Errorf("attach to %s: %w", id, err)
 	}
 	br := bufio.NewReader(conn)
-	resp, err := http.ReadResponse(br, req)
+	resp, err := readHead(br)
 	if err != nil {
 		conn.Close()
-		return nil, nil, fmt.Errorf("attach to %s: read the daemon's answer: %w", id, err)
+		return nil, nil, fmt.Errorf("attach to %s: %w", id, err)
 	}
-	if resp.StatusCode != http.StatusSwitchingProtocols {
+	if resp.StatusCode != statusSwitching {
 		defer conn.Close()
-		defer resp.Body.Close()
+		b := &body{w: &wire{Conn: conn, br: br}, stop: func() bool { return true }}
+		if err := frame(b, resp, br, req.Method); err != nil {
+			return nil, nil, fmt.Errorf("attach to %s: %w", id, err)
+		}
+		if b.r == nil {
+			b.r = bytes.NewReader(nil)
+		}
+		resp.Body = io.NopCloser(b.r)
 		return nil, nil, errorFrom(resp)
 	}
 	var st TermStatus
@@ -104,7 +87,7 @@ func (c *Client) Attach(ctx context.Context, id string, opt AttachOptions) (net.
 }
 
 // errorFrom turns an error response into an *Error.
-func errorFrom(resp *http.Response) error {
+func errorFrom(resp *Response) error {
 	var eb ErrorBody
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	if err := json.Unmarshal(data, &eb); err != nil || eb.Code == "" {

@@ -2,7 +2,6 @@ package ipc
 
 import (
 	"context"
-	"net/http"
 	"net/url"
 	"time"
 )
@@ -85,7 +84,7 @@ func (c *Client) Worktrees(ctx context.Context, repo string) ([]WorktreeInfo, er
 	if repo != "" {
 		q.Set("repo", repo)
 	}
-	return do[[]WorktreeInfo](ctx, c, http.MethodGet, "/worktrees", q, nil)
+	return do[[]WorktreeInfo](ctx, c, "GET", "/worktrees", q, nil)
 }
 
 // RemoveWorktree removes the worktree name.
@@ -97,5 +96,5 @@ func (c *Client) RemoveWorktree(ctx context.Context, name string, req WorktreeRe
 	if req.Force {
 		q.Set("force", "1")
 	}
-	return do[*WorktreeRemoved](ctx, c, http.MethodDelete, "/worktrees/"+url.PathEscape(name), q, nil)
+	return do[*WorktreeRemoved](ctx, c, "DELETE", "/worktrees/"+url.PathEscape(name), q, nil)
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/textproto"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -51,6 +52,9 @@ type multi struct {
 
 // recordPath is a route that answers a session's record.
 var recordPath = regexp.MustCompile(`^/v1/sessions/[^/]+(/stop|/extend)?$`)
+
+// maxPassBody bounds a request passed on to a host.
+const maxPassBody = 16 << 20
 
 // hostTimeout bounds each host's answer to a listing.
 const hostTimeout = 5 * time.Second
@@ -147,8 +151,7 @@ func (m *multi) list(w http.ResponseWriter, r *http.Request) {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(r.Context(), hostTimeout)
 			defer cancel()
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.URL.String(), nil)
-			resp, err := h.Client.Do(req)
+			resp, err := h.Client.Raw(ctx, ipc.Request{Method: "GET", Target: r.URL.RequestURI()})
 			if err == nil && resp.StatusCode != http.StatusOK {
 				resp.Body.Close()
 				err = fmt.Errorf("%s", resp.Status)
@@ -203,8 +206,7 @@ func (m *multi) events(w http.ResponseWriter, r *http.Request) {
 		go func() {
 			defer wg.Done()
 			for r.Context().Err() == nil {
-				req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, r.URL.String(), nil)
-				resp, err := h.Client.Do(req)
+				resp, err := h.Client.Raw(r.Context(), ipc.Request{Method: "GET", Target: r.URL.RequestURI()})
 				if err == nil && resp.StatusCode != http.StatusOK {
 					resp.Body.Close()
 					err = fmt.Errorf("%s", resp.Status)
@@ -268,13 +270,22 @@ func (m *multi) pass(w http.ResponseWriter, r *http.Request, i int) {
 		_ = json.NewEncoder(w).Encode(ipc.ErrorBody{Error: "no host has this session (yet): list them first", Code: ipc.CodeNotFound})
 		return
 	}
-	req, err := http.NewRequestWithContext(r.Context(), r.Method, r.URL.String(), r.Body)
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxPassBody+1))
+	if err == nil && len(data) > maxPassBody {
+		err = fmt.Errorf("a request body over %d bytes", maxPassBody)
+	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	req.Header = r.Header.Clone()
-	resp, err := m.hosts[i].Client.Do(req)
+	req := ipc.Request{Method: r.Method, Target: r.URL.RequestURI(), Header: textproto.MIMEHeader(r.Header.Clone())}
+	for _, h := range []string{"Host", "Content-Length", "Transfer-Encoding", "Connection"} {
+		req.Header.Del(h)
+	}
+	if len(data) > 0 {
+		req.Body = data
+	}
+	resp, err := m.hosts[i].Client.Raw(r.Context(), req)
 	if err != nil {
 		m.setState(i, err)
 		w.Header().Set("Content-Type", "application/json")
