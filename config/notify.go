@@ -218,12 +218,13 @@ func ParseNotifyOn(s string) (event, reason string, err error) {
 }
 
 var (
-	// ruleNameRe is compiled when first used: its bounded repetition
-	// compiles to some 60 KiB that every process would otherwise keep.
+	// The expressions are compiled when first used: every process that
+	// links config would otherwise pay for them at start-up, and
+	// ruleNameRe's bounded repetition compiles to some 60 KiB it would keep.
 	ruleNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`) })
-	envNameRe  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	envNameRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 	// headerRe is an HTTP header name (RFC 9110 token).
-	headerRe = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+	headerRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$") })
 )
 
 // Validate reports the first thing wrong with r, as a *NotifyError naming
@@ -342,7 +343,7 @@ func (r *NotifyRule) validateWebhook(bad func(key, format string, args ...any) *
 		return bad("secret_env", "give secret_file or secret_env, not both")
 	}
 	if r.SecretHeader != "" {
-		if !headerRe.MatchString(r.SecretHeader) {
+		if !headerRe().MatchString(r.SecretHeader) {
 			return bad("secret_header", "%q is not a valid header name", r.SecretHeader)
 		}
 		switch strings.ToLower(r.SecretHeader) {
@@ -358,7 +359,7 @@ func (r *NotifyRule) validateWebhook(bad func(key, format string, args ...any) *
 			return bad("secret_file", "%q must be an absolute path or start with ~/", f)
 		}
 	}
-	if r.SecretEnv != "" && !envNameRe.MatchString(r.SecretEnv) {
+	if r.SecretEnv != "" && !envNameRe().MatchString(r.SecretEnv) {
 		return bad("secret_env", "%q is not an environment variable name", r.SecretEnv)
 	}
 	if (r.SecretFile != "" || r.SecretEnv != "") && u.Scheme == "http" && !loopbackHost(u.Hostname()) {

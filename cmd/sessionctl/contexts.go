@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -39,7 +40,7 @@ type contextEntry struct {
 	Description string `json:"description,omitempty"`
 }
 
-var contextName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.+-]{0,62}$`)
+var contextName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.+-]{0,62}$`) })
 
 // contextsPath is where the contexts are kept: $XDG_CONFIG_HOME or
 // ~/.config, sessiond/contexts.json.
@@ -138,7 +139,7 @@ SESSIOND_HOST or SESSIOND_CONTEXT says otherwise.`,
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, host := args[0], args[1]
-			if !contextName.MatchString(name) || name == defaultContext {
+			if !contextName().MatchString(name) || name == defaultContext {
 				return usageErr("context name %q: letters, digits and _.+- (not %q, which is this host)", name, defaultContext)
 			}
 			if _, err := ipc.ParseHost(host); err != nil {

@@ -51,3 +51,15 @@ func forbidLinks(t *testing.T, tags, why string, forbidden ...string) {
 		}
 	}
 }
+
+// TestNoHTTPStack keeps net/http and TLS out of sessionctl: their package
+// initialisers, page faults and the Transport's threads were half of what
+// every command cost before its first request (bench/README.md, "Where
+// sessionctl ps's time goes"). ipc speaks HTTP/1.1 on the socket itself.
+func TestNoHTTPStack(t *testing.T) {
+	forbidLinks(t, "sessionctl_helpers", "ipc's own HTTP/1.1 client (ipc/wire.go) is all a command needs",
+		"net/http",
+		"crypto/tls",
+		"crypto/x509",
+	)
+}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"text/template"
 	"time"
 
@@ -55,7 +56,7 @@ its base name), reason=END_REASON.
 				}
 				// A field that is none is an error whether or not there
 				// are sessions to show.
-				if err := tmpl.Execute(io.Discard, psRow{}); err != nil && noField.MatchString(err.Error()) {
+				if err := tmpl.Execute(io.Discard, psRow{}); err != nil && noField().MatchString(err.Error()) {
 					return formatErr(err)
 				}
 			}
@@ -136,7 +137,7 @@ type psRow struct {
 // formatErr says what is wrong with a --format template in a user's
 // words: a field that is none is named with the fields there are.
 func formatErr(err error) error {
-	if m := noField.FindStringSubmatch(err.Error()); m != nil {
+	if m := noField().FindStringSubmatch(err.Error()); m != nil {
 		t := reflect.TypeFor[psRow]()
 		fields := make([]string, t.NumField())
 		for i := range fields {
@@ -148,7 +149,7 @@ func formatErr(err error) error {
 }
 
 // noField is text/template's error for a field a type does not have.
-var noField = regexp.MustCompile(`can't evaluate field (\w+) in type`)
+var noField = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`can't evaluate field (\w+) in type`) })
 
 // psHeader names the columns, for the header line of a "table" format.
 var psHeader = psRow{ID: "ID", Name: "NAME", Project: "PROJECT", ProjectDir: "PROJECT DIR", Command: "COMMAND",

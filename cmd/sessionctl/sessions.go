@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -558,7 +559,7 @@ func (a *app) extendCmd() *cobra.Command {
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		// A negative DURATION reads as flags: -5m is "-5" and "-m".
-		if m := negativeArg.FindStringSubmatch(err.Error()); m != nil {
+		if m := negativeArg().FindStringSubmatch(err.Error()); m != nil {
 			return usageErr("DURATION %q: a deadline only moves later; want a positive duration such as 30m or 1h (to end sooner: sessionctl stop)", m[1])
 		}
 		return &exitError{exitUsage, err}
@@ -568,7 +569,9 @@ func (a *app) extendCmd() *cobra.Command {
 
 // negativeArg finds, in pflag's error, an argument that is a negative
 // number.
-var negativeArg = regexp.MustCompile(`unknown shorthand flag: '[0-9]' in (-[0-9][^ ]*)`)
+var negativeArg = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`unknown shorthand flag: '[0-9]' in (-[0-9][^ ]*)`)
+})
 
 // remaining is what sessionctl remaining prints with --json.
 type remaining struct {
