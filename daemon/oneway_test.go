@@ -23,7 +23,12 @@ var rawCalls = map[string][]string{
 	"os":       {"Open", "OpenFile", "ReadFile", "Stat", "Lstat", "MkdirAll", "Mkdir", "Chmod", "Chown", "Lchown", "WriteFile", "ReadDir", "Create", "CreateTemp", "MkdirTemp", "Remove", "RemoveAll", "Rename", "Symlink", "Readlink", "Truncate", "Chtimes"},
 	"exec":     {"Command", "CommandContext", "LookPath"},
 	"filepath": {"EvalSymlinks", "Glob", "Walk", "WalkDir"},
+	"unix":     pathSyscalls,
+	"syscall":  pathSyscalls,
 }
+
+// pathSyscalls are the system calls, in unix and syscall, that take a path.
+var pathSyscalls = []string{"Open", "Openat", "Openat2", "Stat", "Lstat", "Fstatat", "Mkdir", "Mkdirat", "Chmod", "Fchmodat", "Chown", "Fchownat", "Lchown", "Unlink", "Unlinkat", "Rename", "Renameat", "Renameat2", "Readlink", "Readlinkat", "Symlink", "Symlinkat"}
 
 // sanctioned are the functions, by file, allowed raw calls, and why.
 var sanctioned = map[string]struct {
@@ -40,6 +45,7 @@ var sanctioned = map[string]struct {
 	"checkpoint/leftout.go":      {"walks of the user's untracked tree, inside state.Files.Do: the user's rights", []string{"Checkpointer.untracked", "leftOutFiles", "searchUntracked", "under"}},
 	"checkpoint/repo.go":         {"git's own state files of the resolved repository (in progress markers), and the shadow repository made by the credential's user", []string{"repo.inProgress", "repo.initShadow", "resolve"}},
 	"checkpoint/restore.go":      {"its own temporary index directory", []string{"repo.restoreTree"}},
+	"checkpoint/safefs.go":       {"a restore's removal of what the checkpoint did not hold: each directory opened from its parent without following a symlink, the entry removed only where the session's user could", []string{"removeBeneath"}},
 	"checkpoint/stats.go":        {"its own temporary directory; measure runs inside state.Files.Do", []string{"Checkpointer.Stats", "measure"}},
 	"checkpoint/take.go":         {"its own temporary index directory", []string{"Checkpointer.takeRefOnce"}},
 	"checkpoint/tree.go":         {"git's batch object reader, started as git is (the credential's user)", []string{"repo.startBatch"}},
@@ -59,7 +65,7 @@ var sanctioned = map[string]struct {
 	"cgroup/group_linux.go":      {"the cgroupfs (v2 and v1 hierarchies) of the daemon's own cgroups: nothing a user can name", []string{"Host.New", "Group.Start", "Group.enterV1", "fileExists"}},
 	"cgroup/host_linux.go":       {"the cgroupfs, /proc/self/mountinfo, /proc/self/cgroup and systemd's /run/systemd/system: the host's, nothing of a user's", []string{"Host.takeWhole", "Host.makeBase", "Host.controllers", "v1Base", "v1Own", "Host.Sweep", "readMounts", "isDir", "readString"}},
 	"proc/cloexec.go":            {"/proc/self/fd", []string{"CloseOnExec"}},
-	"proc/proc_linux.go":         {"/proc of processes and the kernel's boot id: nothing of a user's files", []string{"BootID", "Catches", "SessionsByEnv", "allStats", "childrenOf", "envSession", "hasMarker", "readStat"}},
+	"proc/proc_linux.go":         {"/proc of processes and the kernel's boot id: nothing of a user's files", []string{"BootID", "Catches", "SessionsByEnv", "allStats", "childrenOf", "envSession", "hasMarker", "readStatBuf"}},
 	"proc/spawn.go":              {"the one spawner of sessions' commands (the user's credential) and /dev/null; the lookup of the command", []string{"Spawn", "executable"}},
 	"proc/usage_linux.go":        {"/proc of the session's processes", []string{"envSessionID"}},
 	"session/recover.go":         {"the session's log and record in the daemon's own state dir, for their last write", []string{"Session.lastSign"}},
