@@ -207,6 +207,31 @@ func BenchmarkSessionCgroup(b *testing.B) {
 			}
 		}
 	})
+	// measure is what a listing reads of a live session's cgroup for its
+	// CPU, MEM and process count.
+	b.Run("measure", func(b *testing.B) {
+		g, _, err := h.New("measure", l)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer g.Remove()
+		cmd := exec.Command("sleep", "100")
+		if err := g.Start(LeafCommand, func(fd int) error {
+			cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
+			return cmd.Start()
+		}); err != nil {
+			b.Fatal(err)
+		}
+		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+		if _, ok := g.MemoryNow(); ok && len(g.Procs("")) != 1 {
+			b.Fatalf("procs %v, want the one sleep", g.Procs(""))
+		}
+		for b.Loop() {
+			g.MemoryNow()
+			g.CPU()
+			g.Procs("")
+		}
+	})
 	b.Run("end", func(b *testing.B) {
 		for i := range b.N {
 			b.StopTimer()

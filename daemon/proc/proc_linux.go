@@ -33,11 +33,27 @@ type stat struct {
 }
 
 func readStat(pid int) (stat, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return stat{}, err
+	var buf [512]byte
+	s, _, err := readStatBuf(pid, buf[:0])
+	return s, err
+}
+
+// readStatBuf reads /proc/PID/stat into buf (returned for reuse) with bare
+// system calls, three a file: os.ReadFile's seven (the poller's fcntls, the
+// stat for the size) were most of the cost of a walk of /proc.
+func readStatBuf(pid int, buf []byte) (stat, []byte, error) {
+	path := "/proc/" + strconv.Itoa(pid) + "/stat"
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	for err == unix.EINTR {
+		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	}
-	return parseStat(pid, b)
+	if err != nil {
+		return stat{}, buf, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	buf = readFD(fd, buf[:0])
+	unix.Close(fd)
+	s, err := parseStat(pid, buf)
+	return s, buf, err
 }
 
 // parseStat parses /proc/PID/stat; the command name may hold spaces and
@@ -47,24 +63,62 @@ func parseStat(pid int, b []byte) (stat, error) {
 	if i < 0 || i+2 >= len(b) {
 		return stat{}, fmt.Errorf("malformed /proc/%d/stat", pid)
 	}
-	f := strings.Fields(string(b[i+2:]))
-	// f[0] is field 3 (state); starttime is field 22.
-	if len(f) < 20 {
+	// f[k] is field k+3 of proc(5): f[0] the state, f[19] starttime, f[21]
+	// rss. Only the fields used are kept, and none is copied.
+	var f [22][]byte
+	n := 0
+	for rest := b[i+2:]; n < len(f); n++ {
+		for len(rest) > 0 && isSpace(rest[0]) {
+			rest = rest[1:]
+		}
+		if len(rest) == 0 {
+			break
+		}
+		j := 0
+		for j < len(rest) && !isSpace(rest[j]) {
+			j++
+		}
+		f[n], rest = rest[:j], rest[j:]
+	}
+	if n < 20 {
 		return stat{}, fmt.Errorf("malformed /proc/%d/stat", pid)
 	}
 	s := stat{pid: pid, state: f[0][0]}
-	s.ppid, _ = strconv.Atoi(f[1])
-	s.pgrp, _ = strconv.Atoi(f[2])
-	s.sid, _ = strconv.Atoi(f[3])
-	s.tpgid, _ = strconv.Atoi(f[5])
-	s.start, _ = strconv.ParseUint(f[19], 10, 64)
-	utime, _ := strconv.ParseUint(f[11], 10, 64)
-	stime, _ := strconv.ParseUint(f[12], 10, 64)
-	s.cpu = utime + stime
-	if len(f) > 21 {
-		s.rss, _ = strconv.ParseInt(f[21], 10, 64)
+	s.ppid = int(atoi(f[1]))
+	s.pgrp = int(atoi(f[2]))
+	s.sid = int(atoi(f[3]))
+	s.tpgid = int(atoi(f[5]))
+	s.start = uint64(atoi(f[19]))
+	s.cpu = uint64(atoi(f[11]) + atoi(f[12]))
+	if n > 21 {
+		s.rss = atoi(f[21])
 	}
 	return s, nil
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' }
+
+// atoi is strconv.ParseInt of a field of /proc's, without the string: 0
+// for anything but an optionally negative decimal that fits.
+func atoi(b []byte) int64 {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 18 {
+		return 0
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		return -n
+	}
+	return n
 }
 
 // StartTime returns the process's start time in clock ticks after boot.
@@ -103,12 +157,14 @@ func allStats() []stat {
 	names, _ := d.Readdirnames(-1)
 	d.Close()
 	out := make([]stat, 0, len(names))
+	buf := make([]byte, 0, 512)
 	for _, n := range names {
 		pid, err := strconv.Atoi(n)
 		if err != nil {
 			continue
 		}
-		if s, err := readStat(pid); err == nil {
+		var s stat
+		if s, buf, err = readStatBuf(pid, buf); err == nil {
 			out = append(out, s)
 		}
 	}
