@@ -82,9 +82,6 @@ func (a *app) startCmd() *cobra.Command {
 			}
 			req, err := flags.Request(abs, command)
 			if remote != nil {
-				req.Environ = nil
-			}
-			if remote != nil {
 				// This shell's environment is no use on another host: the
 				// session there runs with its daemon's (its spec's env and
 				// --env still apply).
