@@ -57,7 +57,7 @@ type app struct {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	a := &app{out: stdout, errOut: stderr}
-	root := a.newRoot()
+	root := a.newRootFor(args)
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -110,7 +110,18 @@ func (a *app) report(err error) int {
 	return exitFailed
 }
 
+// newRoot is the whole command tree.
 func (a *app) newRoot() *cobra.Command {
+	root := a.bareRoot()
+	for _, c := range commands {
+		root.AddCommand(c.make(a))
+	}
+	root.AddCommand(manpage.Command(version))
+	return root
+}
+
+// bareRoot is the root command, its global flags and no command.
+func (a *app) bareRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "sessionctl",
 		Short: "Control sessiond: start, watch and stop supervised agent sessions",
@@ -147,19 +158,61 @@ latest) session of that project.`,
 	root.PersistentFlags().StringVar(&a.context, "context", "", "the context to talk to (default $SESSIOND_CONTEXT, else the current one: sessionctl context ls)")
 	root.PersistentFlags().BoolVar(&a.json, "json", false, "machine-readable JSON output")
 	root.PersistentFlags().BoolVar(&a.noColor, "no-color", false, "no colour in output (also NO_COLOR)")
-	root.AddCommand(
-		a.startCmd(), a.psCmd(), a.stopCmd(), a.killCmd(), a.logsCmd(), a.inspectCmd(),
-		a.extendCmd(), a.remainingCmd(), a.hookCmd(), a.mcpCmd(), a.eventsCmd(), a.versionCmd(),
-		a.checkpointCmd(), a.checkpointsCmd(), a.restoreCmd(), a.handoffCmd(),
-		a.stateCmd(), a.clearSessionCmd(), a.reportCmd(), a.restartCmd(), a.rmCmd(), a.pruneCmd(),
-	)
-	root.AddCommand(a.notifyCmd())
-	root.AddCommand(a.worktreesCmd(), a.worktreeCmd(), a.queueCmd())
-	root.AddCommand(a.attachCmd(), a.screenCmd(), a.sendCmd())
-	root.AddCommand(manpage.Command(version))
-	root.AddCommand(a.uiCmd())
-	root.AddCommand(a.dialStdioCmd(), a.contextCmd())
 	return root
+}
+
+// commands are sessionctl's commands, by name (TestCommandTable keeps the
+// names true). The man page is not among them: it is made from the whole
+// tree.
+var commands = []struct {
+	name string
+	make func(*app) *cobra.Command
+}{
+	{"start", (*app).startCmd}, {"ps", (*app).psCmd}, {"stop", (*app).stopCmd}, {"kill", (*app).killCmd},
+	{"logs", (*app).logsCmd}, {"inspect", (*app).inspectCmd}, {"extend", (*app).extendCmd},
+	{"remaining", (*app).remainingCmd}, {"hook", (*app).hookCmd}, {"mcp", (*app).mcpCmd},
+	{"events", (*app).eventsCmd}, {"version", (*app).versionCmd}, {"checkpoint", (*app).checkpointCmd},
+	{"checkpoints", (*app).checkpointsCmd}, {"restore", (*app).restoreCmd}, {"handoff", (*app).handoffCmd},
+	{"state", (*app).stateCmd}, {"clear-session", (*app).clearSessionCmd}, {"report", (*app).reportCmd},
+	{"restart", (*app).restartCmd}, {"rm", (*app).rmCmd}, {"prune", (*app).pruneCmd},
+	{"notify", (*app).notifyCmd}, {"worktrees", (*app).worktreesCmd}, {"worktree", (*app).worktreeCmd},
+	{"queue", (*app).queueCmd}, {"attach", (*app).attachCmd}, {"screen", (*app).screenCmd},
+	{"send", (*app).sendCmd}, {"ui", (*app).uiCmd}, {"dial-stdio", (*app).dialStdioCmd},
+	{"context", (*app).contextCmd},
+}
+
+// newRootFor is the command tree for args: when they name one of commands,
+// the root with that command alone, for every command's flags and help
+// text cost each run its start-up (allocations, and the page faults of
+// code that never runs); else (help, completion, a mistyped command and
+// its suggestions, the man page) the whole tree.
+func (a *app) newRootFor(args []string) *cobra.Command {
+	name := commandWord(args)
+	for _, c := range commands {
+		if c.name == name {
+			root := a.bareRoot()
+			root.AddCommand(c.make(a))
+			return root
+		}
+	}
+	return a.newRoot()
+}
+
+// commandWord is the first argument that is not a global flag or its
+// value: the command's name, or "" for none.
+func commandWord(args []string) string {
+	for i := 0; i < len(args); i++ {
+		switch arg := args[i]; {
+		case arg == "--":
+			return ""
+		case arg == "--socket" || arg == "--host" || arg == "-H" || arg == "--context":
+			i++ // its value
+		case strings.HasPrefix(arg, "-"):
+		default:
+			return arg
+		}
+	}
+	return ""
 }
 
 // isDirArg reports whether an ID|DIR argument names a directory.
