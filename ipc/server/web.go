@@ -56,6 +56,10 @@ const authFailures = 10
 type failureBucket struct {
 	n     int
 	since time.Time
+	// checking counts the authentications under way: they count against
+	// the bound until they end, so that concurrent guesses cannot pass
+	// it together.
+	checking int
 }
 
 // webHandler is the web listener's handler.
@@ -96,7 +100,7 @@ func (h *webHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	remote := remoteHost(r.RemoteAddr)
-	if h.throttled(remote) {
+	if !h.admit(remote) {
 		writeError(w, ipc.TooMany("too many failed authentications from %s: try again in a minute", remote))
 		return
 	}
@@ -114,6 +118,7 @@ func (h *webHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &ipc.Error{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "the token was refused (unknown, revoked or expired)"})
 		return
 	}
+	h.passed(remote)
 	if scope != ScopeControl {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			writeError(w, ipc.Forbidden("a %s token may only read: %s %s needs a control token", scope, r.Method, r.URL.Path))
@@ -147,35 +152,60 @@ func remoteHost(addr string) string {
 	return host
 }
 
-// throttled reports whether remote has failed too often this minute.
-func (h *webHandler) throttled(remote string) bool {
+// admit says whether remote may try to authenticate: not if its failures
+// this minute, with the authentications it has under way, reach the bound.
+// An admitted attempt ends in passed or failed.
+func (h *webHandler) admit(remote string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	b := h.failures[remote]
-	if b == nil {
-		return false
-	}
-	if time.Since(b.since) >= time.Minute {
+	if b != nil && time.Since(b.since) >= time.Minute && b.checking == 0 {
 		delete(h.failures, remote)
-		return false
+		b = nil
 	}
-	return b.n >= authFailures
-}
-
-// failed counts and logs a failed authentication.
-func (h *webHandler) failed(remote string, r *http.Request, why string) {
-	h.mu.Lock()
-	if len(h.failures) > 10000 {
-		for k, b := range h.failures {
-			if time.Since(b.since) >= time.Minute {
-				delete(h.failures, k)
+	if b == nil {
+		if len(h.failures) > 10000 {
+			for k, b := range h.failures {
+				if time.Since(b.since) >= time.Minute && b.checking == 0 {
+					delete(h.failures, k)
+				}
 			}
 		}
-	}
-	b := h.failures[remote]
-	if b == nil || time.Since(b.since) >= time.Minute {
 		b = &failureBucket{since: time.Now()}
 		h.failures[remote] = b
+	}
+	if b.n+b.checking >= authFailures {
+		return false
+	}
+	b.checking++
+	return true
+}
+
+// passed ends an admitted authentication that succeeded.
+func (h *webHandler) passed(remote string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if b := h.failures[remote]; b != nil {
+		b.checking--
+		if b.n == 0 && b.checking == 0 {
+			delete(h.failures, remote)
+		}
+	}
+}
+
+// failed ends an admitted authentication that failed: it counts and logs it.
+func (h *webHandler) failed(remote string, r *http.Request, why string) {
+	h.mu.Lock()
+	b := h.failures[remote]
+	if b == nil {
+		b = &failureBucket{since: time.Now()}
+		h.failures[remote] = b
+	} else {
+		b.checking--
+	}
+	if time.Since(b.since) >= time.Minute {
+		// A new minute: its first failure.
+		b.n, b.since = 0, time.Now()
 	}
 	b.n++
 	n := b.n
