@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -404,10 +405,11 @@ func isDir(p string) bool {
 	return err == nil && fi.IsDir()
 }
 
-// readString reads a small file of the cgroupfs, "" if it cannot. It uses
-// bare system calls, three a file: os.ReadFile's seven (the poller's
-// fcntls, the stat for the size) made most of the cost of the files a
-// listing reads for each contained session (BenchmarkSessionCgroup/measure).
+// readString reads a small file of the cgroupfs, "" if it cannot. The
+// file is opened with a bare open: os.ReadFile's also asks the poller to
+// take it (an epoll_ctl that fails, its fcntls) and stats it for its size,
+// which made most of the cost of the files a listing reads for each
+// contained session (BenchmarkSessionCgroup/measure).
 func readString(p string) string {
 	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	for err == unix.EINTR {
@@ -416,23 +418,11 @@ func readString(p string) string {
 	if err != nil {
 		return ""
 	}
-	defer unix.Close(fd)
-	var small [512]byte
-	b := small[:0]
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := unix.Read(fd, b[len(b):cap(b)])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return ""
-		}
-		if n == 0 {
-			return strings.TrimSpace(string(b))
-		}
-		b = b[:len(b)+n]
+	f := os.NewFile(uintptr(fd), p)
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return ""
 	}
+	return strings.TrimSpace(string(b))
 }
