@@ -310,7 +310,9 @@ func TestFairStarts(t *testing.T) {
 		t.Errorf("beside another user's 6000 sessions a start took %s, more than twice its %s on an empty daemon", crowded, empty)
 	}
 	began = time.Now()
-	if r := a.ctl(t, d.sock, "stop", "--all"); r.code != 0 {
+	// As root: a stop of 6000 on a loaded machine may take longer than
+	// the 30 s a user's command is given here.
+	if r := d.ctl("stop", "--all"); r.code != 0 {
 		t.Fatal(r)
 	}
 	t.Logf("6000 sessions stopped in %s", time.Since(began).Round(time.Millisecond))
