@@ -67,6 +67,7 @@ var sanctioned = map[string]struct {
 	"proc/cloexec.go":            {"/proc/self/fd", []string{"CloseOnExec"}},
 	"proc/proc_linux.go":         {"/proc of processes and the kernel's boot id: nothing of a user's files", []string{"BootID", "Catches", "SessionsByEnv", "allStats", "childrenOf", "envSession", "hasMarker", "readStatBuf"}},
 	"proc/spawn.go":              {"the one spawner of sessions' commands (the user's credential) and /dev/null; the lookup of the command", []string{"Spawn", "executable"}},
+	"proc/spawner_linux.go":      {"/proc/thread-self/fd of the spawner's own thread, to empty its descriptor table; the commands it forks are Spawn's", []string{"closeAllButPoller"}},
 	"proc/usage_linux.go":        {"/proc of the session's processes", []string{"envSessionID"}},
 	"session/recover.go":         {"the session's log and record in the daemon's own state dir, for their last write", []string{"Session.lastSign"}},
 	"session/environ.go":         {"the environment kept in the session's directory, in the daemon's own state dir", []string{"Session.saveEnviron", "readEnviron"}},

@@ -322,6 +322,11 @@ func (g *Group) Start(leaf string, start func(cgroupFD int) error) error {
 	return <-errc
 }
 
+// EntersByThread says a process joins the group by its forking thread's
+// migration (the group has v1 cgroups): Start runs its function on a
+// thread of its own that has entered them.
+func (g *Group) EntersByThread() bool { return g != nil && len(g.v1) > 0 }
+
 // enterV1 runs f on a thread of its own that has entered the group's v1
 // cgroups, and sends what f returns to errc. The thread is never given
 // back: it ends with this goroutine, except the main thread, which cannot

@@ -64,6 +64,7 @@ type Group struct{}
 func (g *Group) Record() *ipc.Cgroup                         { return nil }
 func (g *Group) Dir() string                                 { return "" }
 func (g *Group) Start(_ string, start func(int) error) error { return start(-1) }
+func (g *Group) EntersByThread() bool                        { return false }
 func (g *Group) Kill() error                                 { return nil }
 func (g *Group) KillLeaf(string) error                       { return nil }
 func (g *Group) Populated(string) bool                       { return false }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -186,26 +187,63 @@ func Spawn(spec Spec) (*Child, error) {
 	// Hold the helpers lock for reading so the reaper cannot see the child
 	// exit before it is registered and mistake it for an orphan.
 	helpers.mu.RLock()
-	var p *os.Process
+	var pid int
+	// A command that enters v1 cgroups is forked by a thread that entered
+	// them first; any other by the spawner.
+	delegate := spec.Cgroup == nil || !spec.Cgroup.EntersByThread()
 	err = InCgroup(spec.Cgroup, spec.Leaf, attr.Sys, func() (err error) {
-		p, err = os.StartProcess(path, spec.Argv, attr)
+		pid, err = startProcess(path, spec.Argv, attr, delegate)
 		return err
 	})
 	if err != nil {
 		helpers.mu.RUnlock()
 		return nil, fmt.Errorf("start %s: %w", spec.Argv[0], err)
 	}
-	c := &Child{PID: p.Pid, own: true, done: make(chan struct{})}
+	c := &Child{PID: pid, own: true, done: make(chan struct{})}
 	children.mu.Lock()
 	children.m[c.PID] = c
 	children.mu.Unlock()
 	helpers.mu.RUnlock()
-	// The reaper collects the status with wait4; the handle is not needed.
-	_ = p.Release()
 	if p, err := Identify(c.PID); err == nil {
 		c.StartTime, c.Ino = p.Start, p.Ino
 	}
 	return c, nil
+}
+
+// forkHere has every command forked by its caller (benchmarks, for the
+// figure without the spawner).
+var forkHere bool
+
+// startProcess starts a command and returns its pid: on the spawner's
+// thread where there is one and delegate allows it, else from the calling
+// thread. The reaper collects its status with wait4, so no handle is kept.
+func startProcess(path string, argv []string, attr *os.ProcAttr, delegate bool) (int, error) {
+	if s := spawnerFor(); s != nil && delegate && !forkHere {
+		sys := syscall.ProcAttr{Dir: attr.Dir, Env: attr.Env, Sys: attr.Sys}
+		if sys.Env == nil {
+			sys.Env = syscall.Environ()
+		}
+		for _, f := range attr.Files {
+			// Fd puts the descriptor in blocking mode, as os.StartProcess
+			// does: the child gets the file as a program expects it.
+			sys.Files = append(sys.Files, f.Fd())
+		}
+		pid, off, err := s.forkExec(path, argv, &sys)
+		runtime.KeepAlive(attr.Files)
+		if !off {
+			if err != nil {
+				return 0, &os.PathError{Op: "fork/exec", Path: path, Err: err}
+			}
+			return pid, nil
+		}
+	}
+	p, err := os.StartProcess(path, argv, attr)
+	if err != nil {
+		return 0, err
+	}
+	pid := p.Pid
+	_ = p.Release()
+	return pid, nil
 }
 
 // CancelGroup is a Cancel for a helper command started with Setpgid (and

@@ -28,6 +28,7 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m,
 		// The reaper lives as long as the process, as children do.
 		goleak.IgnoreTopFunction("github.com/sessiond/sessiond/daemon/proc.reapLoop"),
+		goleak.IgnoreTopFunction("github.com/sessiond/sessiond/daemon/proc.(*spawner).serve"),
 		goleak.IgnoreTopFunction("os/signal.signal_recv"),
 		goleak.IgnoreAnyFunction("os/signal.loop"),
 	)
