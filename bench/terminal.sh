@@ -7,9 +7,10 @@
 #      settled (its compaction runs 10 s after the last output), and the CPU
 #      all holders and the daemon use over SECONDS (default 10) of idleness.
 #   2. Output throughput: `yes` writing BYTES (default 64 MiB) on a
-#      terminal session, start to handoff, against the same command in a
-#      plain session (through the log keeper) and straight to a
-#      file.
+#      terminal session, against the same command on a pty that script(1)
+#      reads (the ceiling of any terminal), in a plain session (through the
+#      log keeper) and straight to a file: the writer's own time, and for
+#      sessions start to ended too; the median of ROUNDS (default 3).
 #   3. Attach latency through the daemon: from the dial of the daemon's
 #      socket to the end of the first repaint of a full 120x40 screen,
 #      median and p90 over RUNS (default 50) read-only attaches.
@@ -56,26 +57,48 @@ printf '  daemon RSS  %s MiB\n' "$(rss_mib "$SD_PID")"
 sctl stop --all --grace 0s >/dev/null
 
 # ------------------------------------------------------------ 2. throughput
+# Each way runs the same command, which notes its own clock before the first
+# byte and after the last (the time the writer took: a terminal holds a few
+# KiB, so it writes at the speed of its reader); sessions are also timed
+# from the start to the end on disk. ROUNDS (default 3) rounds, the ways
+# alternating, medians printed.
+ROUNDS=${ROUNDS:-3}
 YES="yes 'the quick brown fox jumps over the lazy dog' | head -c $BYTES"
 mkdir -p "$SD_DIR/t"
-# run_session FLAGS... -> seconds from start to the end on disk
+MARK="$SD_DIR/t/mark"
+# timed [REDIRECT] -> the command, writing to REDIRECT if given
+timed() { printf 'a=$(date +%%s%%N); %s %s; b=$(date +%%s%%N); echo "$a $b" > %s' "$YES" "${1:-}" "$MARK"; }
+TIMED=$(timed)
+child_s() { local a b; read -r a b < "$MARK"; rm -f "$MARK"; ns_s "$a" "$b"; }
+# run_session FLAGS... -> "child-seconds start-to-end-seconds"
 run_session() {
 	local a b id
 	a=$(now_ns)
-	id=$(sctl start -q "$@" "$SD_DIR/t" -- /bin/sh -c "$YES")
+	id=$(sctl start -q "$@" "$SD_DIR/t" -- /bin/sh -c "$TIMED")
 	wait_until 600 sh -c "'$BIN/sessionctl' --socket '$SD_SOCK' inspect $id | grep -q '\"state\": \"ended\"'"
 	b=$(now_ns)
-	ns_s "$a" "$b"
+	echo "$(child_s) $(ns_s "$a" "$b")"
 }
-a=$(now_ns); /bin/sh -c "$YES > $SD_DIR/t/direct.out"; b=$(now_ns)
-direct=$(ns_s "$a" "$b")
-plain=$(run_session)
-tty=$(run_session --tty)
+declare -a T_FILE T_PTY T_PLAIN T_PLAIN_E T_TTY T_TTY_E
+for ((r = 0; r < ROUNDS; r++)); do
+	/bin/sh -c "$(timed "> $SD_DIR/t/direct.out")"; T_FILE+=("$(child_s)")
+	# The ceiling of any terminal: script(1) reading the pty as fast as
+	# it can and throwing the output away.
+	script -qc "$TIMED" /dev/null >/dev/null; T_PTY+=("$(child_s)")
+	read -r c e < <(run_session); T_PLAIN+=("$c"); T_PLAIN_E+=("$e")
+	read -r c e < <(run_session --tty); T_TTY+=("$c"); T_TTY_E+=("$e")
+done
+med() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 mbs() { awk -v n="$BYTES" -v s="$1" 'BEGIN { printf "%.0f", n / s / 1e6 }'; }
-printf '\nthroughput of %d MiB of yes:\n' $((BYTES >> 20))
-printf '  straight to a file        %6s s  %5s MB/s\n' "$direct" "$(mbs "$direct")"
-printf '  plain session (keeper)    %6s s  %5s MB/s (start to handoff)\n' "$plain" "$(mbs "$plain")"
-printf '  terminal session (holder) %6s s  %5s MB/s (start to handoff)\n' "$tty" "$(mbs "$tty")"
+f=$(med "${T_FILE[@]}"); p=$(med "${T_PTY[@]}")
+pl=$(med "${T_PLAIN[@]}"); ple=$(med "${T_PLAIN_E[@]}")
+t=$(med "${T_TTY[@]}"); te=$(med "${T_TTY_E[@]}")
+printf '\nthroughput of %d MiB of yes, the writer'"'"'s own time, median of %d rounds:\n' $((BYTES >> 20)) "$ROUNDS"
+printf '  straight to a file            %6s s  %5s MB/s\n' "$f" "$(mbs "$f")"
+printf '  a pty read by script(1)       %6s s  %5s MB/s (the ceiling of a terminal)\n' "$p" "$(mbs "$p")"
+printf '  plain session (keeper)        %6s s  %5s MB/s; start to ended %s s\n' "$pl" "$(mbs "$pl")" "$ple"
+printf '  terminal session (holder)     %6s s  %5s MB/s; start to ended %s s\n' "$t" "$(mbs "$t")" "$te"
+printf '  terminal session / pty ceiling  %s %%\n' "$(awk -v p="$p" -v t="$t" 'BEGIN { printf "%.0f", p / t * 100 }')"
 
 # ------------------------------------------------------------ 3. attach latency
 mkdir -p "$SD_DIR/a"

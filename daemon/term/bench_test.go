@@ -9,8 +9,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/creack/pty"
 
 	"github.com/sessiond/sessiond/ipc"
 )
@@ -195,9 +198,17 @@ const throughputBytes = 64 << 20
 
 // BenchmarkThroughput has `yes` write 64 MiB through the holder (terminal,
 // emulator, log), with and without a viewer reading along, against the
-// same command writing to a file directly.
+// same command writing to a file directly and to a terminal read as fast
+// as it can be and thrown away: the ceiling of any holder (pty).
 func BenchmarkThroughput(b *testing.B) {
 	cmd := fmt.Sprintf("yes 'the quick brown fox jumps over the lazy dog' | head -c %d", throughputBytes)
+	b.Run("pty", func(b *testing.B) {
+		b.SetBytes(throughputBytes)
+		for range b.N {
+			b.StopTimer()
+			ptyCeiling(b, "read go; "+cmd)
+		}
+	})
 	b.Run("file", func(b *testing.B) {
 		b.SetBytes(throughputBytes)
 		dir := b.TempDir()
@@ -296,4 +307,43 @@ func BenchmarkAttachLatency(b *testing.B) {
 	b.StopTimer()
 	_ = h.Send(context.Background(), "", true)
 	waitBenchExit(b, h)
+}
+
+// ptyCeiling runs argv on a terminal of its own, tells it to go (it reads
+// a line first) with the timer stopped, and reads the terminal in the
+// holder's way (the runtime's poller, 8 KiB reads) until it is closed.
+func ptyCeiling(b *testing.B, script string) {
+	b.Helper()
+	master, slave, err := pty.Open()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer slave.Close()
+	c := exec.Command("/bin/sh", "-c", script)
+	c.Stdin, c.Stdout, c.Stderr = slave, slave, slave
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := c.Start(); err != nil {
+		master.Close()
+		b.Fatal(err)
+	}
+	slave.Close()
+	m, err := pollable(master)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	buf := make([]byte, 8<<10)
+	if _, err := m.Write([]byte("\n")); err != nil {
+		b.Fatal(err)
+	}
+	b.StartTimer()
+	for {
+		if _, err := m.Read(buf); err != nil {
+			break // EIO: the terminal's last writer has gone
+		}
+	}
+	b.StopTimer()
+	if err := c.Wait(); err != nil {
+		b.Fatal(err)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -99,8 +100,10 @@ func quietStdio(stdout *os.File) {
 	_ = dupOnto(int(null.Fd()), int(stdout.Fd()))
 }
 
-// holder is one terminal holder. Its loop goroutine owns everything below
-// the channels; other goroutines reach that state only through ops.
+// holder is one terminal holder. The state below mu is held by its loop,
+// which serves the holder's events one at a time, and by its reader for
+// each read of the terminal's output; other goroutines reach it only
+// through ops, which the loop runs.
 type holder struct {
 	spec   Spec
 	diag   *log.Logger
@@ -114,7 +117,6 @@ type holder struct {
 	sock  string
 
 	ops       chan func()
-	output    chan []byte // encoded TermFrameData frames from the pty
 	input     chan inputJob
 	childExit chan ipc.TermExit
 	// finished is closed when the loop is done; connection goroutines then
@@ -124,9 +126,14 @@ type holder struct {
 	// terminal answers the child's queries.
 	writerAttached atomic.Bool
 
-	// Owned by the loop.
+	// mu guards what follows. The reader hands each read of the terminal
+	// to the log, the screen and the viewers itself, under mu, rather than
+	// to the loop: a terminal holds a few KiB at most, and a read that
+	// waits for the loop to run leaves the child waiting too.
+	mu sync.Mutex
+	// done is set once the loop has finished: output is no longer taken.
+	done    bool
 	log     *logFile
-	logBuf  []byte
 	logErr  bool
 	scr     *screen
 	viewers map[*viewer]struct{}
@@ -164,7 +171,6 @@ func newHolder(stdin io.Reader) (*holder, error) {
 		diag:      log.New(os.Stderr, fmt.Sprintf("holder[%d] ", os.Getpid()), log.LstdFlags|log.Lmicroseconds|log.LUTC),
 		sock:      filepath.Join(spec.SessionDir, SocketName),
 		ops:       make(chan func()),
-		output:    make(chan []byte, 8),
 		input:     make(chan inputJob, 16),
 		childExit: make(chan ipc.TermExit, 1),
 		finished:  make(chan struct{}),
@@ -345,6 +351,10 @@ func (h *holder) run(ctx context.Context) error {
 	// Notify, keeps no thread waiting for signals.)
 	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 
+	h.compact = time.NewTimer(compactAfter)
+	h.compact.Stop()
+	h.emuTimer = time.NewTimer(emuQuiet)
+	h.emuTimer.Stop()
 	go h.readOutput()
 	go h.writeInput()
 	go h.forwardReplies()
@@ -358,37 +368,44 @@ func (h *holder) run(ctx context.Context) error {
 func (h *holder) loop(ctx context.Context) {
 	var drainQuietC, drainMaxC <-chan time.Time
 	var quiet *time.Timer
-	h.compact = time.NewTimer(compactAfter)
-	h.compact.Stop()
-	h.emuTimer = time.NewTimer(emuQuiet)
-	h.emuTimer.Stop()
 	done := ctx.Done()
 	for {
 		select {
 		case f := <-h.ops:
+			h.mu.Lock()
 			f()
-		case frame := <-h.output:
-			h.handleOutput(frame)
-			if quiet != nil {
-				quiet.Reset(drainQuiet)
-			}
+			h.mu.Unlock()
 		case ex := <-h.childExit:
+			h.mu.Lock()
 			h.exit = &ex
+			h.mu.Unlock()
 			h.diag.Printf("child %d ended: %s", ex.PID, ex)
 			quiet = time.NewTimer(drainQuiet)
 			drainQuietC = quiet.C
 			drainMaxC = time.After(drainMax)
 		case <-drainQuietC:
-			return
+			h.mu.Lock()
+			left := drainQuiet - time.Since(h.lastOutput)
+			h.mu.Unlock()
+			if left <= 0 {
+				return
+			}
+			quiet.Reset(left)
 		case <-drainMaxC:
 			return
 		case <-h.compact.C:
+			h.mu.Lock()
 			h.compactMemory()
-		case now := <-h.emuTimer.C:
-			h.feedEmulator(now)
+			h.mu.Unlock()
+		case <-h.emuTimer.C:
+			h.mu.Lock()
+			h.feedEmulator(time.Now())
+			h.mu.Unlock()
 		case <-done:
 			done = nil
+			h.mu.Lock()
 			h.hangUp("context cancelled")
+			h.mu.Unlock()
 		}
 	}
 }
@@ -405,14 +422,11 @@ func (h *holder) hangUp(why string) {
 	_ = unix.Kill(-h.child.Pid, unix.SIGCONT)
 }
 
-func (h *holder) handleOutput(frame []byte) {
-	payload := frame[ipc.TermHeaderSize:]
-	// Writes to the log are gathered while more output waits: one write
-	// for a burst rather than one per read of the terminal.
-	h.logBuf = append(h.logBuf, payload...)
-	if len(h.logBuf) >= logBatch || len(h.output) == 0 {
-		h.flushLog()
-	}
+// handleOutput takes one read of the terminal, under mu: it writes it to the
+// log, queues it for the screen and offers it to the viewers. The payload
+// is the reader's buffer; a viewer gets a frame of its own.
+func (h *holder) handleOutput(payload []byte) {
+	h.writeLog(payload)
 	now := time.Now()
 	h.scr.queue(payload)
 	h.lastOutput = now
@@ -420,6 +434,10 @@ func (h *holder) handleOutput(frame []byte) {
 		h.emuArmed = true
 		h.pendingSince = now
 		h.emuTimer.Reset(emuQuiet)
+	}
+	var frame []byte
+	if len(h.viewers) > 0 {
+		frame = ipc.AppendTermFrame(make([]byte, 0, ipc.TermHeaderSize+len(payload)), ipc.TermFrameData, payload)
 	}
 	for v := range h.viewers {
 		if v.lagged {
@@ -446,14 +464,10 @@ func (h *holder) handleOutput(frame []byte) {
 	}
 }
 
-// logBatch bounds the output gathered for one write to the log.
-const logBatch = 64 << 10
-
-func (h *holder) flushLog() {
-	if len(h.logBuf) == 0 {
-		return
-	}
-	if _, err := h.log.Write(h.logBuf); err != nil {
+// writeLog writes output to the session's log, saying once why it cannot
+// until a write succeeds again.
+func (h *holder) writeLog(p []byte) {
+	if _, err := h.log.Write(p); err != nil {
 		if !h.logErr {
 			h.diag.Printf("session log: %v (reported once until a write succeeds)", err)
 		}
@@ -461,7 +475,6 @@ func (h *holder) flushLog() {
 	} else {
 		h.logErr = false
 	}
-	h.logBuf = h.logBuf[:0]
 }
 
 // feedEmulator hands the emulator its pending output once output has
@@ -495,23 +508,24 @@ func (h *holder) compactMemory() {
 		return
 	}
 	h.compactArmed = false
-	h.logBuf = nil
 	releaseMemory()
 }
 
-// readOutput copies the master's output to the loop, one frame per read.
+// readOutput reads the master and hands each read to handleOutput, until
+// the terminal is closed or the loop has finished.
 func (h *holder) readOutput() {
 	// A read of a terminal returns at most its line buffer (4 KiB on Linux).
 	buf := make([]byte, 8<<10)
 	for {
 		n, err := h.master.Read(buf)
 		if n > 0 {
-			frame := ipc.AppendTermFrame(make([]byte, 0, ipc.TermHeaderSize+n), ipc.TermFrameData, buf[:n])
-			select {
-			case h.output <- frame:
-			case <-h.finished:
+			h.mu.Lock()
+			if h.done {
+				h.mu.Unlock()
 				return
 			}
+			h.handleOutput(buf[:n])
+			h.mu.Unlock()
 		}
 		if err != nil {
 			return
@@ -598,7 +612,10 @@ func (h *holder) call(f func()) bool {
 // finish records the exit, tells every viewer and waiter, and closes the
 // terminal, which hangs up whatever still runs on it.
 func (h *holder) finish() {
-	h.flushLog()
+	// From here on the state is finish's alone.
+	h.mu.Lock()
+	h.done = true
+	h.mu.Unlock()
 	ex := *h.exit
 	// The screen first: whoever finds the exit status finds it too (the
 	// handoff's log tail is its last lines).
