@@ -97,55 +97,111 @@ func NewWatcher(log *zap.Logger, maxLog int64, keep int) (*Watcher, error) {
 	return o, nil
 }
 
+// coalesceGap is how long the loop leaves inotify's events unread after
+// taking all there were. The kernel merges a write event into the one
+// before it while neither is read, so a log written thousands of times a
+// second (a terminal's 4 KiB reads) costs the daemon a wake-up per gap,
+// not one per write; a follower or the idle clock learns of a write at
+// most this much later.
+const coalesceGap = 2 * time.Millisecond
+
 func (o *Watcher) loop() {
 	defer close(o.done)
 	for {
+		// Wait for an event, take every other one already delivered, then
+		// let the next ones gather in the kernel.
+		if _, open := o.take(true); !open {
+			return
+		}
+		for {
+			took, open := o.take(false)
+			if !open {
+				return
+			}
+			if !took {
+				break
+			}
+		}
+		time.Sleep(coalesceGap)
+	}
+}
+
+// take handles one event or error of inotify, waiting for it if wait is
+// set (else took says whether one was there); open is false once the
+// watcher is closed.
+func (o *Watcher) take(wait bool) (took, open bool) {
+	var ev fsnotify.Event
+	var err error
+	var ok, isErr bool
+	if wait {
 		select {
-		case ev, ok := <-o.w.Events:
-			if !ok {
-				return
-			}
-			o.events.Add(1)
-			if !ev.Has(fsnotify.Write) {
-				continue
-			}
-			o.mu.Lock()
-			l := o.logs[ev.Name]
-			o.mu.Unlock()
-			if l != nil {
-				now := time.Now()
-				l.onWrite(now)
-				if l.file != nil {
-					// Stamped before followers wake, so that they find the
-					// bytes they wake for with their time.
-					l.file.Seen(now)
-				}
-				l.wake()
-				if l.file != nil {
-					l.file.Notify()
-				}
-			}
-		case err, ok := <-o.w.Errors:
-			if !ok {
-				return
-			}
-			o.log.Warn("log watcher", zap.Error(err))
-			if errors.Is(err, fsnotify.ErrEventOverflow) {
-				o.overflows.Add(1)
-				// Writes went unseen: every log looks again.
-				o.mu.Lock()
-				now := time.Now()
-				for _, l := range o.logs {
-					if l.file != nil {
-						l.file.Seen(now)
-					}
-					l.wake()
-					if l.file != nil {
-						l.file.Notify()
-					}
-				}
-				o.mu.Unlock()
-			}
+		case ev, ok = <-o.w.Events:
+		case err, ok = <-o.w.Errors:
+			isErr = true
+		}
+	} else {
+		select {
+		case ev, ok = <-o.w.Events:
+		case err, ok = <-o.w.Errors:
+			isErr = true
+		default:
+			return false, true
+		}
+	}
+	switch {
+	case !ok:
+		return false, false
+	case isErr:
+		o.failed(err)
+	default:
+		o.event(ev)
+	}
+	return true, true
+}
+
+// event handles one inotify event: a write to a watched log.
+func (o *Watcher) event(ev fsnotify.Event) {
+	o.events.Add(1)
+	if !ev.Has(fsnotify.Write) {
+		return
+	}
+	o.mu.Lock()
+	l := o.logs[ev.Name]
+	o.mu.Unlock()
+	if l == nil {
+		return
+	}
+	now := time.Now()
+	l.onWrite(now)
+	if l.file != nil {
+		// Stamped before followers wake, so that they find the bytes they
+		// wake for with their time.
+		l.file.Seen(now)
+	}
+	l.wake()
+	if l.file != nil {
+		l.file.Notify()
+	}
+}
+
+// failed handles an error of the watcher; after an overflow, writes went
+// unseen, and every log looks again.
+func (o *Watcher) failed(err error) {
+	o.log.Warn("log watcher", zap.Error(err))
+	if !errors.Is(err, fsnotify.ErrEventOverflow) {
+		return
+	}
+	o.overflows.Add(1)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	now := time.Now()
+	for _, l := range o.logs {
+		if l.file != nil {
+			l.file.Seen(now)
+		}
+		l.wake()
+		if l.file != nil {
+			l.file.Notify()
 		}
 	}
 }
