@@ -149,8 +149,11 @@ type holder struct {
 	outputSinceArm bool
 	// emuTimer feeds the emulator what is pending; lastOutput and
 	// pendingSince say when.
-	emuTimer     *time.Timer
-	emuArmed     bool
+	emuTimer *time.Timer
+	emuArmed bool
+	// catchUpTimer repaints viewers that lagged (see catchUp).
+	catchUpTimer *time.Timer
+	catchUpArmed bool
 	lastOutput   time.Time
 	pendingSince time.Time
 }
@@ -355,6 +358,8 @@ func (h *holder) run(ctx context.Context) error {
 	h.compact.Stop()
 	h.emuTimer = time.NewTimer(emuQuiet)
 	h.emuTimer.Stop()
+	h.catchUpTimer = time.NewTimer(lagRepaintEvery)
+	h.catchUpTimer.Stop()
 	go h.readOutput()
 	go h.writeInput()
 	go h.forwardReplies()
@@ -401,6 +406,10 @@ func (h *holder) loop(ctx context.Context) {
 			h.mu.Lock()
 			h.feedEmulator(time.Now())
 			h.mu.Unlock()
+		case <-h.catchUpTimer.C:
+			h.mu.Lock()
+			h.catchUpAll(time.Now())
+			h.mu.Unlock()
 		case <-done:
 			done = nil
 			h.mu.Lock()
@@ -441,19 +450,14 @@ func (h *holder) handleOutput(payload []byte) {
 	}
 	for v := range h.viewers {
 		if v.lagged {
-			// Whatever was dropped, a repaint puts the viewer back in step;
-			// it shows this frame's output already.
-			if v.hasRoomForRepaint() && now.Sub(v.lastRepaint) >= lagRepaintEvery {
-				v.lastRepaint = now
-				if v.offer(dataFrames(h.repaint())...) {
-					v.lagged = false
-				}
-			}
+			// The repaint shows this frame's output already.
+			h.catchUp(v, now)
 			continue
 		}
 		if !v.offer(frame) {
 			v.lagged = true
 			v.drops++
+			h.armCatchUp()
 		}
 	}
 	h.outputSinceArm = true
@@ -461,6 +465,38 @@ func (h *holder) handleOutput(payload []byte) {
 		h.compactArmed = true
 		h.outputSinceArm = false
 		h.compact.Reset(compactAfter)
+	}
+}
+
+// catchUp repaints a viewer that lagged, whatever it missed, once its
+// queue has room and lagRepaintEvery has passed since its last repaint;
+// until then the catch-up timer stays armed, so that a viewer that lagged
+// at the end of a burst is repainted with no more output to come.
+func (h *holder) catchUp(v *viewer, now time.Time) {
+	if v.hasRoomForRepaint() && now.Sub(v.lastRepaint) >= lagRepaintEvery {
+		v.lastRepaint = now
+		if v.offer(dataFrames(h.repaint())...) {
+			v.lagged = false
+			return
+		}
+	}
+	h.armCatchUp()
+}
+
+func (h *holder) armCatchUp() {
+	if !h.catchUpArmed {
+		h.catchUpArmed = true
+		h.catchUpTimer.Reset(lagRepaintEvery)
+	}
+}
+
+// catchUpAll gives every lagging viewer its chance to catch up.
+func (h *holder) catchUpAll(now time.Time) {
+	h.catchUpArmed = false
+	for v := range h.viewers {
+		if v.lagged {
+			h.catchUp(v, now)
+		}
 	}
 }
 

@@ -276,6 +276,21 @@ func TestSlowViewer(t *testing.T) {
 	}
 }
 
+// TestLaggedViewerCatchesUp: a viewer that stops reading during a flood
+// far bigger than its queue falls behind; reading again once the flood is
+// over, with no more output to come, it is repainted and sees the end.
+func TestLaggedViewerCatchesUp(t *testing.T) {
+	spec := testSpec(t, "/bin/sh", "-c", `read go; i=0; while [ $i -lt 40000 ]; do echo "line $i of the flood, padded to make it longer than it needs to be"; i=$((i+1)); done; echo FLOOD-DONE; read x`)
+	h := startHolder(t, spec)
+	stuck := openStream(t, h, true)
+	stuck.until("")
+	if err := h.Send(context.Background(), "go", true); err != nil {
+		t.Fatal(err)
+	}
+	waitScreen(t, h, "FLOOD-DONE")
+	stuck.until("FLOOD-DONE")
+}
+
 // Window sizes: 0 is refused with a clear error, 65535 is clamped, the
 // child sees the size applied; a bad size over the stream is a notice and
 // the stream goes on.
