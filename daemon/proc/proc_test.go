@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,11 +16,33 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// The main goroutine keeps the main thread (locked during init, it stays
+// locked), and TestMain runs there what tests hand it on onMainThread.
+func init() { runtime.LockOSThread() }
+
+var mainThread = make(chan func())
+
+// onMainThread runs f on the process's main thread.
+func onMainThread(f func()) {
+	done := make(chan struct{})
+	mainThread <- func() { f(); close(done) }
+	<-done
+}
+
 func TestMain(m *testing.M) {
 	if err := EnableSubreaper(); err != nil {
 		panic(err)
 	}
-	os.Exit(m.Run())
+	code := make(chan int)
+	go func() { code <- m.Run() }()
+	for {
+		select {
+		case f := <-mainThread:
+			f()
+		case c := <-code:
+			os.Exit(c)
+		}
+	}
 }
 
 func spawn(t *testing.T, env []string, script string) (*Child, *os.File) {

@@ -70,7 +70,7 @@ func spawnerFor() *spawner {
 	spawnerOnce.Do(func() {
 		s := &spawner{reqs: make(chan *spawnRequest)}
 		ready := make(chan error, 1)
-		go s.serve(ready)
+		go s.serve(ready, nil)
 		if <-ready == nil {
 			theSpawner = s
 		}
@@ -89,9 +89,26 @@ func (s *spawner) forkExec(path string, argv []string, attr *syscall.ProcAttr) (
 
 // serve is the spawner's thread: it is never given back to the runtime
 // (the goroutine ends only with the process, or at once when the set-up
-// fails, and a locked thread ends with its goroutine).
-func (s *spawner) serve(ready chan<- error) {
+// fails, and a locked thread ends with its goroutine). locked, if set, is
+// called once the goroutine has its thread.
+//
+// The thread is never the process's main thread: pidfd_getfd copies from
+// the main thread's table (a pidfd names the thread group's leader), and
+// /proc/self/fd shows it, so that table must stay the daemon's. A
+// goroutine that finds itself on the main thread hands the work to
+// another, which gets another thread while this one holds the main one.
+func (s *spawner) serve(ready chan<- error, locked func()) {
 	runtime.LockOSThread()
+	if unix.Gettid() == unix.Getpid() {
+		moved := make(chan struct{})
+		go s.serve(ready, func() { close(moved) })
+		<-moved
+		runtime.UnlockOSThread()
+		return
+	}
+	if locked != nil {
+		locked()
+	}
 	if err := s.setUp(); err != nil {
 		ready <- err
 		return
@@ -108,6 +125,9 @@ func (s *spawner) serve(ready chan<- error) {
 // runtime may touch from any thread) and stdin, stdout and stderr.
 func (s *spawner) setUp() error {
 	s.tid = unix.Gettid()
+	if s.tid == unix.Getpid() {
+		return errors.New("the spawner must not be the main thread")
+	}
 	if err := unix.Unshare(unix.CLONE_FILES); err != nil {
 		return err
 	}

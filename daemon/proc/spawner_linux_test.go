@@ -6,8 +6,11 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // openMany opens n more descriptors in the test's table until the test ends.
@@ -83,6 +86,57 @@ func TestSpawnerTableStaysSmall(t *testing.T) {
 	t.Logf("the daemon's table %d descriptors, the spawner's %d", mine, its)
 	if its > 16 || mine < 2000 {
 		t.Errorf("the spawner's table holds %d descriptors beside the daemon's %d", its, mine)
+	}
+}
+
+// TestSpawnerNeverTheMainThread starts a spawner from the main thread: it
+// moves to another, so that the main thread's table, the one pidfd_getfd
+// copies from and /proc/self/fd shows, stays the process's; and a command
+// it forks gets the descriptors it was given.
+func TestSpawnerNeverTheMainThread(t *testing.T) {
+	s := &spawner{reqs: make(chan *spawnRequest)}
+	ready := make(chan error, 1)
+	moved := make(chan struct{})
+	go onMainThread(func() {
+		if unix.Gettid() != os.Getpid() {
+			t.Error("not on the main thread")
+		}
+		s.serve(ready, nil) // returns once another thread serves
+		close(moved)
+	})
+	select {
+	case <-moved:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the spawner kept the main thread")
+	}
+	if err := <-ready; err != nil {
+		t.Fatal(err)
+	}
+	if s.tid == os.Getpid() {
+		t.Fatal("the spawner is the main thread")
+	}
+	openMany(t, 100)
+	if n := countFDs(t, "/proc/self/fd"); n < 100 {
+		t.Errorf("/proc/self/fd shows %d descriptors, not the process's table", n)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	sys := syscall.ProcAttr{Env: []string{}, Files: []uintptr{^uintptr(0), w.Fd(), w.Fd()}}
+	pid, off, err := s.forkExec("/bin/sh", []string{"/bin/sh", "-c", "echo through the pipe"}, &sys)
+	w.Close()
+	if off || err != nil {
+		t.Fatalf("fork: off %v, %v", off, err)
+	}
+	var ws syscall.WaitStatus
+	if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil && err != syscall.ECHILD {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(r)
+	if string(b) != "through the pipe\n" {
+		t.Errorf("the command wrote %q to its stdout", b)
 	}
 }
 
