@@ -4,12 +4,16 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
 var reaperOnce sync.Once
+
+// reapWaits counts the reaper's waits for a session child (for tests).
+var reapWaits atomic.Uint64
 
 // startReaper starts the goroutine that reaps children on SIGCHLD. It lives
 // as long as the process, as children do.
@@ -33,10 +37,20 @@ func reapLoop(ch <-chan os.Signal) {
 func reap() {
 	helpers.mu.Lock()
 	defer helpers.mu.Unlock()
+	// The exited children first, one wait each: at a stop of thousands of
+	// sessions, a look at every child per SIGCHLD cost a wait per child
+	// still running, for every end.
+	exited, clean := reapExited()
+	if clean {
+		for _, c := range exited {
+			c.finish()
+		}
+		return
+	}
 	children.mu.Lock()
-	var exited []*Child
 	for pid, c := range children.m {
 		var ws unix.WaitStatus
+		reapWaits.Add(1)
 		wpid, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
 		if wpid == pid || err == unix.ECHILD {
 			delete(children.m, pid)
