@@ -301,3 +301,51 @@ func TestArgumentsStayOutOfLogAndEvents(t *testing.T) {
 		t.Errorf("the daemon log does not count the arguments:\n%s", log)
 	}
 }
+
+// TestInterruptedWaitLeavesTheSession: sessionctl catches SIGINT only once
+// a command has run a while (quick commands never pay for a signal
+// watcher), and a command that waits, interrupted then, says so and
+// leaves the session running.
+func TestInterruptedWaitLeavesTheSession(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	dir := project(t)
+	var out, errb syncBuffer
+	cmd := exec.Command(sessionctlBin, "--socket", d.sock, "start", "--wait", "--name", "waited", dir, "--", "sleep", "100")
+	cmd.Env = cleanEnv()
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+	})
+	waitFor(t, 10*time.Second, "the waited session to run", func() (bool, string) {
+		r := d.ctl("inspect", "--json", "waited")
+		return r.code == 0 && strings.Contains(r.stdout, `"state": "running"`), r.String()
+	})
+	// Well past the 50 ms before which the signal's default action ends
+	// sessionctl (cmd/sessionctl/signals.go).
+	time.Sleep(300 * time.Millisecond)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+		if code := exitCode(waitErr); code != 130 || !strings.Contains(errb.String(), "interrupted; the session goes on") {
+			t.Errorf("start --wait after SIGINT: exit %d, stderr %q; want 130 and that the session goes on", code, errb.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("start --wait did not end within 10s of SIGINT")
+	}
+	if rec := d.inspect("waited"); rec.State != "running" {
+		t.Errorf("the session after its waiter was interrupted: %s, want running", rec.State)
+	}
+}

@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -61,8 +59,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	delay := catchLate
+	if catchNow[commandWord(args)] {
+		delay = 0
+	}
+	ctx := interruptibleAfter(delay)
+	defer ctx.stop()
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
