@@ -12,6 +12,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"strconv"
+	"time"
 )
 
 // Client talks to a daemon over its socket. The zero value is not usable
@@ -207,6 +208,40 @@ func (c *Client) Start(ctx context.Context, req StartRequest) (*StartResponse, e
 // Session returns the record of the session id (or unique id prefix).
 func (c *Client) Session(ctx context.Context, id string) (*Session, error) {
 	return do[*Session](ctx, c, "GET", sessionPath(id, ""), nil, nil)
+}
+
+// SessionJSON is Session's answer as the daemon sent it, undecoded.
+func (c *Client) SessionJSON(ctx context.Context, id string) ([]byte, error) {
+	resp, err := c.send(ctx, "GET", sessionPath(id, ""), nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("read GET %s response: %w", sessionPath(id, ""), err)
+	}
+	return data, nil
+}
+
+// SessionTimes is the part of a session record that says how long the
+// session has left, or how it ended.
+type SessionTimes struct {
+	ID        string     `json:"id"`
+	State     string     `json:"state"`
+	Deadline  time.Time  `json:"deadline"`
+	WarnAt    time.Time  `json:"warn_at"`
+	EndedAt   *time.Time `json:"ended_at"`
+	EndReason string     `json:"end_reason"`
+	ExitCode  *int       `json:"exit_code"`
+	Signal    string     `json:"signal"`
+}
+
+// SessionTimes is Session decoded into SessionTimes alone: a whole
+// record's decoding (encoding/json learning its many types) is most of a
+// short command's work.
+func (c *Client) SessionTimes(ctx context.Context, id string) (*SessionTimes, error) {
+	return do[*SessionTimes](ctx, c, "GET", sessionPath(id, ""), nil, nil)
 }
 
 // Stop stops a session and returns its final record, once its end is on disk.

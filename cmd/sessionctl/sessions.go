@@ -485,11 +485,7 @@ func (a *app) inspectCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rec, err := a.client.Session(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
-			return a.printJSON(rec)
+			return a.passJSON(a.client.SessionJSON(cmd.Context(), id))
 		},
 	}
 }
@@ -597,7 +593,7 @@ func (a *app) remainingCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rec, err := a.client.Session(cmd.Context(), id)
+			rec, err := a.client.SessionTimes(cmd.Context(), id)
 			if err != nil {
 				return err
 			}
