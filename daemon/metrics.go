@@ -10,6 +10,7 @@ import (
 	"github.com/sessiond/sessiond/daemon/checkpoint"
 	"github.com/sessiond/sessiond/daemon/metrics"
 	"github.com/sessiond/sessiond/daemon/session"
+	"github.com/sessiond/sessiond/daemon/state"
 	"github.com/sessiond/sessiond/ipc"
 	"github.com/sessiond/sessiond/ipc/server"
 )
@@ -41,6 +42,7 @@ func (d *Daemon) enableMetrics(deps *session.Deps) {
 			c := d.hub.Counters()
 			return metrics.Counts{Events: c.Events, Overflows: c.Overflows}
 		},
+		Syncs: state.Syncs,
 		LogWatch: func() metrics.Counts {
 			c := d.watcher.Counters()
 			return metrics.Counts{Events: c.Events, Overflows: c.Overflows}

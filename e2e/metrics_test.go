@@ -248,3 +248,46 @@ func TestMetricsListenNeedsMetrics(t *testing.T) {
 		t.Errorf("config check:\n%s", r)
 	}
 }
+
+// TestSyncsPerStart counts what a start syncs, through the daemon's own
+// counter: three syncs before the reply (the session's directory in
+// sessions/, the running record's content and its name), one after (the
+// project's lock), none for the starting record or context.md. A stop's
+// end is counted too, to keep its figure in sight.
+func TestSyncsPerStart(t *testing.T) {
+	t.Parallel()
+	d := startDaemonWith(t, filepath.Join(t.TempDir(), "state"), newSocketPath(t), "metrics = true\n[defaults]\ncheckpoint = \"\"\n")
+	const n = 8
+	dirs := make([]string, n)
+	for i := range dirs {
+		dirs[i] = project(t)
+	}
+	settled := func(what string) float64 {
+		var last float64 = -1
+		var v float64
+		waitFor(t, 10*time.Second, what+": the sync count to settle", func() (bool, string) {
+			v = scrapeSocket(t, d).value("sessiond_state_syncs_total")
+			ok := v == last
+			last = v
+			if !ok {
+				time.Sleep(100 * time.Millisecond)
+			}
+			return ok, fmt.Sprint(v)
+		})
+		return v
+	}
+	before := settled("before")
+	ids := make([]string, n)
+	for i, dir := range dirs {
+		ids[i] = d.start(dir, "--", "sleep", "100")
+	}
+	started := settled("after the starts")
+	if per := (started - before) / n; per > 4 {
+		t.Errorf("%v syncs a start, want at most 4 (3 before the reply, the lock's after)", per)
+	}
+	for _, id := range ids {
+		d.mustCtl("stop", id)
+	}
+	ended := settled("after the stops")
+	t.Logf("syncs: %v a start, %v an end", (started-before)/n, (ended-started)/n)
+}

@@ -85,6 +85,14 @@ func watchFamilies(src Sources) []family {
 		}
 	}
 	return []family{
+		&gauges{name: "sessiond_state_syncs_total", kind: "counter",
+			help: "Syncs of the daemon's files: a file's or a directory's fsync, or one syncfs serving many writes (group commit).",
+			read: func() []gaugeSample {
+				if src.Syncs == nil {
+					return one(0)
+				}
+				return one(float64(src.Syncs()))
+			}},
 		&gauges{name: "sessiond_watch_events_total", kind: "counter",
 			help: "Inotify events read, by watcher: projects (the project trees) or logs (the session logs).",
 			read: read(func(c Counts) uint64 { return c.Events })},

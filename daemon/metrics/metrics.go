@@ -30,6 +30,8 @@ type Sources struct {
 	// and of the session logs' watcher.
 	ProjectWatch func() Counts
 	LogWatch     func() Counts
+	// Syncs counts the syncs the daemon's writes made (nil: none).
+	Syncs func() uint64
 	// ContainedMemory is the memory the live sessions' cgroups are charged
 	// together, and how many such sessions there are (nil: none).
 	ContainedMemory func() (bytes int64, sessions int)

@@ -164,7 +164,7 @@ func (s *Session) startDone(err error) {
 	s.logger().Debug("session argv", zap.Strings("command", s.command))
 	close(s.started)
 	// The lock says what the record says (it is for people and for the
-	// next start here, not for recovery): its two syncs are not the
+	// next start here, not for recovery): its sync is not the
 	// reply's to wait for. The actor writes it before anything else can
 	// happen to the session.
 	s.writeLock()

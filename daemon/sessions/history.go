@@ -92,10 +92,17 @@ type RecordWriter struct{ StateDir string }
 // starts: until its command runs, the record need only be there for a
 // daemon that crashed, not a machine (whose crash would end the command
 // too); the record of the running session, written before the start is
-// answered, syncs it.
+// answered, syncs it. A session's first record (Seq 1, a new session
+// starting) is not synced at all: after a crash of the machine there is
+// its record or none, as if the start had not been asked. A later one (a
+// queued session starting) has its content synced, so that the record it
+// replaces, which may have been answered, is there or it is.
 func (w RecordWriter) WriteRecord(rec ipc.Session) error {
 	path := filepath.Join(w.StateDir, "sessions", rec.ID, "session.json")
-	if rec.State == ipc.StateStarting {
+	switch {
+	case rec.State == ipc.StateStarting && rec.Seq == 1:
+		return state.WriteJSONReusingVisible(path, rec)
+	case rec.State == ipc.StateStarting:
 		return state.WriteJSONReusingUnsynced(path, rec)
 	}
 	return state.WriteJSONReusing(path, rec)

@@ -20,9 +20,10 @@ func countSyncs(t *testing.T) *atomic.Int64 {
 }
 
 // TestWhatEachWriteSyncs: a durable write syncs its content and its name;
-// a starting record its content only; context.md nothing; a directory
-// EnsureDir makes, its parent, and one that is there, nothing. Each one
-// lands whole all the same.
+// a session's first record nothing, a later starting record (a queued
+// session's) its content only; context.md nothing; the lock its content;
+// a directory EnsureDir makes, its parent, and one that is there,
+// nothing. Each one lands whole all the same.
 func TestWhatEachWriteSyncs(t *testing.T) {
 	dir := t.TempDir()
 	n := countSyncs(t)
@@ -44,7 +45,8 @@ func TestWhatEachWriteSyncs(t *testing.T) {
 	rec := filepath.Join(sdir, "session.json")
 	step("EnsureDir of a new directory", 1, func() error { return EnsureDir(sdir) })
 	step("EnsureDir of one that is there", 0, func() error { return EnsureDir(sdir) })
-	step("the starting record", 1, func() error { return WriteJSONReusingUnsynced(rec, map[string]string{"state": "starting"}) })
+	step("the first, starting record", 0, func() error { return WriteJSONReusingVisible(rec, map[string]string{"state": "starting"}) })
+	step("a starting record after a queued one", 1, func() error { return WriteJSONReusingUnsynced(rec, map[string]string{"state": "starting"}) })
 	step("the running record", 2, func() error { return WriteJSONReusing(rec, map[string]string{"state": "running"}) })
 	step("a later record", 2, func() error { return WriteJSONReusing(rec, map[string]string{"state": "ended"}) })
 	var got map[string]string
@@ -65,4 +67,9 @@ func TestWhatEachWriteSyncs(t *testing.T) {
 		t.Errorf("context.md: %d bytes, %v", len(b), err)
 	}
 	step("the handoff", 2, func() error { return p.SaveHandoff(&Handoff{SessionID: "s1"}) })
+	step("the first lock", 1, func() error { return p.WriteLock(&Lock{SessionID: "s1"}) })
+	step("a later lock", 1, func() error { return p.WriteLock(&Lock{SessionID: "s2"}) })
+	if l, err := p.ReadLock(); err != nil || l.SessionID != "s2" {
+		t.Errorf("the lock reads %v, %v", l, err)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -139,6 +140,23 @@ func openError(dirfd int, name, display string, err error) error {
 
 // fsyncFD is unix.Fsync; tests replace it to simulate a failing disk.
 var fsyncFD = unix.Fsync
+
+// syncs counts the syncs the daemon's writes made (fsync and syncfs).
+var syncs atomic.Uint64
+
+// Syncs is how many syncs the writes of this process made: a file's,
+// a directory's or a file system's (group commit) each count one.
+func Syncs() uint64 { return syncs.Load() }
+
+func fsyncCounted(fd int) error {
+	syncs.Add(1)
+	return fsyncFD(fd)
+}
+
+func syncFSCounted(fd int) error {
+	syncs.Add(1)
+	return syncFS(fd)
+}
 
 // durability is what an atomic write waits for. Readers see the old file
 // or the new one whatever it is: the temporary file takes the name whole.

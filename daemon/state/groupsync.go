@@ -51,7 +51,7 @@ func syncDirGroup(dirfd int) error {
 func groupSync(fd int) error {
 	var st unix.Stat_t
 	if !canSyncFS || unix.Fstat(fd, &st) != nil {
-		return fsyncFD(fd)
+		return fsyncCounted(fd)
 	}
 	syncGroups.mu.Lock()
 	g := syncGroups.by[uint64(st.Dev)]
@@ -85,9 +85,9 @@ func (g *syncGroup) sync(fd int) error {
 	g.mu.Unlock()
 	var err error
 	if len(batch) == 1 {
-		err = fsyncFD(batch[0].fd)
+		err = fsyncCounted(batch[0].fd)
 	} else {
-		err = syncFS(batch[0].fd)
+		err = syncFSCounted(batch[0].fd)
 	}
 	for _, b := range batch {
 		b.done <- err

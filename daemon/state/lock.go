@@ -25,14 +25,17 @@ type Lock struct {
 
 // WriteLock writes the project's lock file atomically (mode 0600),
 // replacing any earlier one: use it to update the lock of a session that
-// holds it.
+// holds it. Its content is synced before it takes the name, the name is
+// not: a crash of the machine leaves the old lock or the new one, either
+// telling the next start here of a session that ended uncleanly. The lock
+// is for people and for that notice; recovery reads the session records.
 func (p *Project) WriteLock(l *Lock) error {
 	if l == nil {
 		return errors.New("write lock: nil lock")
 	}
 	data, err := marshalJSON(l)
 	if err == nil {
-		err = p.writeStateReusing(LockFile, data)
+		err = p.writeStateReusingWith(LockFile, data, contentOnly)
 	}
 	if err != nil {
 		return fmt.Errorf("write lock: %w", err)
@@ -95,7 +98,7 @@ func createAt(dirfd int, name, display string, data []byte, perm uint32) error {
 		err = unix.Fchmod(fd, perm)
 	}
 	if err == nil {
-		err = fsyncFD(fd)
+		err = fsyncCounted(fd)
 	}
 	if cerr := unix.Close(fd); err == nil && cerr != nil {
 		err = cerr

@@ -275,7 +275,7 @@ func appendDurably(fd int, size int64, data []byte) error {
 		err = unix.ENOSPC
 	}
 	if err == nil {
-		err = fsyncFD(fd)
+		err = fsyncCounted(fd)
 	}
 	if err != nil {
 		_ = unix.Ftruncate(fd, size)

@@ -34,6 +34,17 @@ func WriteJSONReusingUnsynced(path string, v any) error {
 	return writeJSONReusing(path, v, contentOnly)
 }
 
+// WriteJSONReusingVisible is WriteJSONReusing with nothing synced: a new
+// daemon sees the write (a crash of the daemon loses nothing), a crash of
+// the machine may leave the file empty or gone. It is for the first write
+// of a file whose absence after a crash of the machine is no loss: the
+// first record of a session that is starting, whose process would die
+// with the machine and whose start nobody was told of. A record that is
+// not readable is skipped by recovery as one that is not there.
+func WriteJSONReusingVisible(path string, v any) error {
+	return writeJSONReusing(path, v, visible)
+}
+
 func writeJSONReusing(path string, v any, d durability) error {
 	data, err := marshalJSON(v)
 	if err != nil {
