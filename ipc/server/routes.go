@@ -205,7 +205,13 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, c ipc.Call
 		for i := range list {
 			rows[i] = list[i].Row()
 		}
-		return writeJSON(w, http.StatusOK, rows)
+		// Some 300 bytes a row.
+		b, err := ipc.AppendRows(make([]byte, 0, 320*len(rows)+2), rows)
+		if err != nil {
+			return err
+		}
+		writeEncoded(w, http.StatusOK, b)
+		return nil
 	default:
 		return ipc.BadRequest("view: want record or row, got %q", q.Get("view"))
 	}

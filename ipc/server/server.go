@@ -266,6 +266,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 	if err != nil {
 		return err
 	}
+	writeEncoded(w, status, b)
+	return nil
+}
+
+// writeEncoded writes the JSON b, as writeJSON does v.
+func writeEncoded(w http.ResponseWriter, status int, b []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
 	w.WriteHeader(status)
@@ -273,7 +279,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 	// sessions (some 300 KB) once more.
 	_, _ = w.Write(b)
 	_, _ = w.Write(newline)
-	return nil
 }
 
 var newline = []byte{'\n'}
