@@ -84,7 +84,13 @@ type Daemon struct {
 	webServer *http.Server
 
 	closing atomic.Bool
+	spares  *state.SpareDirs
 }
+
+// spareSessionDirs are the session directories kept made ahead of need
+// (state.SpareDirs): enough for a burst of starts from a script, few
+// enough to cost nothing.
+const spareSessionDirs = 4
 
 // New prepares a daemon: the state dir and the services sessions share.
 func New(opt Options) (*Daemon, error) {
@@ -113,6 +119,8 @@ func New(opt Options) (*Daemon, error) {
 		Log: log.Named("checkpoint"),
 	})
 	d.cron = schedule.New(log.Named("cron"))
+	d.spares = state.NewSpareDirs(filepath.Join(cfg.StateDir, "sessions"), spareSessionDirs,
+		func(err error) { log.Warn("make spare session directories", zap.Error(err)) }, sessions.SessionFiles()...)
 	var err error
 	if d.watcher, err = logs.NewWatcher(log.Named("output"), int64(cfg.LogMaxSize), cfg.LogKeep); err != nil {
 		d.close()
@@ -133,7 +141,7 @@ func New(opt Options) (*Daemon, error) {
 	deps := &session.Deps{
 		Clock: clock, Log: log, StateDir: cfg.StateDir, Socket: cfg.Socket, BootID: proc.BootID(), LeaveOut: checkpoint.DefaultLeaveOut,
 		Sessionctl: sessions.FindSessionctl(),
-		Events:     d.bus, Records: sessions.RecordWriter{StateDir: cfg.StateDir}, Watches: d.hub, Checkpoints: d.ckpt,
+		Events:     d.bus, Records: &sessions.RecordWriter{StateDir: cfg.StateDir, Spares: d.spares}, Watches: d.hub, Checkpoints: d.ckpt,
 		Schedule: d.cron, Output: d.watcher,
 		Terminal: session.TerminalDeps{LogMaxSize: int64(cfg.LogMaxSize), LogKeep: cfg.LogKeep},
 		Pending:  d.pending, Cgroups: d.cgroups,
@@ -241,6 +249,8 @@ func (d *Daemon) Run(ctx context.Context, hurry <-chan struct{}) error {
 	// rotation back first.
 	d.connectKeeper()
 	d.sessions.Recover()
+	// After recovery, which reads the directory they are made in.
+	d.spares.Start()
 	go d.sessions.WatchMemory(ctx)
 	d.worktrees.Recover()
 	// Root and the daemon's own user (whose agents' hooks may all call at
@@ -316,6 +326,9 @@ func (d *Daemon) shutdown(srv *server.Server, hurry <-chan struct{}) {
 // close releases the shared services (a New that failed half way, or the
 // end of a shutdown).
 func (d *Daemon) close() {
+	if d.spares != nil {
+		d.spares.Close()
+	}
 	if d.cgroups != nil {
 		d.cgroups.Close()
 	}

@@ -201,3 +201,70 @@ func TestRemovalOutlivesACrash(t *testing.T) {
 		t.Errorf("rm of a removed session: %s", r)
 	}
 }
+
+// TestSpareDirectoriesAcrossACrash: session directories are made ahead of
+// need (sessions/.spare-*, each with the empty files a start writes). A
+// daemon killed with spares made, and with a session directory whose
+// record was never written (a spare taken just before the crash), comes
+// back with its sessions, skips both without calling them unreadable,
+// moves nothing aside, and starts from the spares again.
+func TestSpareDirectoriesAcrossACrash(t *testing.T) {
+	t.Parallel()
+	stateDir, sock := filepath.Join(t.TempDir(), "state"), newSocketPath(t)
+	d := startDaemonAt(t, stateDir, sock)
+	id := d.start(project(t), "--", "sleep", "100")
+	sessionsDir := filepath.Join(stateDir, "sessions")
+	spares := func() []string {
+		entries, _ := os.ReadDir(sessionsDir)
+		var out []string
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), ".spare-") {
+				out = append(out, e.Name())
+			}
+		}
+		return out
+	}
+	waitFor(t, 10*time.Second, "spare session directories", func() (bool, string) {
+		s := spares()
+		return len(s) > 0, fmt.Sprint(s)
+	})
+	files, err := os.ReadDir(filepath.Join(sessionsDir, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if strings.Contains(f.Name(), ".tmp-") || strings.Contains(f.Name(), ".corrupt") {
+			t.Errorf("session directory made from a spare holds %s", f.Name())
+		}
+	}
+	d.kill9()
+	// A spare taken just before the crash: its record still empty.
+	taken := spares()[0]
+	if err := os.Rename(filepath.Join(sessionsDir, taken), filepath.Join(sessionsDir, "zzzz9999")); err != nil {
+		t.Fatal(err)
+	}
+
+	d2 := startDaemonAt(t, stateDir, sock)
+	waitFor(t, 10*time.Second, "the recovery summary", func() (bool, string) {
+		data, _ := os.ReadFile(d2.logPath)
+		return strings.Contains(string(data), `"skipped_unreadable"`), string(data)
+	})
+	logData, _ := os.ReadFile(d2.logPath)
+	if !strings.Contains(string(logData), `"skipped_unreadable":0`) {
+		t.Errorf("recovery counted unreadable records:\n%s", logData)
+	}
+	if rec := d2.inspect(id); rec.State != "running" {
+		t.Errorf("the session after the crash: %s, want running (adopted)", rec.State)
+	}
+	if out := d2.mustCtl("ps", "-a", "-q"); strings.TrimSpace(out) != id {
+		t.Errorf("ps -a -q after the crash = %q, want %s alone", out, id)
+	}
+	if _, err := os.Stat(filepath.Join(sessionsDir, "zzzz9999", "session.json")); err != nil {
+		t.Errorf("the empty record was moved: %v", err)
+	}
+	second := d2.start(project(t), "--", "sleep", "100")
+	if rec := d2.inspect(second); rec.State != "running" {
+		t.Errorf("a start after the crash: %s", rec.State)
+	}
+	d2.mustCtl("stop", id, second)
+}

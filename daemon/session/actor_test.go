@@ -44,6 +44,8 @@ type records struct {
 	byID map[string][]ipc.Session
 }
 
+func (r *records) MakeDir(dir string) error { return state.EnsureDir(dir) }
+
 func (r *records) WriteRecord(rec ipc.Session) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()

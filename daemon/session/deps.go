@@ -64,8 +64,10 @@ type Publisher interface {
 	Publish(ev ipc.Event)
 }
 
-// RecordWriter makes a session record durable (sessions/<id>/session.json).
+// RecordWriter makes a session record durable (sessions/<id>/session.json),
+// and the session's directory, its entry durable, before the first.
 type RecordWriter interface {
+	MakeDir(dir string) error
 	WriteRecord(rec ipc.Session) error
 }
 

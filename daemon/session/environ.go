@@ -55,10 +55,11 @@ func (s *Session) saveEnviron() error {
 		b.WriteString(kv)
 		b.WriteByte(0)
 	}
-	// A new file of a new session's directory, not synced: a start pays
-	// no sync for it, and a machine that crashes ends the session anyway
-	// (an entry cut short is dropped when it is read).
-	f, err := os.OpenFile(filepath.Join(s.dir, EnvironFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	// A file of a new session's directory (made with it, empty, when the
+	// directory was a spare), not synced: a start pays no sync for it, and
+	// a machine that crashes ends the session anyway (an entry cut short
+	// is dropped when it is read).
+	f, err := os.OpenFile(filepath.Join(s.dir, EnvironFile), os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return fmt.Errorf("keep the session's environment: %w", err)
 	}
@@ -77,7 +78,9 @@ func (s *Session) saveEnviron() error {
 	return nil
 }
 
-// readEnviron reads an EnvironFile; a missing one is no environment.
+// readEnviron reads an EnvironFile; a missing or empty one (made with the
+// session's directory, state.SpareDirs, and never written) is no
+// environment.
 func readEnviron(path string) ([]string, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -93,6 +96,9 @@ func readEnviron(path string) ([]string, error) {
 	}
 	if !fi.Mode().IsRegular() || fi.Size() > maxEnviron {
 		return nil, fmt.Errorf("%s: not a regular file of at most %d bytes", path, maxEnviron)
+	}
+	if fi.Size() == 0 {
+		return nil, nil
 	}
 	data := make([]byte, fi.Size())
 	if _, err := f.ReadAt(data, 0); err != nil {

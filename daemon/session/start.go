@@ -44,7 +44,7 @@ func (s *Session) Start() {
 // preflight checks, the sidecars, the watch, the command. It runs on a
 // worker, which owns the session meanwhile.
 func (s *Session) start() (err error) {
-	if err := state.EnsureDir(s.dir); err != nil {
+	if err := s.deps.Records.MakeDir(s.dir); err != nil {
 		return fmt.Errorf("create session directory: %w", err)
 	}
 	if err := s.saveEnviron(); err != nil {

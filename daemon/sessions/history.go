@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessiond/sessiond/daemon/logfile"
 	"github.com/sessiond/sessiond/daemon/session"
 	"github.com/sessiond/sessiond/daemon/state"
 	"github.com/sessiond/sessiond/ipc"
@@ -85,8 +86,29 @@ func (d *Service) trimHistory() {
 	}
 }
 
-// RecordWriter writes session records into the state dir.
-type RecordWriter struct{ StateDir string }
+// RecordWriter writes session records into the state dir, and makes the
+// sessions' directories there, from Spares when it is set.
+type RecordWriter struct {
+	StateDir string
+	Spares   *state.SpareDirs
+}
+
+// SessionFiles are the files every session's directory has from its
+// start, which a spare directory holds empty (state.SpareDirs): the
+// record and its spare, the environment, the log and its stamps' next
+// version.
+func SessionFiles() []string {
+	return []string{"session.json", state.SpareName("session.json"), session.EnvironFile, "output.log", "output.log" + logfile.StampSuffix + ".tmp"}
+}
+
+// MakeDir makes a session's directory: a spare renamed into place where
+// there is one.
+func (w *RecordWriter) MakeDir(dir string) error {
+	if w.Spares != nil && filepath.Dir(dir) == filepath.Join(w.StateDir, "sessions") {
+		return w.Spares.Make(filepath.Base(dir))
+	}
+	return state.EnsureDir(dir)
+}
 
 // WriteRecord writes a session's record durably, except while the session
 // starts: until its command runs, the record need only be there for a
@@ -97,7 +119,7 @@ type RecordWriter struct{ StateDir string }
 // its record or none, as if the start had not been asked. A later one (a
 // queued session starting) has its content synced, so that the record it
 // replaces, which may have been answered, is there or it is.
-func (w RecordWriter) WriteRecord(rec ipc.Session) error {
+func (w *RecordWriter) WriteRecord(rec ipc.Session) error {
 	path := filepath.Join(w.StateDir, "sessions", rec.ID, "session.json")
 	switch {
 	case rec.State == ipc.StateStarting && rec.Seq == 1:

@@ -44,6 +44,9 @@ func (d *Service) Recover() {
 		if !e.IsDir() {
 			continue
 		}
+		if state.IsSpareDir(e.Name()) {
+			continue
+		}
 		if strings.HasPrefix(e.Name(), removedPrefix) {
 			// A removal the last daemon did not finish.
 			if err := os.RemoveAll(filepath.Join(root, e.Name())); err != nil {
@@ -52,9 +55,12 @@ func (d *Service) Recover() {
 			continue
 		}
 		var rec ipc.Session
-		err := state.ReadJSON(filepath.Join(root, e.Name(), "session.json"), &rec)
+		err := state.ReadRecord(filepath.Join(root, e.Name(), "session.json"), &rec)
 		if err != nil {
-			if !errors.Is(err, fs.ErrNotExist) {
+			// None, or an empty one (a spare's, or one a crash of the
+			// machine cut off before its first sync): a start that never
+			// got as far as its record.
+			if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, state.ErrEmpty) {
 				sum.unreadable++
 				d.log.Debug("skipping unreadable session record", zap.String("dir", e.Name()), zap.Error(err))
 			}

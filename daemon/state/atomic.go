@@ -144,6 +144,24 @@ func ReadJSON(path string, v any) error {
 	return readJSONPath(path, MaxRecordSize, v)
 }
 
+// ReadRecord is ReadJSON for a session's record, which may be empty: a
+// record made ahead of its first write (SpareDirs), or one a crash of the
+// machine left empty before its first sync. An empty record gives
+// ErrEmpty and stays where it is; anything else that does not decode is
+// moved aside as ReadJSON does.
+func ReadRecord(path string, v any) error {
+	dfd, err := openDir(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dfd)
+	data, _, err := readAt(dfd, filepath.Base(path), path, MaxRecordSize, false)
+	if err == nil && len(data) == 0 {
+		return fmt.Errorf("%s: %w", path, ErrEmpty)
+	}
+	return readJSONAt(dfd, filepath.Base(path), path, MaxRecordSize, false, v)
+}
+
 func readJSONPath(path string, limit int64, v any) error {
 	dfd, err := openDir(filepath.Dir(path))
 	if err != nil {
@@ -153,6 +171,11 @@ func readJSONPath(path string, limit int64, v any) error {
 	return readJSONAt(dfd, filepath.Base(path), path, limit, false, v)
 }
 
+// ErrEmpty is what reading a JSON file that holds nothing gives: a file
+// made ahead of its first write (SpareDirs), or left empty by a crash of
+// the machine after a write that was not synced.
+var ErrEmpty = errors.New("file is empty")
+
 // decodeJSON is json.Unmarshal with the cases it accepts silently (empty
 // input is an error already; null is not) turned into errors, and with
 // syntax errors located by line and column.
@@ -160,7 +183,7 @@ func decodeJSON(data []byte, v any) error {
 	trimmed := bytes.TrimSpace(data)
 	switch {
 	case len(trimmed) == 0:
-		return errors.New("file is empty")
+		return ErrEmpty
 	case bytes.Equal(trimmed, []byte("null")):
 		return errors.New("file holds null, not a JSON object")
 	}

@@ -61,6 +61,9 @@ func writeJSONReusing(path string, v any, d durability) error {
 // spareMark names the spare of NAME: "." + NAME + spareMark.
 const spareMark = ".spare"
 
+// SpareName is the name of the spare WriteJSONReusing keeps beside name.
+func SpareName(name string) string { return "." + name + spareMark }
+
 // writeReusing writes data into name's spare and exchanges the two names;
 // without a spare (the first rewrite) a new temporary file is exchanged
 // with name, and what it then holds, the old content, becomes the spare.

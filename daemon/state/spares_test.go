@@ -1,0 +1,156 @@
+package state
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+var spareFiles = []string{"session.json", SpareName("session.json"), "environ", "output.log"}
+
+func spareNames(t *testing.T, parent string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if IsSpareDir(e.Name()) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+func waitSpares(t *testing.T, parent string, n int) []string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := spareNames(t, parent)
+		if len(got) == n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d spares in %s after 10s, want %d", len(got), parent, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A directory made from a spare has the spare's files, empty and private;
+// the spares are made again behind it; a write of the record into it
+// makes no file (the record and its spare are there already).
+func TestSpareDirsMakeFromASpare(t *testing.T) {
+	parent := t.TempDir()
+	s := NewSpareDirs(parent, 2, func(err error) { t.Error(err) }, spareFiles...)
+	defer s.Close()
+	s.Start()
+	waitSpares(t, parent, 2)
+
+	dir := filepath.Join(parent, "s1")
+	if err := s.Make("s1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range spareFiles {
+		fi, err := os.Lstat(filepath.Join(dir, f))
+		if err != nil || !fi.Mode().IsRegular() || fi.Size() != 0 || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s in a directory made from a spare: %v, %v", f, fi, err)
+		}
+	}
+	if fi, err := os.Lstat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the directory: %v, %v", fi, err)
+	}
+	var rec map[string]string
+	if err := ReadRecord(filepath.Join(dir, "session.json"), &rec); !errors.Is(err, ErrEmpty) {
+		t.Errorf("the record before its first write reads %v, want ErrEmpty", err)
+	}
+	if err := WriteJSONReusingVisible(filepath.Join(dir, "session.json"), map[string]string{"state": "starting"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSONReusing(filepath.Join(dir, "session.json"), map[string]string{"state": "running"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ReadJSON(filepath.Join(dir, "session.json"), &rec); err != nil || rec["state"] != "running" {
+		t.Errorf("the record reads %v, %v", rec, err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != len(spareFiles) {
+		t.Errorf("the directory holds %d files after two writes of the record, want the %d it was made with", len(entries), len(spareFiles))
+	}
+	waitSpares(t, parent, 2)
+
+	// A name that is there is never made over.
+	if err := os.Mkdir(filepath.Join(parent, "taken"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Make("taken"); err != nil {
+		t.Fatalf("Make of a directory that is there: %v", err)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(parent, "taken")); len(entries) != 0 {
+		t.Errorf("a spare was put over a directory that was there: %v", entries)
+	}
+}
+
+// Without spares (none made yet, or closed) Make is EnsureDir.
+func TestSpareDirsWithoutSpares(t *testing.T) {
+	parent := t.TempDir()
+	s := NewSpareDirs(parent, 2, nil, spareFiles...)
+	s.Close()
+	if err := s.Make("s1"); err != nil {
+		t.Fatal(err)
+	}
+	if entries, err := os.ReadDir(filepath.Join(parent, "s1")); err != nil || len(entries) != 0 {
+		t.Errorf("made without a spare: %v, %v", entries, err)
+	}
+	if got := spareNames(t, parent); len(got) != 0 {
+		t.Errorf("spares made after Close: %v", got)
+	}
+}
+
+// A new daemon keeps the spares it would have made, and removes the others
+// (a file more, one written into, a mode changed).
+func TestSpareDirsAdoptOnlyWhatTheyWouldMake(t *testing.T) {
+	parent := t.TempDir()
+	first := NewSpareDirs(parent, 4, nil, spareFiles...)
+	first.Start()
+	made := waitSpares(t, parent, 4)
+	first.Close()
+	slices.Sort(made)
+	bad := []func(dir string) error{
+		func(dir string) error { return os.WriteFile(filepath.Join(dir, "extra"), nil, 0o600) },
+		func(dir string) error { return os.WriteFile(filepath.Join(dir, "environ"), []byte("X=1\x00"), 0o600) },
+		func(dir string) error { return os.Chmod(filepath.Join(dir, "output.log"), 0o644) },
+	}
+	for i, f := range bad {
+		if err := f(filepath.Join(parent, made[i])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second := NewSpareDirs(parent, 4, nil, spareFiles...)
+	defer second.Close()
+	second.Start()
+	var got []string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got = spareNames(t, parent)
+		if len(got) == 4 && !slices.Contains(got, made[0]) && !slices.Contains(got, made[1]) && !slices.Contains(got, made[2]) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("spares after 10s: %v, made before %v", got, made)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !slices.Contains(got, made[3]) {
+		t.Errorf("the spare left as made was not kept: %v, made %v", got, made)
+	}
+	for i := range bad {
+		if slices.Contains(got, made[i]) {
+			t.Errorf("spare %d, changed, was kept", i)
+		}
+	}
+}
