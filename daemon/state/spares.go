@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -108,7 +109,7 @@ func (s *SpareDirs) asMade(name string) bool {
 		if err != nil || !fi.Mode().IsRegular() || fi.Size() != 0 || fi.Mode().Perm() != 0o600 {
 			return false
 		}
-		if st, ok := fi.Sys().(*unix.Stat_t); ok && (int(st.Uid) != os.Geteuid() || st.Nlink != 1) {
+		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Geteuid() || st.Nlink != 1 {
 			return false
 		}
 	}
