@@ -44,7 +44,9 @@ type records struct {
 	byID map[string][]ipc.Session
 }
 
-func (r *records) MakeDir(dir string) error { return state.EnsureDir(dir) }
+func (r *records) MakeDir(dir string) (func() error, error) {
+	return func() error { return nil }, state.EnsureDir(dir)
+}
 
 func (r *records) WriteRecord(rec ipc.Session) error {
 	r.mu.Lock()

@@ -65,9 +65,10 @@ type Publisher interface {
 }
 
 // RecordWriter makes a session record durable (sessions/<id>/session.json),
-// and the session's directory, its entry durable, before the first.
+// and before the first the session's directory, whose entry is durable
+// once synced returns nil.
 type RecordWriter interface {
-	MakeDir(dir string) error
+	MakeDir(dir string) (synced func() error, err error)
 	WriteRecord(rec ipc.Session) error
 }
 

@@ -44,9 +44,17 @@ func (s *Session) Start() {
 // preflight checks, the sidecars, the watch, the command. It runs on a
 // worker, which owns the session meanwhile.
 func (s *Session) start() (err error) {
-	if err := s.deps.Records.MakeDir(s.dir); err != nil {
+	synced, err := s.deps.Records.MakeDir(s.dir)
+	if err != nil {
 		return fmt.Errorf("create session directory: %w", err)
 	}
+	// The directory's entry is synced meanwhile; the start is answered
+	// (or fails) once it is.
+	defer func() {
+		if serr := synced(); err == nil && serr != nil {
+			err = serr
+		}
+	}()
 	if err := s.saveEnviron(); err != nil {
 		return err
 	}

@@ -102,12 +102,12 @@ func SessionFiles() []string {
 }
 
 // MakeDir makes a session's directory: a spare renamed into place where
-// there is one.
-func (w *RecordWriter) MakeDir(dir string) error {
+// there is one (state.SpareDirs.Make).
+func (w *RecordWriter) MakeDir(dir string) (synced func() error, err error) {
 	if w.Spares != nil && filepath.Dir(dir) == filepath.Join(w.StateDir, "sessions") {
 		return w.Spares.Make(filepath.Base(dir))
 	}
-	return state.EnsureDir(dir)
+	return func() error { return nil }, state.EnsureDir(dir)
 }
 
 // WriteRecord writes a session's record durably, except while the session

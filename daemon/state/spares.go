@@ -3,7 +3,6 @@ package state
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -117,9 +116,12 @@ func (s *SpareDirs) asMade(name string) bool {
 }
 
 // Make makes the directory name in the parent, as EnsureDir would, from a
-// spare when one is ready: either way the directory's entry is durable
-// when it returns. It refills the spares in the background.
-func (s *SpareDirs) Make(name string) error {
+// spare when one is ready. The directory's entry is durable once synced
+// returns nil: a spare's rename is synced in the background meanwhile, so
+// that what a start does next (its files, its command) does not wait for
+// it; whoever answers the start waits. It refills the spares in the
+// background.
+func (s *SpareDirs) Make(name string) (synced func() error, err error) {
 	s.mu.Lock()
 	var spare string
 	if n := len(s.ready); n > 0 && !s.closed {
@@ -130,31 +132,40 @@ func (s *SpareDirs) Make(name string) error {
 	defer s.refill()
 	path := filepath.Join(s.parent, name)
 	if spare != "" {
-		err := s.take(spare, name)
-		if err == nil {
-			return nil
+		if synced, ok := s.take(spare, name); ok {
+			return synced, nil
 		}
 		_ = os.RemoveAll(filepath.Join(s.parent, spare))
-		if !errors.Is(err, errNotTaken) {
-			return fmt.Errorf("create directory %s: %w", path, err)
-		}
 	}
-	return EnsureDir(path)
+	return func() error { return nil }, EnsureDir(path)
 }
 
-// errNotTaken: the spare could not be renamed; a new directory is made.
-var errNotTaken = errors.New("spare not taken")
-
-func (s *SpareDirs) take(spare, name string) error {
+// take renames spare to name and syncs the parent in the background; ok
+// is false when the rename failed (a new directory is made instead).
+func (s *SpareDirs) take(spare, name string) (synced func() error, ok bool) {
 	pfd, err := openDir(s.parent)
 	if err != nil {
-		return errNotTaken
+		return nil, false
 	}
-	defer unix.Close(pfd)
 	if err := renameDir(pfd, spare, name); err != nil {
-		return errNotTaken
+		unix.Close(pfd)
+		return nil, false
 	}
-	return syncDirFD(pfd)
+	done := make(chan error, 1)
+	go func() {
+		err := syncDirFD(pfd)
+		unix.Close(pfd)
+		if err != nil {
+			err = fmt.Errorf("create directory %s: %w", filepath.Join(s.parent, name), err)
+		}
+		done <- err
+	}()
+	var once sync.Once
+	var result error
+	return func() error {
+		once.Do(func() { result = <-done })
+		return result
+	}, true
 }
 
 // renameDir renames the directory from to to in dirfd, never over

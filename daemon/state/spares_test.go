@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 var spareFiles = []string{"session.json", SpareName("session.json"), "environ", "output.log"}
@@ -41,6 +43,39 @@ func waitSpares(t *testing.T, parent string, n int) []string {
 	}
 }
 
+func mustMake(t *testing.T, s *SpareDirs, name string) {
+	t.Helper()
+	synced, err := s.Make(name)
+	if err == nil {
+		err = synced()
+	}
+	if err != nil {
+		t.Fatalf("Make %s: %v", name, err)
+	}
+}
+
+// The rename that takes a spare is synced in the background; whoever
+// waits for it hears of a sync that failed.
+func TestSpareDirsSyncFailureIsTold(t *testing.T) {
+	parent := t.TempDir()
+	s := NewSpareDirs(parent, 1, nil, spareFiles...)
+	defer s.Close()
+	s.Start()
+	waitSpares(t, parent, 1)
+	fsyncFD = func(int) error { return unix.EIO }
+	defer func() { fsyncFD = unix.Fsync }()
+	synced, err := s.Make("s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := synced(); !errors.Is(err, unix.EIO) {
+		t.Errorf("synced() = %v, want EIO", err)
+	}
+	if err := synced(); !errors.Is(err, unix.EIO) {
+		t.Errorf("synced() a second time = %v, want EIO again", err)
+	}
+}
+
 // A directory made from a spare has the spare's files, empty and private;
 // the spares are made again behind it; a write of the record into it
 // makes no file (the record and its spare are there already).
@@ -52,9 +87,7 @@ func TestSpareDirsMakeFromASpare(t *testing.T) {
 	waitSpares(t, parent, 2)
 
 	dir := filepath.Join(parent, "s1")
-	if err := s.Make("s1"); err != nil {
-		t.Fatal(err)
-	}
+	mustMake(t, s, "s1")
 	for _, f := range spareFiles {
 		fi, err := os.Lstat(filepath.Join(dir, f))
 		if err != nil || !fi.Mode().IsRegular() || fi.Size() != 0 || fi.Mode().Perm() != 0o600 {
@@ -87,9 +120,7 @@ func TestSpareDirsMakeFromASpare(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(parent, "taken"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Make("taken"); err != nil {
-		t.Fatalf("Make of a directory that is there: %v", err)
-	}
+	mustMake(t, s, "taken")
 	if entries, _ := os.ReadDir(filepath.Join(parent, "taken")); len(entries) != 0 {
 		t.Errorf("a spare was put over a directory that was there: %v", entries)
 	}
@@ -100,9 +131,7 @@ func TestSpareDirsWithoutSpares(t *testing.T) {
 	parent := t.TempDir()
 	s := NewSpareDirs(parent, 2, nil, spareFiles...)
 	s.Close()
-	if err := s.Make("s1"); err != nil {
-		t.Fatal(err)
-	}
+	mustMake(t, s, "s1")
 	if entries, err := os.ReadDir(filepath.Join(parent, "s1")); err != nil || len(entries) != 0 {
 		t.Errorf("made without a spare: %v, %v", entries, err)
 	}
