@@ -155,7 +155,9 @@ func TestSpareDirsAdoptOnlyWhatTheyWouldMake(t *testing.T) {
 		func(dir string) error { return os.Chmod(filepath.Join(dir, "output.log"), 0o644) },
 		// A file linked from elsewhere: whoever holds the link would see
 		// what the session writes.
-		func(dir string) error { return os.Link(filepath.Join(dir, "environ"), filepath.Join(t.TempDir(), "link")) },
+		func(dir string) error {
+			return os.Link(filepath.Join(dir, "environ"), filepath.Join(t.TempDir(), "link"))
+		},
 	}
 	for i, f := range bad {
 		if err := f(filepath.Join(parent, made[i])); err != nil {
