@@ -205,6 +205,35 @@ func (c *Client) Start(ctx context.Context, req StartRequest) (*StartResponse, e
 	return do[*StartResponse](ctx, c, "POST", "/sessions", nil, req)
 }
 
+// StartJSON is Start's answer as the daemon sent it, undecoded.
+func (c *Client) StartJSON(ctx context.Context, req StartRequest) ([]byte, error) {
+	resp, err := c.send(ctx, "POST", "/sessions", nil, req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("read POST /sessions response: %w", err)
+	}
+	return data, nil
+}
+
+// StartBrief is what a start's answer says to whoever started it: the
+// session's id and state, where it waits or runs, the project's summary
+// and what went wrong on the way. Decoding it alone spares a short
+// command the decoding of a whole record.
+type StartBrief struct {
+	Session struct {
+		ID       string      `json:"id"`
+		State    string      `json:"state"`
+		Queue    *QueuePlace `json:"queue,omitempty"`
+		Worktree *Worktree   `json:"worktree,omitempty"`
+	} `json:"session"`
+	Summary string   `json:"summary,omitempty"`
+	Notices []string `json:"notices,omitempty"`
+}
+
 // Session returns the record of the session id (or unique id prefix).
 func (c *Client) Session(ctx context.Context, id string) (*Session, error) {
 	return do[*Session](ctx, c, "GET", sessionPath(id, ""), nil, nil)

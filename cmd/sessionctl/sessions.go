@@ -104,13 +104,17 @@ func (a *app) startCmd() *cobra.Command {
 				}
 				defer events.Close()
 			}
-			resp, err := a.client.Start(ctx, req)
+			data, err := a.client.StartJSON(ctx, req)
 			if err != nil {
 				return err
 			}
+			var resp ipc.StartBrief
+			if err := json.Unmarshal(data, &resp); err != nil {
+				return fmt.Errorf("decode POST /sessions response: %w", err)
+			}
 			switch {
 			case a.json && !wait:
-				if err := a.printJSON(resp); err != nil {
+				if err := a.passJSON(data, nil); err != nil {
 					return err
 				}
 			case quiet:
