@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -30,11 +31,12 @@ type SpareDirs struct {
 	files  []string
 	want   int
 
-	mu      sync.Mutex
-	ready   []string
-	filling bool
-	closed  bool
-	wg      sync.WaitGroup
+	mu       sync.Mutex
+	ready    []string
+	filling  bool
+	closed   bool
+	lastTake time.Time
+	wg       sync.WaitGroup
 	// onFail is told why a spare could not be made (nil: no one).
 	onFail func(error)
 }
@@ -123,6 +125,7 @@ func (s *SpareDirs) asMade(name string) bool {
 // background.
 func (s *SpareDirs) Make(name string) (synced func() error, err error) {
 	s.mu.Lock()
+	s.lastTake = time.Now()
 	var spare string
 	if n := len(s.ready); n > 0 && !s.closed {
 		spare = s.ready[n-1]
@@ -199,6 +202,12 @@ func (s *SpareDirs) refill() {
 	}()
 }
 
+// spareQuiet is how long after a directory was taken the next spare is
+// made: between starts one after the other (a few milliseconds apart),
+// not in the middle of a burst (a batch's), whose starts would wait
+// behind it for the file system, making the same files.
+const spareQuiet = 3 * time.Millisecond
+
 // fill makes spares until want are ready; the caller set filling.
 func (s *SpareDirs) fill() {
 	for {
@@ -208,7 +217,12 @@ func (s *SpareDirs) fill() {
 			s.mu.Unlock()
 			return
 		}
+		wait := spareQuiet - time.Since(s.lastTake)
 		s.mu.Unlock()
+		if wait > 0 {
+			time.Sleep(wait)
+			continue
+		}
 		name, err := s.makeSpare()
 		s.mu.Lock()
 		if err != nil {
