@@ -65,7 +65,7 @@ printf 'package main\n\nimport "os"\n\nfunc main() { os.Stdout.WriteString("hell
 (cd "$BENCH_TMP/hello" && printf 'module hello\n\ngo 1.22\n' >go.mod && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o hello .) ||
 	die "cannot build the hello-world floor (go is needed)"
 read -r "R[floor.med]" "R[floor.p90]" < <(latency floor "$RUNS" "$BENCH_TMP/hello/hello")
-one=$(sctl ps -q | head -1)
+one=$(sctl ps -q | sed -n 1p) # sed reads it all: no SIGPIPE under pipefail
 read -r "R[sessiond.inspect_med]" _ < <(latency sd-inspect "$RUNS" "$BIN/sessionctl" --socket "$SD_SOCK" inspect "$one")
 read -r "R[sessiond.remaining_med]" _ < <(latency sd-remaining "$RUNS" "$BIN/sessionctl" --socket "$SD_SOCK" remaining "$one")
 read -r "R[sessiond.report_med]" _ < <(latency sd-report "$RUNS" "$BIN/sessionctl" --socket "$SD_SOCK" report --session "$one" --summary "bench")

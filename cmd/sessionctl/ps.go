@@ -91,10 +91,14 @@ its base name), reason=END_REASON.
 				}
 			}
 			if quiet {
+				// One write: a reader that stops at the first line
+				// (head -1) does not cut the listing off midway.
+				b := make([]byte, 0, 10*len(kept))
 				for _, s := range kept {
-					fmt.Fprintln(a.out, s.ID)
+					b = append(append(b, s.ID...), '\n')
 				}
-				return nil
+				_, err := a.out.Write(b)
+				return err
 			}
 			now := time.Now()
 			if tmpl == nil {
