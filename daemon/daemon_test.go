@@ -692,3 +692,42 @@ func TestHistoryLimit(t *testing.T) {
 		}
 	}
 }
+
+// The listing's rows (GET /v1/sessions?view=row, sessionctl ps) are the
+// rows of its records, live and ended, with and without -a.
+func TestListingRowsAreTheRecordsRows(t *testing.T) {
+	h := start(t, nil)
+	ctx := context.Background()
+	var ids []string
+	for range 3 {
+		resp, err := h.client.Start(ctx, ipc.StartRequest{Dir: project(t), Command: []string{"sleep", "10000"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, resp.Session.ID)
+	}
+	if _, err := h.client.Stop(ctx, ids[0], ipc.StopRequest{Grace: "1s"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, all := range []bool{false, true} {
+		opt := ipc.ListOptions{All: all}
+		recs, err := h.client.Sessions(ctx, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := h.client.SessionRows(ctx, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{false: 2, true: 3}[all]; len(rows) != want || len(recs) != want {
+			t.Fatalf("all=%v: %d rows, %d records, want %d", all, len(rows), len(recs), want)
+		}
+		for i := range recs {
+			want, _ := json.Marshal(recs[i].Row())
+			got, _ := json.Marshal(rows[i])
+			if string(got) != string(want) {
+				t.Errorf("all=%v: row %d\n%s\nwant the record's\n%s", all, i, got, want)
+			}
+		}
+	}
+}

@@ -64,6 +64,9 @@ type EventOptions struct {
 // Sessions is the session API: /v1/sessions and below.
 type Sessions interface {
 	ListSessions(ctx context.Context, c Caller, opt ListOptions) ([]Session, error)
+	// ListSessionRows is ListSessions as table rows (Session.Row), made
+	// without whole records on the way.
+	ListSessionRows(ctx context.Context, c Caller, opt ListOptions) ([]SessionRow, error)
 	StartSession(ctx context.Context, c Caller, req StartRequest) (*StartResponse, error)
 	GetSession(ctx context.Context, c Caller, id string) (*Session, error)
 	// StartSessions starts a session for each request, at once.

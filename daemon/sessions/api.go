@@ -25,6 +25,41 @@ import (
 // latest session, unless opt.Chains asks for all.
 func (d *Service) ListSessions(ctx context.Context, c ipc.Caller, opt ipc.ListOptions) ([]ipc.Session, error) {
 	all := d.reg.All()
+	shown := d.listed(c, opt, all)
+	out := make([]ipc.Session, len(shown))
+	var places map[string]ipc.QueuePlace
+	for i, s := range shown {
+		out[i] = d.listedRecord(s, &places)
+		out[i].Spec = nil
+	}
+	if opt.Stats {
+		d.usage.fill(liveByID(all), len(out), func(i int) (string, string) { return out[i].ID, out[i].State },
+			func(i int, u *ipc.Usage) { out[i].Usage = u })
+	}
+	return out, nil
+}
+
+// ListSessionRows implements ipc.Sessions: ListSessions's rows, each
+// made from a record that is not kept (the garbage of whole records was
+// a third of the daemon's answer to `sessionctl ps`).
+func (d *Service) ListSessionRows(ctx context.Context, c ipc.Caller, opt ipc.ListOptions) ([]ipc.SessionRow, error) {
+	all := d.reg.All()
+	shown := d.listed(c, opt, all)
+	out := make([]ipc.SessionRow, len(shown))
+	var places map[string]ipc.QueuePlace
+	for i, s := range shown {
+		rec := d.listedRecord(s, &places)
+		out[i] = rec.Row()
+	}
+	if opt.Stats {
+		d.usage.fill(liveByID(all), len(out), func(i int) (string, string) { return out[i].ID, out[i].State },
+			func(i int, u *ipc.Usage) { out[i].Usage = u })
+	}
+	return out, nil
+}
+
+// listed are the sessions among all that the listing shows c.
+func (d *Service) listed(c ipc.Caller, opt ipc.ListOptions, all []*session.Session) []*session.Session {
 	restarted := map[string]bool{}
 	if !opt.Chains {
 		for _, s := range all {
@@ -33,8 +68,7 @@ func (d *Service) ListSessions(ctx context.Context, c ipc.Caller, opt ipc.ListOp
 			}
 		}
 	}
-	out := make([]ipc.Session, 0, len(all))
-	var places map[string]ipc.QueuePlace
+	shown := make([]*session.Session, 0, len(all))
 	for _, s := range all {
 		if !registry.Visible(c, s) || (opt.Project != "" && s.ProjectDir() != opt.Project) || restarted[s.ID()] {
 			continue
@@ -42,28 +76,35 @@ func (d *Service) ListSessions(ctx context.Context, c ipc.Caller, opt ipc.ListOp
 		if !opt.All && !ipc.Live(s.State()) {
 			continue
 		}
-		rec := s.Snapshot()
-		rec.Spec = nil
-		if rec.State == ipc.StateQueued {
-			if places == nil {
-				places = d.queue.places()
-			}
-			if p, ok := places[rec.ID]; ok {
-				rec.Queue = &p
-			}
-		}
-		out = append(out, rec)
+		shown = append(shown, s)
 	}
-	if opt.Stats {
-		byID := make(map[string]*session.Session, len(out))
-		for _, s := range all {
-			if ipc.Live(s.State()) {
-				byID[s.ID()] = s
-			}
+	return shown
+}
+
+// listedRecord is a listed session's record, a queued one's with its
+// place in the queue (places, read at the first one).
+func (d *Service) listedRecord(s *session.Session, places *map[string]ipc.QueuePlace) ipc.Session {
+	rec := s.Snapshot()
+	if rec.State == ipc.StateQueued {
+		if *places == nil {
+			*places = d.queue.places()
 		}
-		d.usage.fill(byID, out)
+		if p, ok := (*places)[rec.ID]; ok {
+			rec.Queue = &p
+		}
 	}
-	return out, nil
+	return rec
+}
+
+// liveByID are the live sessions among all, by id.
+func liveByID(all []*session.Session) map[string]*session.Session {
+	byID := make(map[string]*session.Session, len(all))
+	for _, s := range all {
+		if ipc.Live(s.State()) {
+			byID[s.ID()] = s
+		}
+	}
+	return byID
 }
 
 // StartSession implements ipc.Sessions.

@@ -36,9 +36,9 @@ func newUsageMeter(clock session.Clock) *usageMeter {
 	return &usageMeter{last: map[string]usageSample{}, shown: map[string]ipc.Usage{}, clock: clock}
 }
 
-// fill measures the live sessions among recs, all from one reading of
-// /proc, and sets their Usage.
-func (m *usageMeter) fill(sessions map[string]*session.Session, recs []ipc.Session) {
+// fill measures the live sessions among the n listed (at gives the id and
+// state of the i-th), all from one reading of /proc, and sets their usage.
+func (m *usageMeter) fill(sessions map[string]*session.Session, n int, at func(i int) (id, state string), set func(i int, u *ipc.Usage)) {
 	var (
 		qs  []proc.UsageQuery
 		idx []int
@@ -47,8 +47,11 @@ func (m *usageMeter) fill(sessions map[string]*session.Session, recs []ipc.Sessi
 		// needed for them.
 		cg []int
 	)
-	for i := range recs {
-		if s := sessions[recs[i].ID]; s != nil && ipc.Live(recs[i].State) {
+	ids := make([]string, n)
+	for i := range n {
+		id, state := at(i)
+		ids[i] = id
+		if s := sessions[id]; s != nil && ipc.Live(state) {
 			if q, ok := s.UsageQuery(); ok {
 				if s.MeasuredByCgroup() {
 					cg = append(cg, i)
@@ -64,7 +67,7 @@ func (m *usageMeter) fill(sessions map[string]*session.Session, recs []ipc.Sessi
 	if now.Sub(m.sampled) < usageMaxAge {
 		fresh := true
 		for _, i := range append(idx, cg...) {
-			if _, ok := m.shown[recs[i].ID]; !ok {
+			if _, ok := m.shown[ids[i]]; !ok {
 				fresh = false
 				break
 			}
@@ -73,8 +76,8 @@ func (m *usageMeter) fill(sessions map[string]*session.Session, recs []ipc.Sessi
 			all := append(idx, cg...)
 			us := make([]ipc.Usage, len(all))
 			for k, i := range all {
-				us[k] = m.shown[recs[i].ID]
-				recs[i].Usage = &us[k]
+				us[k] = m.shown[ids[i]]
+				set(i, &us[k])
 			}
 			return
 		}
@@ -86,13 +89,13 @@ func (m *usageMeter) fill(sessions map[string]*session.Session, recs []ipc.Sessi
 		usages = proc.UsageOf(qs)
 	}
 	for _, i := range cg {
-		cpu, mem, _, procs, _ := sessions[recs[i].ID].Contained()
+		cpu, mem, _, procs, _ := sessions[ids[i]].Contained()
 		u := proc.Usage{CPU: cpu, RSS: mem, Procs: procs}
 		qs, idx, usages = append(qs, proc.UsageQuery{}), append(idx, i), append(usages, u)
 	}
 	us := make([]ipc.Usage, len(idx))
 	for k, u := range usages {
-		s := sessions[recs[idx[k]].ID]
+		s := sessions[ids[idx[k]]]
 		prev, ok := m.last[s.ID()]
 		m.last[s.ID()] = usageSample{u.CPU, now}
 		since, used := now.Sub(s.StartedAt()), u.CPU
@@ -105,7 +108,7 @@ func (m *usageMeter) fill(sessions map[string]*session.Session, recs []ipc.Sessi
 		}
 		us[k] = ipc.Usage{CPUPercent: pct, RSSBytes: u.RSS, Procs: u.Procs}
 		m.shown[s.ID()] = us[k]
-		recs[idx[k]].Usage = &us[k]
+		set(idx[k], &us[k])
 	}
 	for id := range m.last {
 		if _, ok := sessions[id]; !ok {

@@ -194,16 +194,16 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, c ipc.Call
 	if err != nil {
 		return err
 	}
-	list, err := s.svc.Sessions.ListSessions(r.Context(), c, ipc.ListOptions{All: all, Chains: chains, Stats: stats, Project: q.Get("project")})
-	if err != nil {
-		return err
-	}
+	opt := ipc.ListOptions{All: all, Chains: chains, Stats: stats, Project: q.Get("project")}
 	switch q.Get("view") {
 	case "", "record":
 	case "row":
-		rows := make([]ipc.SessionRow, len(list))
-		for i := range list {
-			rows[i] = list[i].Row()
+		rows, err := s.svc.Sessions.ListSessionRows(r.Context(), c, opt)
+		if err != nil {
+			return err
+		}
+		if rows == nil {
+			rows = []ipc.SessionRow{}
 		}
 		// Some 300 bytes a row.
 		b, err := ipc.AppendRows(make([]byte, 0, 320*len(rows)+2), rows)
@@ -214,6 +214,10 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, c ipc.Call
 		return nil
 	default:
 		return ipc.BadRequest("view: want record or row, got %q", q.Get("view"))
+	}
+	list, err := s.svc.Sessions.ListSessions(r.Context(), c, opt)
+	if err != nil {
+		return err
 	}
 	if list == nil {
 		list = []ipc.Session{}

@@ -32,6 +32,13 @@ type backend struct {
 func (b *backend) ListSessions(ctx context.Context, c ipc.Caller, opt ipc.ListOptions) ([]ipc.Session, error) {
 	return b.sessions, nil
 }
+func (b *backend) ListSessionRows(ctx context.Context, c ipc.Caller, opt ipc.ListOptions) ([]ipc.SessionRow, error) {
+	rows := make([]ipc.SessionRow, len(b.sessions))
+	for i := range b.sessions {
+		rows[i] = b.sessions[i].Row()
+	}
+	return rows, nil
+}
 func (b *backend) StartSession(ctx context.Context, c ipc.Caller, req ipc.StartRequest) (*ipc.StartResponse, error) {
 	if len(req.Command) == 0 {
 		return nil, ipc.BadRequest("no command")
