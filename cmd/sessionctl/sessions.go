@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -256,15 +257,30 @@ func shortDuration(d time.Duration) string {
 	if d < 0 {
 		d = 0
 	}
+	// Without fmt: a listing shows two a row.
+	b := make([]byte, 0, 8)
 	switch {
 	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
+		b = append(strconv.AppendInt(b, int64(d.Seconds()), 10), 's')
 	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+		b = append(strconv.AppendInt(b, int64(d.Minutes()), 10), 'm')
+		b = append(pad2(b, int64(d.Seconds())%60), 's')
 	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+		b = append(strconv.AppendInt(b, int64(d.Hours()), 10), 'h')
+		b = append(pad2(b, int64(d.Minutes())%60), 'm')
+	default:
+		b = append(strconv.AppendInt(b, int64(d.Hours())/24, 10), 'd')
+		b = append(strconv.AppendInt(b, int64(d.Hours())%24, 10), 'h')
 	}
-	return fmt.Sprintf("%dd%dh", int(d.Hours())/24, int(d.Hours())%24)
+	return string(b)
+}
+
+// pad2 appends n (0-99) in two digits.
+func pad2(b []byte, n int64) []byte {
+	if n < 10 {
+		b = append(b, '0')
+	}
+	return strconv.AppendInt(b, n, 10)
 }
 
 func (a *app) stopCmd() *cobra.Command {
