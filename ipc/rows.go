@@ -107,6 +107,8 @@ const (
 	keyTokens
 	keyTTY
 	keyWorktree
+	keyPool
+	keyQueue
 )
 
 var rowKeys = map[string]int{
@@ -114,7 +116,7 @@ var rowKeys = map[string]int{
 	"pid": keyPID, "started_at": keyStartedAt, "ended_at": keyEndedAt, "deadline": keyDeadline,
 	"restarts": keyRestarts, "last_activity": keyLastActivity, "checkpoints": keyCheckpoints,
 	"project_dir": keyProjectDir, "usage": keyUsage, "agent": keyAgent, "tokens": keyTokens,
-	"tty": keyTTY, "worktree": keyWorktree,
+	"tty": keyTTY, "worktree": keyWorktree, "pool": keyPool, "queue": keyQueue,
 }
 
 func (s *rowScanner) row(r *SessionRow) {
@@ -197,6 +199,10 @@ func (s *rowScanner) value(r *SessionRow, key int) {
 		nested(s, &r.Tokens)
 	case keyWorktree:
 		nested(s, &r.Worktree)
+	case keyPool:
+		r.Pool = s.text()
+	case keyQueue:
+		nested(s, &r.Queue)
 	}
 }
 

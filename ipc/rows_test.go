@@ -26,6 +26,8 @@ func sampleRows() []SessionRow {
 			Tokens:   &Tokens{Input: 1200, Output: 340},
 			Worktree: &Worktree{Repo: "/home/ann/work/repo", Branch: "sessiond/x", Path: "/var/lib/w/x"}},
 		{ID: "e", Command: []string{}, StartedAt: t0.In(time.FixedZone("X", 3600))},
+		{ID: "q1", Name: "queued", Command: []string{"claude"}, State: StateQueued, StartedAt: t0, Pool: "gpu",
+			Queue: &QueuePlace{Pool: "gpu", Place: 3, Priority: 2, Reason: QueuedForPool, Why: "pool gpu is full (2 of 2)", Since: t0}},
 	}
 }
 
@@ -119,7 +121,21 @@ func BenchmarkDecodeRows(b *testing.B) {
 		rows = append(rows, r)
 	}
 	data, _ := json.Marshal(rows)
+	// The same listing with its sessions in a pool (sessiond.toml pool =),
+	// one of them queued.
+	for i := range rows {
+		rows[i].Pool = "gpu"
+	}
+	rows[0].State, rows[0].Queue = StateQueued, &QueuePlace{Pool: "gpu", Place: 1, Reason: QueuedForPool}
+	pooled, _ := json.Marshal(rows)
 	b.SetBytes(int64(len(data)))
+	b.Run("pooled", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := DecodeRows(pooled); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("one pass", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := DecodeRows(data); err != nil {
