@@ -181,14 +181,19 @@ func readBody(resp *Response) ([]byte, error) {
 const maxPresized = 64 << 20
 
 func (c *Client) getSessions(ctx context.Context, q url.Values) ([]byte, error) {
-	resp, err := c.send(ctx, "GET", "/sessions", q, nil)
+	return c.raw(ctx, "GET", "/sessions", q, nil)
+}
+
+// raw sends a request and returns its answer undecoded.
+func (c *Client) raw(ctx context.Context, method, path string, query url.Values, body any) ([]byte, error) {
+	resp, err := c.send(ctx, method, path, query, body)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
 	data, err := readBody(resp)
 	if err != nil {
-		return nil, fmt.Errorf("read GET /sessions response: %w", err)
+		return nil, fmt.Errorf("read %s %s response: %w", method, path, err)
 	}
 	return data, nil
 }
@@ -232,16 +237,7 @@ func (c *Client) Start(ctx context.Context, req StartRequest) (*StartResponse, e
 
 // StartJSON is Start's answer as the daemon sent it, undecoded.
 func (c *Client) StartJSON(ctx context.Context, req StartRequest) ([]byte, error) {
-	resp, err := c.send(ctx, "POST", "/sessions", nil, req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	data, err := readBody(resp)
-	if err != nil {
-		return nil, fmt.Errorf("read POST /sessions response: %w", err)
-	}
-	return data, nil
+	return c.raw(ctx, "POST", "/sessions", nil, req)
 }
 
 // StartBrief is what a start's answer says to whoever started it: the
@@ -266,16 +262,7 @@ func (c *Client) Session(ctx context.Context, id string) (*Session, error) {
 
 // SessionJSON is Session's answer as the daemon sent it, undecoded.
 func (c *Client) SessionJSON(ctx context.Context, id string) ([]byte, error) {
-	resp, err := c.send(ctx, "GET", sessionPath(id, ""), nil, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	data, err := readBody(resp)
-	if err != nil {
-		return nil, fmt.Errorf("read GET %s response: %w", sessionPath(id, ""), err)
-	}
-	return data, nil
+	return c.raw(ctx, "GET", sessionPath(id, ""), nil, nil)
 }
 
 // SessionTimes is the part of a session record that says how long the

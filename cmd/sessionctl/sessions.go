@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -252,36 +251,8 @@ func clipText(s string, n int) string {
 	return s
 }
 
-// shortDuration prints a duration the way ps columns want it: 45s, 12m, 3h04m, 2d5h.
-func shortDuration(d time.Duration) string {
-	if d < 0 {
-		d = 0
-	}
-	// Without fmt: a listing shows two a row.
-	b := make([]byte, 0, 8)
-	switch {
-	case d < time.Minute:
-		b = append(strconv.AppendInt(b, int64(d.Seconds()), 10), 's')
-	case d < time.Hour:
-		b = append(strconv.AppendInt(b, int64(d.Minutes()), 10), 'm')
-		b = append(pad2(b, int64(d.Seconds())%60), 's')
-	case d < 48*time.Hour:
-		b = append(strconv.AppendInt(b, int64(d.Hours()), 10), 'h')
-		b = append(pad2(b, int64(d.Minutes())%60), 'm')
-	default:
-		b = append(strconv.AppendInt(b, int64(d.Hours())/24, 10), 'd')
-		b = append(strconv.AppendInt(b, int64(d.Hours())%24, 10), 'h')
-	}
-	return string(b)
-}
-
-// pad2 appends n (0-99) in two digits.
-func pad2(b []byte, n int64) []byte {
-	if n < 10 {
-		b = append(b, '0')
-	}
-	return strconv.AppendInt(b, n, 10)
-}
+// shortDuration is ipc.ShortDuration: 45s, 12m05s, 3h04m, 2d5h.
+func shortDuration(d time.Duration) string { return ipc.ShortDuration(d) }
 
 func (a *app) stopCmd() *cobra.Command {
 	var grace string

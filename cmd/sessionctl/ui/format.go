@@ -12,20 +12,7 @@ import (
 )
 
 // span prints a duration the way sessionctl ps does: 45s, 12m05s, 3h04m, 2d5h.
-func span(d time.Duration) string {
-	if d < 0 {
-		d = 0
-	}
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-	}
-	return fmt.Sprintf("%dd%dh", int(d.Hours())/24, int(d.Hours())%24)
-}
+func span(d time.Duration) string { return ipc.ShortDuration(d) }
 
 // compact prints a duration in at most five cells, for narrow columns:
 // 45s, 12m, 3h04m, 27h, 3d.
