@@ -377,7 +377,15 @@ func TestLimitHostRebooted(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(dir, "sessiond.toml"), "[session]\nresume_after_reboot = true\n[session.env]\n"+strings.Join(env, "\n")+"\n")
 	id := d.start(dir, "--", "claude", "-p", "long job")
-	conv := d.waitAgent(id, "working").Agent.ConversationID
+	working := d.waitAgent(id, "working")
+	conv := working.Agent.ConversationID
+	// The prompt's hook comes before the transcript's first line (as
+	// Claude Code's does): a power cut between the two leaves no
+	// conversation to resume, and the next session starts a new one.
+	waitFor(t, 10*time.Second, "the conversation's transcript", func() (bool, string) {
+		_, err := os.Stat(working.Agent.TranscriptPath)
+		return err == nil, fmt.Sprint(err)
+	})
 	pid := d.inspect(id).PID
 	d.kill9()
 	// The power goes: the session's processes with it.
