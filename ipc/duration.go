@@ -8,11 +8,15 @@ import (
 // ShortDuration writes a duration as the listings show it (sessionctl ps,
 // the dashboard): 45s, 12m05s, 3h04m, 2d5h; below zero is 0s.
 func ShortDuration(d time.Duration) string {
+	// Without fmt: a listing shows two a row.
+	return string(AppendShortDuration(make([]byte, 0, 8), d))
+}
+
+// AppendShortDuration appends d as ShortDuration writes it.
+func AppendShortDuration(b []byte, d time.Duration) []byte {
 	if d < 0 {
 		d = 0
 	}
-	// Without fmt: a listing shows two a row.
-	b := make([]byte, 0, 8)
 	switch {
 	case d < time.Minute:
 		b = append(strconv.AppendInt(b, int64(d.Seconds()), 10), 's')
@@ -26,7 +30,7 @@ func ShortDuration(d time.Duration) string {
 		b = append(strconv.AppendInt(b, int64(d.Hours())/24, 10), 'd')
 		b = append(strconv.AppendInt(b, int64(d.Hours())%24, 10), 'h')
 	}
-	return string(b)
+	return b
 }
 
 // pad2 appends n (0-99) in two digits.

@@ -177,7 +177,7 @@ func makeRow(s ipc.SessionRow, now time.Time, noTrunc bool) psRow {
 		Project: clip(ipc.TerminalLine(filepath.Base(s.ProjectDir)), 20),
 		Command: clip(ipc.TerminalLine(strings.Join(s.Command, " ")), 40),
 		State:   s.State, Reason: s.EndReason, PID: "-", CPU: "-", Mem: "-",
-		Uptime: shortDuration(end.Sub(s.StartedAt)), Remaining: "-", Restarts: strconv.Itoa(s.Restarts),
+		Remaining: "-", Restarts: strconv.Itoa(s.Restarts),
 		LastActivity: "-", Checkpoints: strconv.Itoa(s.Checkpoints),
 		StartedAt: s.StartedAt, EndedAt: s.EndedAt, Deadline: s.Deadline,
 	}
@@ -196,19 +196,7 @@ func makeRow(s ipc.SessionRow, now time.Time, noTrunc bool) psRow {
 	if q := s.Queue; q != nil && s.State == ipc.StateQueued && q.Place > 0 {
 		r.State += " #" + strconv.Itoa(q.Place)
 	}
-	if ipc.Live(s.State) && !s.Deadline.IsZero() {
-		r.Remaining = shortDuration(s.Deadline.Sub(now))
-		if s.PID > 0 {
-			r.PID = strconv.Itoa(s.PID)
-		}
-		if u := s.Usage; u != nil {
-			r.CPU = strconv.FormatFloat(u.CPUPercent, 'f', 1, 64)
-			r.Mem = humanBytes(u.RSSBytes)
-		}
-	}
-	if s.LastActivity != nil {
-		r.LastActivity = shortDuration(now.Sub(*s.LastActivity)) + " ago"
-	}
+	r.timesAndUsage(&s, now, end)
 	r.Agent, r.Tokens, r.Conversation = "-", "-", "-"
 	if a := s.Agent; a != nil {
 		r.Agent = a.State
@@ -248,15 +236,68 @@ func shortCount(n int64) string {
 	}
 }
 
+// A column of ps's table: which field of a psRow it shows.
+type psField int
+
+const (
+	fieldID psField = iota
+	fieldName
+	fieldProject
+	fieldCommand
+	fieldState
+	fieldPID
+	fieldCPU
+	fieldMem
+	fieldUptime
+	fieldRemaining
+	fieldRestarts
+	fieldLastActivity
+	fieldCheckpoints
+	fieldTokens
+	fieldHost
+)
+
 // psColumns are the default table's columns.
-var psColumns = []func(psRow) string{
-	func(r psRow) string { return r.ID }, func(r psRow) string { return r.Name },
-	func(r psRow) string { return r.Project }, func(r psRow) string { return r.Command },
-	func(r psRow) string { return r.State }, func(r psRow) string { return r.PID },
-	func(r psRow) string { return r.CPU }, func(r psRow) string { return r.Mem },
-	func(r psRow) string { return r.Uptime }, func(r psRow) string { return r.Remaining },
-	func(r psRow) string { return r.Restarts }, func(r psRow) string { return r.LastActivity },
-	func(r psRow) string { return r.Checkpoints },
+var psColumns = []psField{fieldID, fieldName, fieldProject, fieldCommand, fieldState, fieldPID, fieldCPU,
+	fieldMem, fieldUptime, fieldRemaining, fieldRestarts, fieldLastActivity, fieldCheckpoints}
+
+// field is the text of one of r's columns. A switch rather than a
+// function per column: a row passed to a function value escapes, and a
+// table of 100 rows would allocate each.
+func (r *psRow) field(f psField) string {
+	switch f {
+	case fieldID:
+		return r.ID
+	case fieldName:
+		return r.Name
+	case fieldProject:
+		return r.Project
+	case fieldCommand:
+		return r.Command
+	case fieldState:
+		return r.State
+	case fieldPID:
+		return r.PID
+	case fieldCPU:
+		return r.CPU
+	case fieldMem:
+		return r.Mem
+	case fieldUptime:
+		return r.Uptime
+	case fieldRemaining:
+		return r.Remaining
+	case fieldRestarts:
+		return r.Restarts
+	case fieldLastActivity:
+		return r.LastActivity
+	case fieldCheckpoints:
+		return r.Checkpoints
+	case fieldTokens:
+		return r.Tokens
+	case fieldHost:
+		return r.Host
+	}
+	return ""
 }
 
 // stateColumn is the default table's STATE column, which is coloured.
@@ -272,32 +313,35 @@ func (a *app) printTableOf(list []ipc.SessionRow, hosts []string, now time.Time,
 	t := newTable(a.useColor())
 	columns := psColumns
 	if hosts != nil {
-		columns = append([]func(psRow) string{func(r psRow) string { return r.Host }}, psColumns...)
+		columns = append([]psField{fieldHost}, psColumns...)
 	}
 	for _, s := range list {
 		if s.Tokens != nil {
 			// Agents' token use, when any listed session has one.
-			columns = append(slices.Clone(columns), func(r psRow) string { return r.Tokens })
+			columns = append(slices.Clone(columns), fieldTokens)
 			break
 		}
 	}
 	head := make([]string, len(columns))
 	for i, col := range columns {
-		head[i] = col(psHeader)
+		head[i] = psHeader.field(col)
 	}
 	t.header(head...)
 	state := stateColumn
 	if hosts != nil {
 		state++
 	}
+	// One allocation for every row's cells.
+	all := make([]cell, len(list)*len(columns))
+	t.rows = make([][]cell, 0, len(list))
 	for i, s := range list {
 		r := makeRow(s, now, noTrunc)
 		if hosts != nil {
 			r.Host = ipc.TerminalLine(hosts[i])
 		}
-		cells := make([]cell, len(columns))
+		cells := all[i*len(columns) : (i+1)*len(columns) : (i+1)*len(columns)]
 		for i, col := range columns {
-			cells[i] = cell{text: col(r)}
+			cells[i] = cell{text: r.field(col)}
 		}
 		cells[state].color = stateColor(s.State, s.EndReason)
 		t.row(cells...)
@@ -428,13 +472,59 @@ func parseFilters(flags []string) (func(ipc.SessionRow) bool, error) {
 	}, nil
 }
 
-// humanBytes prints a size as ps columns want it: 812K, 14.2M, 1.1G.
-func humanBytes(n int64) string {
+// timesAndUsage sets the columns made of s's times and usage: UPTIME,
+// REMAINING, PID, CPU %, MEM and LAST ACTIVITY, all written in one buffer
+// and cut from one string (a listing has 100 rows, each of six).
+func (r *psRow) timesAndUsage(s *ipc.SessionRow, now, end time.Time) {
+	var buf [96]byte
+	b := ipc.AppendShortDuration(buf[:0], end.Sub(s.StartedAt))
+	var ends [5]int // of UPTIME, REMAINING, PID, CPU and MEM
+	ends[0] = len(b)
+	live := ipc.Live(s.State) && !s.Deadline.IsZero()
+	if live {
+		b = ipc.AppendShortDuration(b, s.Deadline.Sub(now))
+		ends[1] = len(b)
+		if s.PID > 0 {
+			b = strconv.AppendInt(b, int64(s.PID), 10)
+		}
+		ends[2] = len(b)
+		if s.Usage != nil {
+			b = strconv.AppendFloat(b, s.Usage.CPUPercent, 'f', 1, 64)
+			ends[3] = len(b)
+			b = appendBytes(b, s.Usage.RSSBytes)
+			ends[4] = len(b)
+		}
+	}
+	ago := len(b)
+	if s.LastActivity != nil {
+		b = append(ipc.AppendShortDuration(b, now.Sub(*s.LastActivity)), " ago"...)
+	}
+	text := string(b)
+	r.Uptime = text[:ends[0]]
+	if live {
+		r.Remaining = text[ends[0]:ends[1]]
+		if s.PID > 0 {
+			r.PID = text[ends[1]:ends[2]]
+		}
+		if s.Usage != nil {
+			r.CPU, r.Mem = text[ends[2]:ends[3]], text[ends[3]:ends[4]]
+		}
+	}
+	if s.LastActivity != nil {
+		r.LastActivity = text[ago:]
+	}
+}
+
+// appendBytes appends n as humanBytes writes it.
+func appendBytes(b []byte, n int64) []byte {
 	switch {
 	case n < 1<<20:
-		return fmt.Sprintf("%dK", n>>10)
+		return append(strconv.AppendInt(b, n>>10, 10), 'K')
 	case n < 1<<30:
-		return fmt.Sprintf("%.1fM", float64(n)/(1<<20))
+		return append(strconv.AppendFloat(b, float64(n)/(1<<20), 'f', 1, 64), 'M')
 	}
-	return fmt.Sprintf("%.1fG", float64(n)/(1<<30))
+	return append(strconv.AppendFloat(b, float64(n)/(1<<30), 'f', 1, 64), 'G')
 }
+
+// humanBytes prints a size as ps columns want it: 812K, 14.2M, 1.1G.
+func humanBytes(n int64) string { return string(appendBytes(make([]byte, 0, 8), n)) }

@@ -139,3 +139,42 @@ func TestParseFilters(t *testing.T) {
 		}
 	}
 }
+
+// TestRowColumns checks the columns made of a row's times and usage, which
+// are cut from one buffer: each in its place whichever of them a row has.
+func TestRowColumns(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	ended := now.Add(-10 * time.Minute)
+	base := rows(1, now)[0]
+	tests := []struct {
+		name   string
+		change func(*ipc.SessionRow)
+		want   [6]string // UPTIME, REMAINING, PID, CPU %, MEM, LAST ACTIVITY
+	}{
+		{"everything", func(*ipc.SessionRow) {}, [6]string{"1h00m", "3h00m", "1000", "12.3", "14.0M", "1m30s ago"}},
+		{"no usage", func(s *ipc.SessionRow) { s.Usage = nil }, [6]string{"1h00m", "3h00m", "1000", "-", "-", "1m30s ago"}},
+		{"no pid", func(s *ipc.SessionRow) { s.PID = 0 }, [6]string{"1h00m", "3h00m", "-", "12.3", "14.0M", "1m30s ago"}},
+		{"no activity", func(s *ipc.SessionRow) { s.LastActivity = nil }, [6]string{"1h00m", "3h00m", "1000", "12.3", "14.0M", "-"}},
+		{"small and large", func(s *ipc.SessionRow) { s.Usage = &ipc.Usage{CPUPercent: 150, RSSBytes: 812 << 10} },
+			[6]string{"1h00m", "3h00m", "1000", "150.0", "812K", "1m30s ago"}},
+		{"ended", func(s *ipc.SessionRow) { s.State, s.EndReason, s.EndedAt = ipc.StateEnded, ipc.EndComplete, &ended },
+			[6]string{"50m00s", "-", "-", "-", "-", "1m30s ago"}},
+		{"ended, nothing", func(s *ipc.SessionRow) {
+			s.State, s.EndedAt, s.LastActivity, s.Usage = ipc.StateEnded, &ended, nil, nil
+		}, [6]string{"50m00s", "-", "-", "-", "-", "-"}},
+	}
+	for _, tt := range tests {
+		s := base
+		tt.change(&s)
+		r := makeRow(s, now, false)
+		got := [6]string{r.Uptime, r.Remaining, r.PID, r.CPU, r.Mem, r.LastActivity}
+		if got != tt.want {
+			t.Errorf("%s: columns %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	for n, want := range map[int64]string{812 << 10: "812K", 14<<20 + 200<<10: "14.2M", 1<<30 + 100<<20: "1.1G"} {
+		if got := humanBytes(n); got != want {
+			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
