@@ -1,6 +1,7 @@
 package ipc
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"time"
@@ -28,13 +29,16 @@ func DecodeRows(data []byte) ([]SessionRow, error) {
 // rowScanner reads the JSON of a listing; ok turns false at the first
 // thing it leaves to encoding/json.
 type rowScanner struct {
-	b  []byte
-	i  int
-	ok bool
+	b []byte
+	// all is b as a string: the texts of the rows are cut from it, one
+	// copy for all of them rather than an allocation each.
+	all string
+	i   int
+	ok  bool
 }
 
 func fastRows(data []byte) ([]SessionRow, bool) {
-	s := &rowScanner{b: data, ok: true}
+	s := &rowScanner{b: data, all: string(data), ok: true}
 	s.space()
 	if !s.eat('[') {
 		return nil, false
@@ -111,12 +115,60 @@ const (
 	keyQueue
 )
 
-var rowKeys = map[string]int{
-	"id": keyID, "name": keyName, "command": keyCommand, "state": keyState, "end_reason": keyEndReason,
-	"pid": keyPID, "started_at": keyStartedAt, "ended_at": keyEndedAt, "deadline": keyDeadline,
-	"restarts": keyRestarts, "last_activity": keyLastActivity, "checkpoints": keyCheckpoints,
-	"project_dir": keyProjectDir, "usage": keyUsage, "agent": keyAgent, "tokens": keyTokens,
-	"tty": keyTTY, "worktree": keyWorktree, "pool": keyPool, "queue": keyQueue,
+// keyLits are the keys of a row as the server writes them, in its order
+// (the order of the key bits), each with its quotes and colon.
+var keyLits = [...][]byte{[]byte(`"id":`), []byte(`"name":`), []byte(`"command":`), []byte(`"state":`),
+	[]byte(`"end_reason":`), []byte(`"pid":`), []byte(`"started_at":`), []byte(`"ended_at":`), []byte(`"deadline":`),
+	[]byte(`"restarts":`), []byte(`"last_activity":`), []byte(`"checkpoints":`), []byte(`"project_dir":`),
+	[]byte(`"usage":`), []byte(`"agent":`), []byte(`"tokens":`), []byte(`"tty":`), []byte(`"worktree":`),
+	[]byte(`"pool":`), []byte(`"queue":`)}
+
+// rowKey is the bit of a row's key, 0 for none: a switch, which the
+// compiler makes a search by length and content, rather than a map's hash.
+func rowKey(k []byte) int {
+	switch string(k) {
+	case "id":
+		return keyID
+	case "name":
+		return keyName
+	case "command":
+		return keyCommand
+	case "state":
+		return keyState
+	case "end_reason":
+		return keyEndReason
+	case "pid":
+		return keyPID
+	case "started_at":
+		return keyStartedAt
+	case "ended_at":
+		return keyEndedAt
+	case "deadline":
+		return keyDeadline
+	case "restarts":
+		return keyRestarts
+	case "last_activity":
+		return keyLastActivity
+	case "checkpoints":
+		return keyCheckpoints
+	case "project_dir":
+		return keyProjectDir
+	case "usage":
+		return keyUsage
+	case "agent":
+		return keyAgent
+	case "tokens":
+		return keyTokens
+	case "tty":
+		return keyTTY
+	case "worktree":
+		return keyWorktree
+	case "pool":
+		return keyPool
+	case "queue":
+		return keyQueue
+	}
+	return 0
 }
 
 func (s *rowScanner) row(r *SessionRow) {
@@ -129,24 +181,36 @@ func (s *rowScanner) row(r *SessionRow) {
 	if s.eat('}') {
 		return
 	}
-	seen := 0
+	seen, next := 0, 0
 	for s.ok {
-		k, ok := s.str()
-		if !ok {
-			s.fail()
-			return
+		key := 0
+		// The server writes the keys in their order, omitting some: the
+		// next one written is tried first, as it is written.
+		for j := next; j < len(keyLits); j++ {
+			if bytes.HasPrefix(s.b[s.i:], keyLits[j]) {
+				s.i += len(keyLits[j])
+				key, next = 1<<j, j+1
+				break
+			}
 		}
-		key := rowKeys[string(k)]
+		if key == 0 {
+			k, ok := s.str()
+			if !ok {
+				s.fail()
+				return
+			}
+			key = rowKey(k)
+			s.space()
+			if !s.eat(':') {
+				s.fail()
+				return
+			}
+		}
 		if key == 0 || seen&key != 0 {
 			s.fail()
 			return
 		}
 		seen |= key
-		s.space()
-		if !s.eat(':') {
-			s.fail()
-			return
-		}
 		s.space()
 		s.value(r, key)
 		s.space()
@@ -231,6 +295,12 @@ func (s *rowScanner) quoted() (v []byte, plain bool) {
 	if !s.eat('"') {
 		return nil, false
 	}
+	// Most strings are short and plain ASCII: find the closing quote at
+	// once, then look for what would make the string anything else.
+	if n := bytes.IndexByte(s.b[s.i:], '"'); n >= 0 && plainASCII(s.b[s.i:s.i+n]) {
+		s.i += n + 1
+		return s.b[start:s.i], true
+	}
 	plain = true
 	ascii := true
 	for s.i < len(s.b) {
@@ -256,6 +326,16 @@ func (s *rowScanner) quoted() (v []byte, plain bool) {
 	return nil, false
 }
 
+// plainASCII reports whether b is printable ASCII without a backslash.
+func plainASCII(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c >= utf8.RuneSelf || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
 // text takes a string value: a plain one as it is, one with escapes (as
 // the server writes <, > and &) through encoding/json.
 func (s *rowScanner) text() string {
@@ -268,7 +348,8 @@ func (s *rowScanner) text() string {
 		s.fail()
 		return ""
 	case plain:
-		return string(v[1 : len(v)-1])
+		end := s.i - 1
+		return s.all[end-(len(v)-2) : end]
 	}
 	var out string
 	if err := json.Unmarshal(v, &out); err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -74,8 +75,28 @@ func TestDecodeRowsLeavesTheRestToEncodingJSON(t *testing.T) {
 		`[{"usage":{"rss_bytes":1.5}}]`, `[{"usage":{"procs":1e2}}]`, `[{"usage":{"cpu_percent":1e999}}]`,
 		`[{"usage":{"cpu_percent":-0.5e-3,"procs":2}}]`, `[{"usage":{"procs":2,"procs":3}}]`, `[{"usage":{"x":1}}]`,
 		`[{"usage":{"cpu_percent":01}}]`, `[{"usage":{}}]`, `[{"usage":{"rss_bytes":9223372036854775808}}]`,
+		// Keys out of the server's order, spaced, repeated after others.
+		`[{"pid":1,"id":"a","name":"n"}]`, `[{"id" : "a" , "name":"n"}]`, `[{"id":"a","name":"x","id":"b"}]`,
+		`[{"queue":null,"id":"a"}]`, `[{"ID":"a","id":"b"}]`, `[{"idx":"a"}]`, `[{"id":"a"` + "\t" + `}]`,
 	} {
 		assertSameAsJSON(t, []byte(doc))
+	}
+}
+
+// TestKeyLitsInBitOrder: the i-th key as the server writes it is the key
+// of bit i, which the one pass takes it for.
+func TestKeyLitsInBitOrder(t *testing.T) {
+	for i, lit := range keyLits {
+		if key := rowKey(lit[1 : len(lit)-2]); key != 1<<i {
+			t.Errorf("%s: key %b, want bit %d", lit, key, i)
+		}
+	}
+	typ := reflect.TypeOf(SessionRow{})
+	for i := range typ.NumField() {
+		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+		if want := `"` + name + `":`; i >= len(keyLits) || string(keyLits[i]) != want {
+			t.Errorf("field %s is written as %s, not the key of bit %d", typ.Field(i).Name, want, i)
+		}
 	}
 }
 
