@@ -85,3 +85,24 @@ func BenchmarkList100(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkListRows100 measures GET /v1/sessions?view=row&stats=1 with 100
+// live sessions, as sessionctl ps sends it (round trip and decoding
+// included; the allocations are the daemon's and the client's).
+func BenchmarkListRows100(b *testing.B) {
+	h := start(b, nil)
+	ctx := context.Background()
+	for range 100 {
+		if _, err := h.client.Start(ctx, ipc.StartRequest{Dir: project(b), Command: []string{"sleep", "10000"}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		rows, err := h.client.SessionRows(ctx, ipc.ListOptions{Stats: true})
+		if err != nil || len(rows) != 100 {
+			b.Fatalf("list: %d, %v", len(rows), err)
+		}
+	}
+}

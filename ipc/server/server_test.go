@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -598,5 +599,38 @@ func TestRoutesAreTheTable(t *testing.T) {
 	}
 	if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil || doc.OpenAPI != "3.1.0" || len(doc.Paths) < 30 {
 		t.Errorf("GET /v1/openapi.json: %v %q, %d paths", err, doc.OpenAPI, len(doc.Paths))
+	}
+}
+
+// writeCounter counts the writes of an answer's body.
+type writeCounter struct {
+	*httptest.ResponseRecorder
+	writes int
+}
+
+func (w *writeCounter) Write(p []byte) (int, error) {
+	w.writes++
+	return w.ResponseRecorder.Write(p)
+}
+
+// TestWriteEncodedInOneWrite: an answer whose buffer has room for the
+// newline goes out in one write (the newline on its own was a write of
+// its own, and one more wake-up of the client); one without room is not
+// copied to make it, and both say the same.
+func TestWriteEncodedInOneWrite(t *testing.T) {
+	for _, tt := range []struct {
+		room   int
+		writes int
+	}{{1, 1}, {100, 1}, {0, 2}} {
+		body := `[{"id":"a"}]`
+		b := append(make([]byte, 0, len(body)+tt.room), body...)
+		w := &writeCounter{ResponseRecorder: httptest.NewRecorder()}
+		writeEncoded(w, http.StatusOK, b)
+		if w.writes != tt.writes {
+			t.Errorf("room %d: %d writes, want %d", tt.room, w.writes, tt.writes)
+		}
+		if got := w.Body.String(); got != body+"\n" || w.Header().Get("Content-Length") != strconv.Itoa(len(body)+1) {
+			t.Errorf("room %d: body %q, length %s", tt.room, got, w.Header().Get("Content-Length"))
+		}
 	}
 }
