@@ -1,13 +1,13 @@
 package ipc
 
 import (
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/sessiond/sessiond/config"
+	"github.com/sessiond/sessiond/ipc/sum256"
 )
 
 // APIVersion is the version prefix of every route.
@@ -480,7 +480,7 @@ func WarningText(deadline, now time.Time) string {
 // ProjectID is a project's id: the first 12 hex digits of the sha256 of
 // its absolute, symlink-resolved path.
 func ProjectID(dir string) string {
-	sum := sha256.Sum256([]byte(dir))
+	sum := sum256.Sum([]byte(dir))
 	return hex.EncodeToString(sum[:])[:12]
 }
 
