@@ -706,6 +706,32 @@ func TestListingRowsAreTheRecordsRows(t *testing.T) {
 		}
 		ids = append(ids, resp.Session.ID)
 	}
+	// One that writes, in a project where a file changes: its last
+	// activity comes from its output and from the watch, not its record.
+	busy := project(t)
+	resp, err := h.client.Start(ctx, ipc.StartRequest{Dir: busy, Command: []string{"sh", "-c", "echo hi; sleep 10000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids = append(ids, resp.Session.ID)
+	h.waitState(resp.Session.ID, ipc.StateRunning)
+	if err := os.WriteFile(filepath.Join(busy, "edited.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rec, err := h.client.Session(ctx, resp.Session.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.LastActivity != nil && rec.LastFileEdited != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no activity seen: %+v", rec)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if _, err := h.client.Stop(ctx, ids[0], ipc.StopRequest{Grace: "1s"}); err != nil {
 		t.Fatal(err)
 	}
@@ -719,7 +745,7 @@ func TestListingRowsAreTheRecordsRows(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := map[bool]int{false: 2, true: 3}[all]; len(rows) != want || len(recs) != want {
+		if want := map[bool]int{false: 3, true: 4}[all]; len(rows) != want || len(recs) != want {
 			t.Fatalf("all=%v: %d rows, %d records, want %d", all, len(rows), len(recs), want)
 		}
 		for i := range recs {

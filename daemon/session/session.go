@@ -406,6 +406,39 @@ func (s *Session) Snapshot() ipc.Session {
 	return r
 }
 
+// Row returns the session's row of a listing: Snapshot().Row(), without
+// the copy of the whole record or the list of files changed, which a row
+// does not show (a listing of 100 sessions made 100 of each).
+func (s *Session) Row() ipc.SessionRow {
+	r := s.pub.Load()
+	row := r.Row()
+	if !ipc.Live(r.State) {
+		return row
+	}
+	// The latest of the record's, the output's and the watch's; only the
+	// one kept is allocated.
+	var last time.Time
+	if row.LastActivity != nil {
+		last = *row.LastActivity
+	}
+	newer := false
+	if t := s.lastOutput.Load(); t != 0 {
+		if lo := time.Unix(0, t); row.LastActivity == nil || lo.After(last) {
+			last, newer = lo, true
+		}
+	}
+	if w := s.watchP.Load(); w != nil {
+		if wa := w.LastActivity(); !wa.IsZero() && ((row.LastActivity == nil && !newer) || wa.After(last)) {
+			last, newer = wa, true
+		}
+	}
+	if newer {
+		at := last
+		row.LastActivity = &at
+	}
+	return row
+}
+
 // publish makes the record as it is now the snapshot readers see.
 func (s *Session) publish() {
 	c := cloneRecord(s.rec)

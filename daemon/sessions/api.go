@@ -33,7 +33,7 @@ func (d *Service) ListSessions(ctx context.Context, c ipc.Caller, opt ipc.ListOp
 		out[i].Spec = nil
 	}
 	if opt.Stats {
-		d.usage.fill(liveByID(all), len(out), func(i int) (string, string) { return out[i].ID, out[i].State },
+		d.usage.fill(all, len(out), func(i int) (*session.Session, string) { return shown[i], out[i].State },
 			func(i int, u *ipc.Usage) { out[i].Usage = u })
 	}
 	return out, nil
@@ -48,11 +48,13 @@ func (d *Service) ListSessionRows(ctx context.Context, c ipc.Caller, opt ipc.Lis
 	out := make([]ipc.SessionRow, len(shown))
 	var places map[string]ipc.QueuePlace
 	for i, s := range shown {
-		rec := d.listedRecord(s, &places)
-		out[i] = rec.Row()
+		out[i] = s.Row()
+		if out[i].State == ipc.StateQueued {
+			out[i].Queue = d.queuePlace(out[i].ID, &places)
+		}
 	}
 	if opt.Stats {
-		d.usage.fill(liveByID(all), len(out), func(i int) (string, string) { return out[i].ID, out[i].State },
+		d.usage.fill(all, len(out), func(i int) (*session.Session, string) { return shown[i], out[i].State },
 			func(i int, u *ipc.Usage) { out[i].Usage = u })
 	}
 	return out, nil
@@ -86,14 +88,21 @@ func (d *Service) listed(c ipc.Caller, opt ipc.ListOptions, all []*session.Sessi
 func (d *Service) listedRecord(s *session.Session, places *map[string]ipc.QueuePlace) ipc.Session {
 	rec := s.Snapshot()
 	if rec.State == ipc.StateQueued {
-		if *places == nil {
-			*places = d.queue.places()
-		}
-		if p, ok := (*places)[rec.ID]; ok {
-			rec.Queue = &p
-		}
+		rec.Queue = d.queuePlace(rec.ID, places)
 	}
 	return rec
+}
+
+// queuePlace is a queued session's place in the queue (nil if it has
+// none), from places, which the first call reads.
+func (d *Service) queuePlace(id string, places *map[string]ipc.QueuePlace) *ipc.QueuePlace {
+	if *places == nil {
+		*places = d.queue.places()
+	}
+	if p, ok := (*places)[id]; ok {
+		return &p
+	}
+	return nil
 }
 
 // liveByID are the live sessions among all, by id.

@@ -17,9 +17,10 @@ type usageMeter struct {
 	last map[string]usageSample
 	// sampled is when /proc was last read, and shown what it said per
 	// session: a listing within usageMaxAge of it shows that, as top does
-	// between its samples.
+	// between its samples. A figure is never changed once shown; listings
+	// share it.
 	sampled time.Time
-	shown   map[string]ipc.Usage
+	shown   map[string]*ipc.Usage
 	clock   session.Clock
 }
 
@@ -33,12 +34,35 @@ type usageSample struct {
 }
 
 func newUsageMeter(clock session.Clock) *usageMeter {
-	return &usageMeter{last: map[string]usageSample{}, shown: map[string]ipc.Usage{}, clock: clock}
+	return &usageMeter{last: map[string]usageSample{}, shown: map[string]*ipc.Usage{}, clock: clock}
 }
 
-// fill measures the live sessions among the n listed (at gives the id and
-// state of the i-th), all from one reading of /proc, and sets their usage.
-func (m *usageMeter) fill(sessions map[string]*session.Session, n int, at func(i int) (id, state string), set func(i int, u *ipc.Usage)) {
+// fill measures the live sessions among the n listed (at gives the i-th
+// and its state as listed), all from one reading of /proc, and sets their
+// usage. Within usageMaxAge of the last reading, a listing of sessions it
+// measured gets what it found, and costs no allocation: sessionctl ps
+// asks for it every time it runs. all are the registry's sessions, whose
+// samples are kept.
+func (m *usageMeter) fill(all []*session.Session, n int, at func(i int) (s *session.Session, state string), set func(i int, u *ipc.Usage)) {
+	measured := func(i int) (*session.Session, bool) {
+		s, state := at(i)
+		if s == nil || !ipc.Live(state) || !ipc.Live(s.State()) {
+			return nil, false
+		}
+		_, ok := s.UsageQuery()
+		return s, ok
+	}
+	now := m.clock.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if now.Sub(m.sampled) < usageMaxAge && m.showsAll(n, measured) {
+		for i := range n {
+			if s, ok := measured(i); ok {
+				set(i, m.shown[s.ID()])
+			}
+		}
+		return
+	}
 	var (
 		qs  []proc.UsageQuery
 		idx []int
@@ -46,40 +70,20 @@ func (m *usageMeter) fill(sessions map[string]*session.Session, n int, at func(i
 		// a memory controller accounts for them): no walk of /proc is
 		// needed for them.
 		cg []int
+		ss = make([]*session.Session, n)
 	)
-	ids := make([]string, n)
 	for i := range n {
-		id, state := at(i)
-		ids[i] = id
-		if s := sessions[id]; s != nil && ipc.Live(state) {
-			if q, ok := s.UsageQuery(); ok {
-				if s.MeasuredByCgroup() {
-					cg = append(cg, i)
-					continue
-				}
-				qs, idx = append(qs, q), append(idx, i)
-			}
+		s, ok := measured(i)
+		if !ok {
+			continue
 		}
-	}
-	now := m.clock.Now()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if now.Sub(m.sampled) < usageMaxAge {
-		fresh := true
-		for _, i := range append(idx, cg...) {
-			if _, ok := m.shown[ids[i]]; !ok {
-				fresh = false
-				break
-			}
+		ss[i] = s
+		if s.MeasuredByCgroup() {
+			cg = append(cg, i)
+			continue
 		}
-		if fresh {
-			all := append(idx, cg...)
-			us := make([]ipc.Usage, len(all))
-			for k, i := range all {
-				us[k] = m.shown[ids[i]]
-				set(i, &us[k])
-			}
-			return
+		if q, ok := s.UsageQuery(); ok {
+			qs, idx = append(qs, q), append(idx, i)
 		}
 	}
 	m.sampled = now
@@ -89,13 +93,13 @@ func (m *usageMeter) fill(sessions map[string]*session.Session, n int, at func(i
 		usages = proc.UsageOf(qs)
 	}
 	for _, i := range cg {
-		cpu, mem, _, procs, _ := sessions[ids[i]].Contained()
+		cpu, mem, _, procs, _ := ss[i].Contained()
 		u := proc.Usage{CPU: cpu, RSS: mem, Procs: procs}
-		qs, idx, usages = append(qs, proc.UsageQuery{}), append(idx, i), append(usages, u)
+		idx, usages = append(idx, i), append(usages, u)
 	}
 	us := make([]ipc.Usage, len(idx))
 	for k, u := range usages {
-		s := sessions[ids[idx[k]]]
+		s := ss[idx[k]]
 		prev, ok := m.last[s.ID()]
 		m.last[s.ID()] = usageSample{u.CPU, now}
 		since, used := now.Sub(s.StartedAt()), u.CPU
@@ -107,12 +111,24 @@ func (m *usageMeter) fill(sessions map[string]*session.Session, n int, at func(i
 			pct = float64(used) / float64(since) * 100
 		}
 		us[k] = ipc.Usage{CPUPercent: pct, RSSBytes: u.RSS, Procs: u.Procs}
-		m.shown[s.ID()] = us[k]
+		m.shown[s.ID()] = &us[k]
 		set(idx[k], &us[k])
 	}
+	live := liveByID(all)
 	for id := range m.last {
-		if _, ok := sessions[id]; !ok {
+		if _, ok := live[id]; !ok {
 			delete(m.last, id)
 		}
 	}
+}
+
+// showsAll reports whether the last reading measured every session of the
+// n listed that is to be measured.
+func (m *usageMeter) showsAll(n int, measured func(i int) (*session.Session, bool)) bool {
+	for i := range n {
+		if s, ok := measured(i); ok && m.shown[s.ID()] == nil {
+			return false
+		}
+	}
+	return true
 }

@@ -316,6 +316,14 @@ func (w *Watch) Stats() Stats {
 	}
 }
 
+// LastActivity is when the last change was seen; zero if none was. It is
+// Stats().LastActivity without the list of files.
+func (w *Watch) LastActivity() time.Time {
+	w.smu.Lock()
+	defer w.smu.Unlock()
+	return w.lastActivity
+}
+
 // ChangedSince reports whether a change was seen after t: whether a
 // checkpoint taken at t is out of date.
 func (w *Watch) ChangedSince(t time.Time) bool {
