@@ -407,6 +407,10 @@ func (s *rowScanner) usage() *Usage {
 	return v
 }
 
+// usageLits are a Usage's keys as the server writes them, in its order
+// (bits 1, 2 and 4 of usageFields), each with its quotes and colon.
+var usageLits = [...][]byte{[]byte(`"cpu_percent":`), []byte(`"rss_bytes":`), []byte(`"procs":`)}
+
 // usageFields reads {"cpu_percent":N,"rss_bytes":N,"procs":N} in any
 // order, false (s.ok kept) for anything else.
 func (s *rowScanner) usageFields(u *Usage) bool {
@@ -417,29 +421,39 @@ func (s *rowScanner) usageFields(u *Usage) bool {
 	if s.eat('}') {
 		return true
 	}
-	seen := 0
+	seen, next := 0, 0
 	for {
-		k, ok := s.str()
-		if !ok {
-			return false
-		}
 		bit := 0
-		switch string(k) {
-		case "cpu_percent":
-			bit = 1
-		case "rss_bytes":
-			bit = 2
-		case "procs":
-			bit = 4
+		// As the server writes them first, as in a row.
+		for j := next; j < len(usageLits); j++ {
+			if bytes.HasPrefix(s.b[s.i:], usageLits[j]) {
+				s.i += len(usageLits[j])
+				bit, next = 1<<j, j+1
+				break
+			}
+		}
+		if bit == 0 {
+			k, ok := s.str()
+			if !ok {
+				return false
+			}
+			switch string(k) {
+			case "cpu_percent":
+				bit = 1
+			case "rss_bytes":
+				bit = 2
+			case "procs":
+				bit = 4
+			}
+			s.space()
+			if !s.eat(':') {
+				return false
+			}
 		}
 		if bit == 0 || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
-		s.space()
-		if !s.eat(':') {
-			return false
-		}
 		s.space()
 		lit, isInt := s.number()
 		if lit == nil {

@@ -78,6 +78,8 @@ func TestDecodeRowsLeavesTheRestToEncodingJSON(t *testing.T) {
 		// Keys out of the server's order, spaced, repeated after others.
 		`[{"pid":1,"id":"a","name":"n"}]`, `[{"id" : "a" , "name":"n"}]`, `[{"id":"a","name":"x","id":"b"}]`,
 		`[{"queue":null,"id":"a"}]`, `[{"ID":"a","id":"b"}]`, `[{"idx":"a"}]`, `[{"id":"a"` + "\t" + `}]`,
+		`[{"usage":{"procs":2,"rss_bytes":5,"cpu_percent":1.5}}]`, `[{"usage":{ "cpu_percent" : 1 , "procs":1}}]`,
+		`[{"usage":{"cpu_percent":1,"cpu_percent":2}}]`, `[{"usage":{"rss_bytes":1,"procs":1,"rss_bytes":2}}]`,
 	} {
 		assertSameAsJSON(t, []byte(doc))
 	}
@@ -91,11 +93,12 @@ func TestKeyLitsInBitOrder(t *testing.T) {
 			t.Errorf("%s: key %b, want bit %d", lit, key, i)
 		}
 	}
-	typ := reflect.TypeOf(SessionRow{})
-	for i := range typ.NumField() {
-		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
-		if want := `"` + name + `":`; i >= len(keyLits) || string(keyLits[i]) != want {
-			t.Errorf("field %s is written as %s, not the key of bit %d", typ.Field(i).Name, want, i)
+	for typ, lits := range map[reflect.Type][][]byte{reflect.TypeOf(SessionRow{}): keyLits[:], reflect.TypeOf(Usage{}): usageLits[:]} {
+		for i := range typ.NumField() {
+			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+			if want := `"` + name + `":`; i >= len(lits) || string(lits[i]) != want {
+				t.Errorf("%s.%s is written as %s, not the key of bit %d", typ.Name(), typ.Field(i).Name, want, i)
+			}
 		}
 	}
 }
