@@ -8,6 +8,7 @@ package registry
 import (
 	"crypto/rand"
 	"os/user"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -149,11 +150,11 @@ func (r *Registry) All() []*session.Session {
 		out = append(out, s)
 	}
 	r.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].StartedAt().Equal(out[j].StartedAt()) {
-			return out[i].StartedAt().Before(out[j].StartedAt())
+	slices.SortFunc(out, func(a, b *session.Session) int {
+		if c := a.StartedAt().Compare(b.StartedAt()); c != 0 {
+			return c
 		}
-		return out[i].ID() < out[j].ID()
+		return strings.Compare(a.ID(), b.ID())
 	})
 	return out
 }
