@@ -65,8 +65,9 @@ type EventOptions struct {
 type Sessions interface {
 	ListSessions(ctx context.Context, c Caller, opt ListOptions) ([]Session, error)
 	// ListSessionRows is ListSessions as table rows (Session.Row), made
-	// without whole records on the way.
-	ListSessionRows(ctx context.Context, c Caller, opt ListOptions) ([]SessionRow, error)
+	// without whole records on the way, appended to dst (which the
+	// server keeps from one listing to the next).
+	ListSessionRows(ctx context.Context, c Caller, opt ListOptions, dst []SessionRow) ([]SessionRow, error)
 	StartSession(ctx context.Context, c Caller, req StartRequest) (*StartResponse, error)
 	GetSession(ctx context.Context, c Caller, id string) (*Session, error)
 	// StartSessions starts a session for each request, at once.

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -42,10 +43,10 @@ func (d *Service) ListSessions(ctx context.Context, c ipc.Caller, opt ipc.ListOp
 // ListSessionRows implements ipc.Sessions: ListSessions's rows, each
 // made from a record that is not kept (the garbage of whole records was
 // a third of the daemon's answer to `sessionctl ps`).
-func (d *Service) ListSessionRows(ctx context.Context, c ipc.Caller, opt ipc.ListOptions) ([]ipc.SessionRow, error) {
+func (d *Service) ListSessionRows(ctx context.Context, c ipc.Caller, opt ipc.ListOptions, dst []ipc.SessionRow) ([]ipc.SessionRow, error) {
 	all := d.reg.All()
 	shown := d.listed(c, opt, all)
-	out := make([]ipc.SessionRow, len(shown))
+	out := slices.Grow(dst[:0], len(shown))[:len(shown)]
 	var places map[string]ipc.QueuePlace
 	for i, s := range shown {
 		out[i] = s.Row()

@@ -199,13 +199,23 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, c ipc.Call
 	switch q.Get("view") {
 	case "", "record":
 	case "row":
-		rows, err := s.svc.Sessions.ListSessionRows(r.Context(), c, opt)
+		rp := rowLists.Get().(*[]ipc.SessionRow)
+		rows, err := s.svc.Sessions.ListSessionRows(r.Context(), c, opt, (*rp)[:0])
 		if err != nil {
 			return err
 		}
 		if rows == nil {
-			rows = []ipc.SessionRow{}
+			rows = []ipc.SessionRow{} // [], not null
 		}
+		defer func() {
+			// Kept without the records' texts, which the collector may
+			// then free.
+			clear(rows)
+			if cap(rows) <= maxKeptRows {
+				*rp = rows[:0]
+				rowLists.Put(rp)
+			}
+		}()
 		bp := rowAnswers.Get().(*[]byte)
 		if cap(*bp) == 0 {
 			// Some 350 bytes a row, and the newline.
@@ -234,13 +244,20 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, c ipc.Call
 	return writeJSON(w, http.StatusOK, list)
 }
 
-// rowAnswers keep the buffers of listings' answers from one request to
-// the next: sessionctl ps asks for one each time it runs, some 35 KB for
-// 100 sessions. A buffer larger than maxKeptAnswer (some 3000 rows) is
-// left to the collector.
-var rowAnswers = sync.Pool{New: func() any { return new([]byte) }}
+// rowLists and rowAnswers keep the rows of listings and the buffers of
+// their answers from one request to the next: sessionctl ps asks for one
+// each time it runs, 25 KB of rows and 35 KB of answer for 100 sessions,
+// which were most of what the daemon allocated. Larger than maxKeptRows
+// or maxKeptAnswer (some 3000 rows), they are left to the collector.
+var (
+	rowLists   = sync.Pool{New: func() any { return new([]ipc.SessionRow) }}
+	rowAnswers = sync.Pool{New: func() any { return new([]byte) }}
+)
 
-const maxKeptAnswer = 1 << 20
+const (
+	maxKeptRows   = 4096
+	maxKeptAnswer = 1 << 20
+)
 
 func (s *Server) removeSession(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
 	if err := s.svc.Sessions.RemoveSession(r.Context(), c, r.PathValue("id")); err != nil {

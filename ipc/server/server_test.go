@@ -33,12 +33,11 @@ type backend struct {
 func (b *backend) ListSessions(ctx context.Context, c ipc.Caller, opt ipc.ListOptions) ([]ipc.Session, error) {
 	return b.sessions, nil
 }
-func (b *backend) ListSessionRows(ctx context.Context, c ipc.Caller, opt ipc.ListOptions) ([]ipc.SessionRow, error) {
-	rows := make([]ipc.SessionRow, len(b.sessions))
+func (b *backend) ListSessionRows(ctx context.Context, c ipc.Caller, opt ipc.ListOptions, dst []ipc.SessionRow) ([]ipc.SessionRow, error) {
 	for i := range b.sessions {
-		rows[i] = b.sessions[i].Row()
+		dst = append(dst, b.sessions[i].Row())
 	}
-	return rows, nil
+	return dst, nil
 }
 func (b *backend) StartSession(ctx context.Context, c ipc.Caller, req ipc.StartRequest) (*ipc.StartResponse, error) {
 	if len(req.Command) == 0 {
@@ -631,6 +630,55 @@ func TestWriteEncodedInOneWrite(t *testing.T) {
 		}
 		if got := w.Body.String(); got != body+"\n" || w.Header().Get("Content-Length") != strconv.Itoa(len(body)+1) {
 			t.Errorf("room %d: body %q, length %s", tt.room, got, w.Header().Get("Content-Length"))
+		}
+	}
+}
+
+// TestListingRowsFromKeptBuffers: listings answered from the kept rows and
+// buffers say each what its own listing holds, an empty one [] (not
+// null), however the one before it was.
+func TestListingRowsFromKeptBuffers(t *testing.T) {
+	b := &backend{}
+	c, _ := serve(t, b, nil)
+	ctx := context.Background()
+	rowView := func() string {
+		t.Helper()
+		resp, err := c.Raw(ctx, ipc.Request{Method: "GET", Target: "/v1/sessions?view=row"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return string(body)
+	}
+	// First, while no listing has left its rows to the next.
+	if got := rowView(); got != "[]\n" {
+		t.Errorf("empty row view: %q, want []", got)
+	}
+	t0 := time.Date(2026, 12, 4, 5, 0, 0, 0, time.UTC)
+	for _, n := range []int{0, 3, 1, 0, 5, 2} {
+		b.sessions = nil
+		for i := range n {
+			b.sessions = append(b.sessions, ipc.Session{ID: fmt.Sprintf("s%d-%d", n, i), Command: []string{"sleep"}, State: ipc.StateRunning, StartedAt: t0})
+		}
+		raw, err := c.SessionsJSON(ctx, ipc.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := c.SessionRows(ctx, ipc.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != n {
+			t.Fatalf("%d sessions: %d rows", n, len(rows))
+		}
+		for i, r := range rows {
+			if r.ID != b.sessions[i].ID {
+				t.Errorf("%d sessions: row %d is %s, want %s", n, i, r.ID, b.sessions[i].ID)
+			}
+		}
+		if n == 0 && (strings.TrimSpace(string(raw)) != "[]" || rowView() != "[]\n") {
+			t.Errorf("no session: %q, want []", raw)
 		}
 	}
 }
