@@ -207,7 +207,8 @@ func (c *Client) SessionRows(ctx context.Context, opt ListOptions) ([]SessionRow
 	if err != nil {
 		return nil, err
 	}
-	rows, err := DecodeRows(data)
+	// data is this call's own: the rows may keep pieces of it.
+	rows, err := decodeOwnedRows(data)
 	if err != nil {
 		return nil, fmt.Errorf("decode GET /sessions response: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // DecodeRows decodes a JSON array of SessionRow, as GET /v1/sessions with
@@ -16,7 +17,19 @@ import (
 // that is not a plain integer...) is left to encoding/json, whose result,
 // or error, is then the answer.
 func DecodeRows(data []byte) ([]SessionRow, error) {
-	if rows, ok := fastRows(data); ok {
+	return decodeRows(data, string(data))
+}
+
+// decodeOwnedRows is DecodeRows of an answer nobody else holds or will
+// change: the rows' texts are cut from data itself, not from a copy of it
+// (a listing of 100 sessions is 35 KB).
+func decodeOwnedRows(data []byte) ([]SessionRow, error) {
+	return decodeRows(data, unsafe.String(unsafe.SliceData(data), len(data)))
+}
+
+// decodeRows decodes data, whose text is text.
+func decodeRows(data []byte, text string) ([]SessionRow, error) {
+	if rows, ok := fastRows(data, text); ok {
 		return rows, nil
 	}
 	var rows []SessionRow
@@ -37,8 +50,8 @@ type rowScanner struct {
 	ok  bool
 }
 
-func fastRows(data []byte) ([]SessionRow, bool) {
-	s := &rowScanner{b: data, all: string(data), ok: true}
+func fastRows(data []byte, text string) ([]SessionRow, bool) {
+	s := &rowScanner{b: data, all: text, ok: true}
 	s.space()
 	if !s.eat('[') {
 		return nil, false

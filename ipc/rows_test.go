@@ -39,7 +39,7 @@ func TestDecodeRowsAsEncodingJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, doc := range [][]byte{data, []byte("[]"), []byte(" [ ] \n")} {
-		if _, ok := fastRows(doc); !ok {
+		if _, ok := fastRows(doc, string(doc)); !ok {
 			t.Errorf("%s: left to encoding/json, want decoded in one pass", doc)
 		}
 		assertSameAsJSON(t, doc)
@@ -105,7 +105,12 @@ func TestKeyLitsInBitOrder(t *testing.T) {
 
 func assertSameAsJSON(t *testing.T, doc []byte) {
 	t.Helper()
+	// The answer's own bytes, as the client decodes it, and a copy.
+	owned, oerr := decodeOwnedRows(append([]byte(nil), doc...))
 	got, err := DecodeRows(doc)
+	if (err == nil) != (oerr == nil) || (err == nil && !sameRows(got, owned)) {
+		t.Errorf("%q: from its own bytes %+v (%v), from a copy %+v (%v)", doc, owned, oerr, got, err)
+	}
 	var want []SessionRow
 	werr := json.Unmarshal(doc, &want)
 	if (err == nil) != (werr == nil) || (err != nil && err.Error() != werr.Error()) {
