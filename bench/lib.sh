@@ -98,7 +98,7 @@ xs = sorted(float(l) for l in open(sys.argv[1]) if l.strip())
 def pct(p):  # nearest-rank percentile
     import math
     return xs[max(0, math.ceil(p / 100 * len(xs)) - 1)]
-print("%.1f %.1f" % (statistics.median(xs) * 1e3, pct(90) * 1e3))
+print("%.2f %.2f" % (statistics.median(xs) * 1e3, pct(90) * 1e3))
 EOF
 }
 
