@@ -36,8 +36,14 @@ func (c *Client) dial(ctx context.Context) (net.Conn, error) {
 	if c.Dial != nil {
 		return c.Dial(ctx)
 	}
-	var d net.Dialer
-	return d.DialContext(ctx, "unix", c.Socket)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// DialUnix, not a Dialer's DialContext: a connect to a Unix socket
+	// never waits (a full backlog is EAGAIN at once), so the context has
+	// nothing to cut short, and the Dialer's resolution of the address
+	// cost every command 30 µs of its start.
+	return net.DialUnix("unix", nil, &net.UnixAddr{Name: c.Socket, Net: "unix"})
 }
 
 // maxErrorBody bounds what the client reads of an error response.
