@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -267,4 +268,51 @@ func TestSpareDirectoriesAcrossACrash(t *testing.T) {
 		t.Errorf("a start after the crash: %s", rec.State)
 	}
 	d2.mustCtl("stop", id, second)
+}
+
+// TestQueuedSessionsTakeSpares: a queued session's directory is a spare,
+// as a start's is, and when it starts the spares stay as they are (none
+// taken over a directory that is there, none thrown away).
+func TestQueuedSessionsTakeSpares(t *testing.T) {
+	t.Parallel()
+	stateDir, sock := filepath.Join(t.TempDir(), "state"), newSocketPath(t)
+	d := startDaemonAt(t, stateDir, sock)
+	sessionsDir := filepath.Join(stateDir, "sessions")
+	spares := func() []string {
+		entries, _ := os.ReadDir(sessionsDir)
+		var out []string
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), ".spare-") {
+				out = append(out, e.Name())
+			}
+		}
+		return out
+	}
+	dir := project(t)
+	writeFile(t, filepath.Join(dir, "sessiond.toml"), "[session]\nconcurrent = true\n")
+	gate := filepath.Join(t.TempDir(), "go")
+	first := d.start(dir, "--", "sh", "-c", "while [ ! -e "+gate+" ]; do sleep 0.1; done")
+	waitFor(t, 10*time.Second, "four spare session directories", func() (bool, string) {
+		s := spares()
+		return len(s) == 4, fmt.Sprint(s)
+	})
+	queued := d.start("--after-any", first, dir, "--", "true")
+	// Made from a spare: the log a spare holds is there before the
+	// session ever ran.
+	if fi, err := os.Lstat(filepath.Join(sessionsDir, queued, "output.log")); err != nil || fi.Size() != 0 {
+		t.Fatalf("the queued session's directory was not a spare: output.log %v, %v", fi, err)
+	}
+	waitFor(t, 10*time.Second, "the spares made again", func() (bool, string) {
+		s := spares()
+		return len(s) == 4, fmt.Sprint(s)
+	})
+	before := spares()
+	writeFile(t, gate, "")
+	if end := d.waitEnded(queued, 20*time.Second); end.EndReason != "complete" {
+		t.Fatalf("the queued session ended %q", end.EndReason)
+	}
+	time.Sleep(100 * time.Millisecond) // past the refill's quiet time
+	if after := spares(); !slices.Equal(after, before) {
+		t.Errorf("spares %v after the queued session started, want %v as they were", after, before)
+	}
 }

@@ -8,7 +8,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/sessiond/sessiond/daemon/state"
 	"github.com/sessiond/sessiond/ipc"
 )
 
@@ -26,15 +25,22 @@ func (r *dequeueRequest) refuse(err error) { r.reply <- err }
 // Enqueue makes a session New made (with Params.Queue) a queued one: its
 // directory, environment and record on disk. It is the maker's
 // alternative to Start.
-func (s *Session) Enqueue() error {
-	if err := state.EnsureDir(s.dir); err != nil {
+func (s *Session) Enqueue() (err error) {
+	// A spare directory, as a start takes (its files are the ones a
+	// queued session writes too); when it starts, its directory is there
+	// and the spare it would take stays one.
+	synced, err := s.deps.Records.MakeDir(s.dir)
+	if err != nil {
 		return fmt.Errorf("create session directory: %w", err)
 	}
 	if err := s.saveEnviron(); err != nil {
-		return err
+		return errors.Join(err, synced())
 	}
 	if err := s.commit(); err != nil {
-		return fmt.Errorf("write the session record: %w", err)
+		return errors.Join(fmt.Errorf("write the session record: %w", err), synced())
+	}
+	if err := synced(); err != nil {
+		return err
 	}
 	s.phase = phaseQueued
 	s.emit(ipc.EventQueued, "queued: "+QueueWhy(s.rec.Queue), s.Snapshot())

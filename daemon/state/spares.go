@@ -3,6 +3,7 @@ package state
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -135,24 +136,42 @@ func (s *SpareDirs) Make(name string) (synced func() error, err error) {
 	defer s.refill()
 	path := filepath.Join(s.parent, name)
 	if spare != "" {
-		if synced, ok := s.take(spare, name); ok {
+		synced, err := s.take(spare, name)
+		switch {
+		case err == nil:
 			return synced, nil
+		case errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOTEMPTY):
+			// The directory is there already (a queued session's, made
+			// when it was queued): the spare stays one.
+			s.putBack(spare)
+		default:
+			_ = os.RemoveAll(filepath.Join(s.parent, spare))
 		}
-		_ = os.RemoveAll(filepath.Join(s.parent, spare))
 	}
 	return func() error { return nil }, EnsureDir(path)
 }
 
-// take renames spare to name and syncs the parent in the background; ok
-// is false when the rename failed (a new directory is made instead).
-func (s *SpareDirs) take(spare, name string) (synced func() error, ok bool) {
+// putBack makes spare, which Make took but did not use, ready again.
+func (s *SpareDirs) putBack(spare string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.ready = append(s.ready, spare)
+}
+
+// take renames spare to name and syncs the parent in the background; an
+// error is a rename that failed (EEXIST: name is there), after which the
+// caller makes the directory itself.
+func (s *SpareDirs) take(spare, name string) (synced func() error, err error) {
 	pfd, err := openDir(s.parent)
 	if err != nil {
-		return nil, false
+		return nil, err
 	}
 	if err := renameDir(pfd, spare, name); err != nil {
 		unix.Close(pfd)
-		return nil, false
+		return nil, err
 	}
 	done := make(chan error, 1)
 	go func() {
@@ -168,7 +187,7 @@ func (s *SpareDirs) take(spare, name string) (synced func() error, ok bool) {
 	return func() error {
 		once.Do(func() { result = <-done })
 		return result
-	}, true
+	}, nil
 }
 
 // renameDir renames the directory from to to in dirfd, never over

@@ -116,13 +116,23 @@ func TestSpareDirsMakeFromASpare(t *testing.T) {
 	}
 	waitSpares(t, parent, 2)
 
-	// A name that is there is never made over.
+	// A name that is there is never made over, and the spare it did not
+	// take stays (the directory of a queued session that starts).
 	if err := os.Mkdir(filepath.Join(parent, "taken"), 0o700); err != nil {
 		t.Fatal(err)
 	}
+	before := spareNames(t, parent)
 	mustMake(t, s, "taken")
 	if entries, _ := os.ReadDir(filepath.Join(parent, "taken")); len(entries) != 0 {
 		t.Errorf("a spare was put over a directory that was there: %v", entries)
+	}
+	time.Sleep(50 * time.Millisecond) // past the refill's quiet time
+	if after := waitSpares(t, parent, 2); !slices.Equal(after, before) {
+		t.Errorf("spares %v after making a directory that was there, want the same %v", after, before)
+	}
+	mustMake(t, s, "s2")
+	if entries, _ := os.ReadDir(filepath.Join(parent, "s2")); len(entries) != len(spareFiles) {
+		t.Errorf("the spare put back was not taken next: %d files in s2", len(entries))
 	}
 }
 
