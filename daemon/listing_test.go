@@ -32,11 +32,9 @@ func TestListingUsageFromOneReading(t *testing.T) {
 		}
 		return out
 	}
-	var ids []string
 	for range 2 {
 		s := h.start(project(t), ipc.StartRequest{Command: []string{"sleep", "1000"}})
 		h.waitState(s.ID, ipc.StateRunning)
-		ids = append(ids, s.ID)
 	}
 	if got := list(); len(got) != 2 {
 		t.Fatalf("listed %d with usage, want 2", len(got))
