@@ -334,7 +334,7 @@ command = ["sh", "-c", "cat /proc/self/cgroup > svc.txt; exec sleep 7306"]
 	rec := d.inspectContained(id)
 	base := strings.TrimPrefix(rec.Cgroup.Path, mountOf(c.Path))
 	for file, leaf := range map[string]string{"pre.txt": "cmd", "svc.txt": "svc", "cmd.txt": "cmd"} {
-		data := waitFile(t, filepath.Join(dir, file), 10*time.Second)
+		data := waitLine(t, filepath.Join(dir, file), 10*time.Second)
 		if !strings.Contains(string(data), "0::"+base+"/"+leaf+"\n") {
 			t.Errorf("%s: not born in %s/%s:\n%s", file, base, leaf, data)
 		}
@@ -488,7 +488,7 @@ func TestAUsersSessionCannotLeaveItsCgroup(t *testing.T) {
 		t.Fatalf("start as %s: %s", u.name, r)
 	}
 	id := strings.TrimSpace(r.stdout)
-	out := waitFile(t, filepath.Join(dir, "out.txt"), 10*time.Second)
+	out := waitLine(t, filepath.Join(dir, "out.txt"), 10*time.Second)
 	if strings.TrimSpace(string(out)) != "refused" {
 		t.Fatalf("the user's process moved itself out of its cgroup: %s", out)
 	}

@@ -302,7 +302,7 @@ func TestNotifyKnowsALiveSessionsOnWarning(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("notify test on_warning:\n%s", r)
 	}
-	if got := strings.TrimSpace(string(waitFile(t, mark, 5*time.Second))); got != "from-the-session" {
+	if got := strings.TrimSpace(string(waitLine(t, mark, 5*time.Second))); got != "from-the-session" {
 		t.Errorf("the hook ran with MARK_VALUE %q, want the live session's environment", got)
 	}
 	d.mustCtl("stop", id)

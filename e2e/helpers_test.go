@@ -485,7 +485,8 @@ func fileExists(path string) bool {
 	return err == nil
 }
 
-// waitFile waits until path exists and returns its content.
+// waitFile waits until path exists and returns its content. A file a
+// shell redirection writes can be seen empty: waitLine waits for its content.
 func waitFile(t testing.TB, path string, timeout time.Duration) []byte {
 	t.Helper()
 	var data []byte

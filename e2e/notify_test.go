@@ -341,7 +341,7 @@ command = ["touch", %q]
 	if p["event"] != "ended" || p["session_id"] != id || p["exit_code"] != float64(3) || p["end_reason"] != "error" || p["version"] != float64(1) {
 		t.Errorf("payload on stdin: %v", p)
 	}
-	if got := strings.TrimSpace(string(waitFile(t, filepath.Join(out, "pwd"), 5*time.Second))); got != dir {
+	if got := strings.TrimSpace(string(waitLine(t, filepath.Join(out, "pwd"), 5*time.Second))); got != dir {
 		t.Errorf("the command ran in %s, want the project %s", got, dir)
 	}
 	if !fileExists(filepath.Join(out, "handoff-seen")) {

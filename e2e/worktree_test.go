@@ -438,7 +438,7 @@ func TestWorktreeRootMode(t *testing.T) {
 	if !strings.HasPrefix(wt.Path, wantRoot+"/") {
 		t.Errorf("worktree at %s, want under %s", wt.Path, wantRoot)
 	}
-	waitFile(t, filepath.Join(wt.Path, "uid.txt"), 15*time.Second)
+	waitLine(t, filepath.Join(wt.Path, "uid.txt"), 15*time.Second)
 	uid := strconv.Itoa(u.uid) + "\n"
 	for _, f := range []string{"uid.txt", "setup-uid.txt"} {
 		if got := readFile(t, filepath.Join(wt.Path, f)); got != uid {
