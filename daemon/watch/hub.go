@@ -441,31 +441,45 @@ func (h *Hub) tempDir() (string, error) {
 
 // userTemp is the temporary directory of the files the watcher's git
 // reads for user (its excludes, its empty repository): the hub's own for
-// the daemon's user; for another, a directory of the user's in it, made
-// with the user's rights, which git running as the user can read.
+// the daemon's user; for another, a directory of the user's in it, which
+// git running as the user can read and which the user writes in. The hub's
+// directory is the daemon's and only the daemon writes in it, so the daemon
+// makes the user's directory there and hands it to the user; everything in
+// it is made with the user's rights.
 func (h *Hub) userTemp(user *identity.User) (string, error) {
 	tmp, err := h.tempDir()
 	if err != nil || !user.Switches() {
 		return tmp, err
 	}
 	dir := filepath.Join(tmp, "u"+strconv.Itoa(user.UID))
-	err = state.FilesOf(user).Do(func() error {
-		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-			return err
+	err = os.Mkdir(dir, 0o700)
+	switch {
+	case err == nil:
+		if err = os.Chown(dir, user.UID, user.GID); err != nil {
+			os.Remove(dir)
 		}
-		fi, err := os.Lstat(dir)
-		if err != nil {
-			return err
-		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); !fi.IsDir() || !ok || int(st.Uid) != user.UID {
-			return fmt.Errorf("%s is not a directory of uid %d", dir, user.UID)
-		}
-		return nil
-	})
+	case errors.Is(err, fs.ErrExist):
+		err = nil
+	}
+	if err == nil {
+		err = ownedDir(dir, user.UID)
+	}
 	if err != nil {
 		return "", fmt.Errorf("make the watcher's directory for uid %d: %w", user.UID, err)
 	}
 	return dir, nil
+}
+
+// ownedDir checks that dir is a directory, not a link, of uid.
+func ownedDir(dir string, uid int) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !fi.IsDir() || !ok || int(st.Uid) != uid {
+		return fmt.Errorf("%s is not a directory of uid %d", dir, uid)
+	}
+	return nil
 }
 
 // emptyRepo returns the git directory of an empty repository: git

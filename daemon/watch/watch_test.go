@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/sessiond/sessiond/daemon/identity"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -681,4 +682,46 @@ func TestNoInotifyInstance(t *testing.T) {
 	mkfile(t, filepath.Join(root, "a/b/f"), "")
 	mkfile(t, filepath.Join(root, "a/new/g"), "")
 	waitChanged(t, w, "a/b/f", "a/new/g")
+}
+
+// Under a root daemon, a user's project that is no git work tree is still
+// checked against its ignore files and patterns: the user's directory in
+// the hub's own is the daemon's to make and the user's to write in.
+func TestIgnoresOfAnotherUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: checks ignores as another uid")
+	}
+	h, logs := newHub(t)
+	user := &identity.User{UID: 54321, GID: 54321}
+	root, err := os.MkdirTemp("", "watch-user-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	mkfile(t, filepath.Join(root, ".gitignore"), "*.log\n")
+	for _, p := range []string{root, filepath.Join(root, ".gitignore")} {
+		if err := os.Chown(p, user.UID, user.GID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ig := newIgnorer(h, func() *zap.Logger { return h.log }, root, []string{"gen/"}, "t", user, nil)
+	defer ig.close()
+	got := ig.ignored([]string{"a.log", "gen/x.go", "b.txt"})
+	if want := []bool{true, true, false}; !slices.Equal(got, want) {
+		t.Errorf("ignored = %v, want %v; logs: %v", got, want, logs.All())
+	}
+	dir := filepath.Join(h.tmp, "u54321")
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != user.UID || fi.Mode().Perm() != 0o700 {
+		t.Errorf("%s: uid %d mode %v, want the user's, 0700", dir, st.Uid, fi.Mode().Perm())
+	}
+	// A second checker of the same user finds the directory there.
+	ig2 := newIgnorer(h, func() *zap.Logger { return h.log }, root, nil, "t2", user, nil)
+	defer ig2.close()
+	if got := ig2.ignored([]string{"c.log"}); !slices.Equal(got, []bool{true}) {
+		t.Errorf("second checker: ignored = %v, want [true]; logs: %v", got, logs.All())
+	}
 }
