@@ -43,28 +43,29 @@ func (l *logFile) open() error {
 
 // Write appends p, rotating as often as the cap requires. A failed write is
 // reported but does not stop later ones: the terminal must go on when the
-// disk is full, and the log resumes when there is room again.
+// disk is full, and the log resumes when there is room again. A failed
+// rotation is reported too, and the output goes on into the log over its
+// cap rather than be lost; the next write tries the rotation again.
 func (l *logFile) Write(p []byte) (int, error) {
 	written := 0
+	var rerr error
 	for len(p) > 0 {
-		if l.max > 0 && l.size >= l.max {
-			if err := l.rotate(); err != nil {
-				return written, err
-			}
+		if l.max > 0 && l.size >= l.max && rerr == nil {
+			rerr = l.rotate()
 		}
 		n := len(p)
-		if l.max > 0 {
+		if l.max > 0 && rerr == nil {
 			n = int(min(int64(n), l.max-l.size))
 		}
 		w, err := l.f.Write(p[:n])
 		l.size += int64(w)
 		written += w
 		if err != nil {
-			return written, fmt.Errorf("write session log %s: %w", l.path, err)
+			return written, errors.Join(rerr, fmt.Errorf("write session log %s: %w", l.path, err))
 		}
 		p = p[n:]
 	}
-	return written, nil
+	return written, rerr
 }
 
 // rotate renames the log to .1 (shifting older ones up to .keep, dropping
