@@ -83,7 +83,7 @@ var sanctioned = map[string]struct {
 	"term/holder.go":             {"the holder's own socket and stdio in the session's directory", []string{"holder.setUp", "listen", "quietStdio"}},
 	"term/logfile.go":            {"the terminal log, which the holder alone writes, in the session's directory", []string{"logFile.open", "logFile.rotate"}},
 	"term/memory_linux.go":       {"/proc/self of the holder", []string{"releaseMemory"}},
-	"watch/hub.go":               {"the watcher's own temporary directories (a user's made with the user's rights), /proc/sys; readDirUnsorted is called inside scans, which run in state.Files.Do", []string{"Hub.Close", "Hub.barrierDir", "Hub.emptyRepo", "Hub.makeBarrier", "Hub.tempDir", "Hub.userTemp", "readDirUnsorted", "readSysctl"}},
+	"watch/hub.go":               {"the watcher's own temporary directories (a user's made by the daemon in its own, where only it writes, and handed to the user; what is in it made with the user's rights), /proc/sys; readDirUnsorted is called inside scans, which run in state.Files.Do", []string{"Hub.Close", "Hub.barrierDir", "Hub.emptyRepo", "Hub.makeBarrier", "Hub.tempDir", "Hub.userTemp", "ownedDir", "readDirUnsorted", "readSysctl"}},
 	"watch/ignore.go":            {"the watcher's git, started as the project's user with a bound; signatures of the repository's exclude and index", []string{"checker.close", "checker.configure", "checker.start", "checker.trackedIgnored", "findRepoTop", "statSig", "validRepo"}},
 	"watch/scan.go":              {"Lstat inside scans, which run in state.Files.Do", []string{"lstatDir"}},
 	"watch/watch.go":             {"Lstat of paths inotify reported and of the watched root, for their type", []string{"Watch.handleBatch", "Watch.rootAlive"}},
