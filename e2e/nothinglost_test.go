@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -314,5 +315,52 @@ func TestQueuedSessionsTakeSpares(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // past the refill's quiet time
 	if after := spares(); !slices.Equal(after, before) {
 		t.Errorf("spares %v after the queued session started, want %v as they were", after, before)
+	}
+}
+
+// TestARecordsLastWriteOutlivesALostExchange: a record's write is synced
+// once, its exchange with its spare not. A crash of the machine that lost
+// the exchange (the names as they were before the write, made here by
+// hand after a SIGKILL) leaves the answered write under the spare's name,
+// and the next daemon takes it: the report it answered is there, and the
+// session's next write keeps it.
+func TestARecordsLastWriteOutlivesALostExchange(t *testing.T) {
+	d := startDaemon(t)
+	id := d.start(project(t), "--", "sleep", "300")
+	d.waitState(id, 10*time.Second, "running")
+	d.mustCtl("report", "--session", id, "--summary", "the answered report")
+	d.kill9()
+	dir := filepath.Join(d.stateDir, "sessions", id)
+	rec, spare := filepath.Join(dir, "session.json"), filepath.Join(dir, ".session.json.spare")
+	for _, mv := range [][2]string{{rec, rec + ".x"}, {spare, rec}, {rec + ".x", spare}} {
+		if err := os.Rename(mv[0], mv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if strings.Contains(readFile(t, rec), "the answered report") {
+		t.Fatal("the names were not put back: session.json holds the report")
+	}
+	d2 := startDaemonAt(t, d.stateDir, d.sock)
+	type reported struct {
+		Seq    uint64 `json:"seq"`
+		Report *struct {
+			Summary string `json:"summary"`
+		} `json:"report"`
+	}
+	inspect := func() reported {
+		var r reported
+		if err := json.Unmarshal([]byte(d2.mustCtl("--json", "inspect", id)), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := inspect(); r.Report == nil || r.Report.Summary != "the answered report" {
+		t.Fatalf("after the lost exchange the record's report is %+v, want the answered one", r.Report)
+	}
+	d2.mustCtl("report", "--session", id, "--summary", "the next report")
+	d2.mustCtl("stop", id)
+	d2.waitEnded(id, 15*time.Second)
+	if r := inspect(); r.Report == nil || r.Report.Summary != "the next report" {
+		t.Errorf("after the next writes the report is %+v, want the next one", r.Report)
 	}
 }

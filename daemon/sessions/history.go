@@ -110,7 +110,9 @@ func (w *RecordWriter) MakeDir(dir string) (synced func() error, err error) {
 	return func() error { return nil }, state.EnsureDir(dir)
 }
 
-// WriteRecord writes a session's record durably, except while the session
+// WriteRecord writes a session's record durably, with one sync
+// (state.WriteRecord: the content, the record and its spare standing for
+// each other after a crash of the machine), except while the session
 // starts: until its command runs, the record need only be there for a
 // daemon that crashed, not a machine (whose crash would end the command
 // too); the record of the running session, written before the start is
@@ -127,5 +129,5 @@ func (w *RecordWriter) WriteRecord(rec ipc.Session) error {
 	case rec.State == ipc.StateStarting:
 		return state.WriteJSONReusingUnsynced(path, rec)
 	}
-	return state.WriteJSONReusing(path, rec)
+	return state.WriteRecord(path, rec)
 }

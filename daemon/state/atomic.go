@@ -144,22 +144,67 @@ func ReadJSON(path string, v any) error {
 	return readJSONPath(path, MaxRecordSize, v)
 }
 
-// ReadRecord is ReadJSON for a session's record, which may be empty: a
-// record made ahead of its first write (SpareDirs), or one a crash of the
-// machine left empty before its first sync. An empty record gives
-// ErrEmpty and stays where it is; anything else that does not decode is
-// moved aside as ReadJSON does.
+// ReadRecord is ReadJSON for a session's record, written by WriteRecord:
+// of the record and its spare, the one with the higher seq that decodes
+// (a crash of the machine may have left the last write under the spare's
+// name). When that is the spare, the two are exchanged back first, and
+// the exchange synced, so that the next write goes over the older. The
+// record may be empty: one made ahead of its first write (SpareDirs), or
+// one a crash of the machine left empty before its first sync; an empty
+// record with no newer spare gives ErrEmpty and stays where it is.
+// Anything else that does not decode is moved aside as ReadJSON does.
 func ReadRecord(path string, v any) error {
 	dfd, err := openDir(filepath.Dir(path))
 	if err != nil {
 		return err
 	}
 	defer unix.Close(dfd)
-	data, _, err := readAt(dfd, filepath.Base(path), path, MaxRecordSize, false)
-	if err == nil && len(data) == 0 {
+	name := filepath.Base(path)
+	data, _, err := readAt(dfd, name, path, MaxRecordSize, false)
+	if spare, ok := newerSpare(dfd, name, path, data, err); ok {
+		if swapped, err := exchanged(dfd, SpareName(name), name); err == nil && swapped {
+			_ = syncDirFD(dfd)
+		}
+		return decodeJSON(spare, v)
+	}
+	if errors.Is(err, ErrTooLarge) {
+		return moveAsideAt(dfd, name, path, err)
+	}
+	if err != nil {
+		return err
+	}
+	if len(data) == 0 {
 		return fmt.Errorf("%s: %w", path, ErrEmpty)
 	}
-	return readJSONAt(dfd, filepath.Base(path), path, MaxRecordSize, false, v)
+	if err := decodeJSON(data, v); err != nil {
+		return moveAsideAt(dfd, name, path, err)
+	}
+	return nil
+}
+
+// recordSeq is what tells two writes of a record apart.
+type recordSeq struct {
+	ID  string `json:"id"`
+	Seq uint64 `json:"seq"`
+}
+
+// newerSpare returns the content of name's spare in dirfd when it is a
+// record newer than data, read from name with the error err: of the same
+// session, with a higher seq, or a whole record where name holds none.
+func newerSpare(dirfd int, name, display string, data []byte, err error) ([]byte, bool) {
+	spare, _, serr := readAt(dirfd, SpareName(name), display+" (its spare)", MaxRecordSize, true)
+	if serr != nil || len(spare) == 0 {
+		return nil, false
+	}
+	var s recordSeq
+	if json.Unmarshal(spare, &s) != nil {
+		return nil, false
+	}
+	var cur recordSeq
+	if err != nil || len(data) == 0 || json.Unmarshal(data, &cur) != nil {
+		return spare, true
+	}
+	return spare, s.ID == cur.ID && s.Seq > cur.Seq
 }
 
 func readJSONPath(path string, limit int64, v any) error {

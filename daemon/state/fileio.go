@@ -173,6 +173,15 @@ const (
 	// machine loses nothing: a session's record while it starts, whose
 	// process would die with the machine.
 	contentOnly
+	// paired: the content is synced before it takes the name, and the
+	// name is not when the file is exchanged with its spare. The spare
+	// then holds the content before, the last write synced, and keeps it
+	// until the next write is synced in turn, over the spare: whatever a
+	// crash of the machine leaves of the names, the newest synced content
+	// is whole under one of the two, and a reader who takes the newer
+	// (ReadRecord, by the record's seq) finds it. A write without a spare
+	// to exchange with (a new file) syncs its name as durable does.
+	paired
 	// visible: nothing is synced; a crash of the machine may leave the
 	// file empty. For a file made again before anyone reads it after a
 	// restart: context.md, written at every start for that session.
@@ -211,7 +220,7 @@ func writeAtWith(dirfd int, name, display string, data []byte, perm os.FileMode,
 		return fmt.Errorf("write %s: rename into place: %w", display, err)
 	}
 	renamed = true
-	if d != durable {
+	if d != durable && d != paired {
 		return nil
 	}
 	if err := syncDirFD(dirfd); err != nil {

@@ -23,6 +23,15 @@ func WriteJSONReusing(path string, v any) error {
 	return writeJSONReusing(path, v, durable)
 }
 
+// WriteRecord writes a session's record as WriteJSONReusing does, with one
+// sync where that makes two: the content is synced, and its exchange with
+// the spare is not (see paired). A crash of the machine once it returns
+// leaves the record under its name or its spare's, whole; ReadRecord takes
+// the newer of the two.
+func WriteRecord(path string, v any) error {
+	return writeJSONReusing(path, v, paired)
+}
+
 // WriteJSONReusingUnsynced is WriteJSONReusing whose name is not synced:
 // the content is, before it takes the name, so that a crash of the machine
 // leaves the old file or the new one, the old perhaps until the next
@@ -90,11 +99,12 @@ func writeReusing(dirfd int, name, display string, data []byte, perm os.FileMode
 		_ = unix.Unlinkat(dirfd, spare, 0)
 		return fmt.Errorf("write %s: %w", display, err)
 	}
-	if err := exchange(dirfd, spare, name); err != nil {
+	swapped, err := exchanged(dirfd, spare, name)
+	if err != nil {
 		_ = unix.Unlinkat(dirfd, spare, 0)
 		return fmt.Errorf("write %s: swap into place: %w", display, err)
 	}
-	if d != durable {
+	if d != durable && (d != paired || swapped) {
 		return nil
 	}
 	if err := syncDirFD(dirfd); err != nil {
@@ -130,7 +140,7 @@ func writeKeepingSpare(dirfd int, name, spare, display string, data []byte, perm
 	if err := unix.Renameat(dirfd, tmp, dirfd, spare); err != nil {
 		_ = unix.Unlinkat(dirfd, tmp, 0)
 	}
-	if d != durable {
+	if d != durable && d != paired {
 		return nil
 	}
 	if err := syncDirFD(dirfd); err != nil {

@@ -11,14 +11,21 @@ const canExchange = true
 // anything, is then at from. Where exchanging is refused (or to does not
 // exist), from is renamed over to, and from is then gone.
 func exchange(dirfd int, from, to string) error {
+	_, err := exchanged(dirfd, from, to)
+	return err
+}
+
+// exchanged is exchange, saying whether the names were exchanged (false:
+// from was renamed over to, or failed to be).
+func exchanged(dirfd int, from, to string) (bool, error) {
 	err := unix.Renameat2(dirfd, from, dirfd, to, unix.RENAME_EXCHANGE)
 	switch err {
 	case nil:
-		return nil
+		return true, nil
 	case unix.ENOENT, unix.EINVAL, unix.ENOSYS, unix.EOPNOTSUPP:
-		return unix.Renameat(dirfd, from, dirfd, to)
+		return false, unix.Renameat(dirfd, from, dirfd, to)
 	}
-	return err
+	return false, err
 }
 
 // renameNoReplace renames from to to, failing with EEXIST if to exists.

@@ -9,4 +9,6 @@ const canExchange = false
 
 func exchange(dirfd int, from, to string) error { return unix.Renameat(dirfd, from, dirfd, to) }
 
+func exchanged(dirfd int, from, to string) (bool, error) { return false, exchange(dirfd, from, to) }
+
 func renameNoReplace(int, string, string) error { return unix.ENOSYS }

@@ -2,6 +2,7 @@ package state
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -129,5 +130,113 @@ func TestWriteJSONReusingIsAtomicForReaders(t *testing.T) {
 		if err := json.Unmarshal(data, &v); err != nil {
 			t.Fatalf("a reader saw a partial file (%d bytes): %v", len(data), err)
 		}
+	}
+}
+
+// TestWriteRecordOneSyncAndTheNewerOfTwo: a record written over its spare
+// is synced once, its exchange not; a crash of the machine that lost the
+// exchange leaves the last write under the spare's name, and ReadRecord
+// takes it, puts it back under the record's name and leaves the older as
+// the spare the next write goes over.
+func TestWriteRecordOneSyncAndTheNewerOfTwo(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("records are exchanged with their spares on Linux only")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "session.json")
+	spare := filepath.Join(dir, SpareName("session.json"))
+	write := func(id string, seq uint64) {
+		t.Helper()
+		if err := WriteRecord(path, recordSeq{ID: id, Seq: seq}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func() recordSeq {
+		t.Helper()
+		var r recordSeq
+		if err := ReadRecord(path, &r); err != nil {
+			t.Fatalf("ReadRecord: %v", err)
+		}
+		return r
+	}
+	onDisk := func(p string) recordSeq {
+		t.Helper()
+		var r recordSeq
+		data, err := os.ReadFile(p)
+		if err == nil {
+			err = json.Unmarshal(data, &r)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v (%q)", p, err, data)
+		}
+		return r
+	}
+	// The first write makes the file, the second its spare: both name
+	// new files and sync them.
+	write("s1", 1)
+	write("s1", 2)
+	before := Syncs()
+	write("s1", 3)
+	if n := Syncs() - before; n != 1 {
+		t.Errorf("a write over the spare made %d syncs, want 1", n)
+	}
+	// The exchange lost: the names as they were before the last write.
+	if err := os.Rename(path, path+".x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(spare, path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".x", spare); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got.Seq != 3 {
+		t.Fatalf("ReadRecord after a lost exchange = seq %d, want the last write, 3", got.Seq)
+	}
+	if got := onDisk(path); got.Seq != 3 {
+		t.Errorf("after ReadRecord the record's name holds seq %d, want 3 back in place", got.Seq)
+	}
+	write("s1", 4)
+	if got, prev := onDisk(path), onDisk(spare); got.Seq != 4 || prev.Seq != 3 {
+		t.Errorf("the write after: record seq %d, spare seq %d; want 4 over the older, 3 kept", got.Seq, prev.Seq)
+	}
+	// A spare that is no record, or another session's, or older, is not
+	// taken.
+	for _, c := range []struct {
+		name, spare string
+	}{
+		{"cut short", `{"id": "s1", "seq": 9`},
+		{"another session's", `{"id": "s2", "seq": 9}`},
+		{"older", `{"id": "s1", "seq": 2}`},
+		{"empty", ``},
+	} {
+		if err := os.WriteFile(spare, []byte(c.spare), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := read(); got.Seq != 4 || got.ID != "s1" {
+			t.Errorf("with a spare %s: ReadRecord = %+v, want the record, seq 4", c.name, got)
+		}
+	}
+	// A record left empty (made ahead, never synced) with a whole spare:
+	// the spare.
+	if err := os.WriteFile(spare, []byte(`{"id": "s1", "seq": 5}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got.Seq != 5 {
+		t.Errorf("an empty record with a whole spare: ReadRecord = seq %d, want 5", got.Seq)
+	}
+	// Neither: ErrEmpty, and nothing moved.
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(spare, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var r recordSeq
+	if err := ReadRecord(path, &r); !errors.Is(err, ErrEmpty) {
+		t.Errorf("an empty record and spare: %v, want ErrEmpty", err)
 	}
 }
