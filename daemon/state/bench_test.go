@@ -81,3 +81,24 @@ func BenchmarkProjectLoadSessionState(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRecordWrite measures a session record's rewrite: with one sync
+// (WriteRecord, the daemon's) against two (WriteJSONReusing, the content
+// and the exchange's directory).
+func BenchmarkRecordWrite(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		write func(string, any) error
+	}{{"one-sync", WriteRecord}, {"two-syncs", WriteJSONReusing}} {
+		b.Run(c.name, func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "session.json")
+			rec := recordSeq{ID: "bench000"}
+			for b.Loop() {
+				rec.Seq++
+				if err := c.write(path, rec); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -37,8 +37,10 @@ func WriteRecord(path string, v any) error {
 // leaves the old file or the new one, the old perhaps until the next
 // WriteJSONReusing in that directory. It is for a write whose loss with the
 // machine loses nothing: the record of a session that is starting, whose
-// process would die with the machine; the record of the running session,
-// written next, syncs the name.
+// process would die with the machine. For a record, that is what
+// WriteRecord does to a file that has its spare; the record of the
+// running session, written next, is synced in turn, and ReadRecord takes
+// the newer of the record and its spare.
 func WriteJSONReusingUnsynced(path string, v any) error {
 	return writeJSONReusing(path, v, contentOnly)
 }
