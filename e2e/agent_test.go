@@ -112,6 +112,20 @@ func (d *daemon) waitAgent(id, st string) agentRecord {
 	return rec
 }
 
+// waitTurn waits until the agent of session id works on prompt: its
+// prompt's hook has been handled, not only an earlier one that said it
+// works (a file written before that hook is the person's, not the turn's).
+func (d *daemon) waitTurn(id, prompt string) {
+	d.t.Helper()
+	waitFor(d.t, 20*time.Second, "agent of "+id+" to work on "+prompt, func() (bool, string) {
+		rec := d.agentRecord(id)
+		if rec.Agent == nil {
+			return false, "no agent in the record"
+		}
+		return rec.Agent.State == "working" && rec.Agent.LastPrompt == prompt, "agent state " + rec.Agent.State + ", last prompt " + rec.Agent.LastPrompt
+	})
+}
+
 // eventTypes are the types of the daemon's recent events of session id.
 func (d *daemon) eventTypes(id string) []string {
 	d.t.Helper()
@@ -685,7 +699,7 @@ func TestAgentTurnCheckpoints(t *testing.T) {
 	}
 	a := newAgentSetup(t, "prompt=Add the login form,wait=one,stop,prompt=Add the logout button,wait=two,stop,wait=done,exit")
 	id := d.start(append(a.flags, dir, "--", "claude", "-p", "start")...)
-	d.waitAgent(id, "working")
+	d.waitTurn(id, "Add the login form")
 	write := func(name, text string) { t.Helper(); writeFile(t, filepath.Join(dir, name), text) }
 	waitCheckpoints := func(n int) { t.Helper(); waitCheckpointCount(t, d, id, n) }
 	write("login.html", "<form>\n")
@@ -744,7 +758,7 @@ func TestAgentCheckpointBeforePrompt(t *testing.T) {
 	}
 	a := newAgentSetup(t, "prompt=Write the notes,wait=one,stop,wait=between,prompt=Tidy the notes,wait=two,stop,wait=again,prompt=Nothing to do,wait=three,stop,wait=done,exit")
 	id := d.start(append(a.flags, dir, "--", "claude", "-p", "start")...)
-	d.waitAgent(id, "working")
+	d.waitTurn(id, "Write the notes")
 	write := func(name, text string) { t.Helper(); writeFile(t, filepath.Join(dir, name), text) }
 	waitCheckpoints := func(n int) { t.Helper(); waitCheckpointCount(t, d, id, n) }
 	write("notes.md", "by the agent\n")
