@@ -182,7 +182,7 @@ func (c *Client) roundTrip(ctx context.Context, req Request) (*Response, error) 
 				c.pool.release()
 				return nil, err
 			}
-			w = &wire{Conn: conn, br: bufio.NewReaderSize(conn, 16<<10)}
+			w = &wire{Conn: conn, br: bufio.NewReaderSize(conn, wireBuffer)}
 		}
 		resp, err := c.exchange(ctx, w, req)
 		if err == nil {
@@ -203,6 +203,11 @@ func (c *Client) roundTrip(ctx context.Context, req Request) (*Response, error) 
 		return nil, fmt.Errorf("%s %s: %w", req.Method, req.Target, err)
 	}
 }
+
+// wireBuffer is a connection's read buffer: an answer's head fits, and a
+// body read into a buffer at least as large (readBody's) bypasses it. A
+// short-lived command touches every page it allocates, each a page fault.
+const wireBuffer = 4 << 10
 
 // freshError is a failure before any byte of the answer arrived.
 type freshError struct{ err error }

@@ -84,7 +84,8 @@ its base name), reason=END_REASON.
 			if err != nil {
 				return err
 			}
-			var kept []ipc.SessionRow
+			// Filtered in place: the rows are this call's own.
+			kept := rows[:0]
 			for _, r := range rows {
 				if match(r) {
 					kept = append(kept, r)
