@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -253,13 +255,45 @@ func TestStartAndStopBatches(t *testing.T) {
 	if len(live) != 8 {
 		t.Fatalf("%d live sessions, want 8", len(live))
 	}
+	// The API's brief view is the record's end in a few fields; an
+	// unknown view is refused before anything stops.
+	if resp, body := curl(t, d.sock, "POST", "/v1/sessions/stop", []byte(`{"all":true,"view":"short"}`)); resp.StatusCode != 400 || !strings.Contains(string(body), `view \"short\"`) {
+		t.Errorf("stop with view short: %d %s", resp.StatusCode, body)
+	}
+	resp, body := curl(t, d.sock, "POST", "/v1/sessions/stop", []byte(`{"ids":["`+ids[0]+`"],"view":"brief","grace":"5s"}`))
+	var briefs []map[string]json.RawMessage
+	if err := json.Unmarshal(body, &briefs); resp.StatusCode != 200 || err != nil || len(briefs) != 1 || briefs[0]["session"] != nil || briefs[0]["brief"] == nil {
+		t.Fatalf("stop with view brief: %d %s (%v)", resp.StatusCode, body, err)
+	}
+	var brief struct {
+		ID, State, EndReason, Signal, HandoffPath string
+	}
+	_ = json.Unmarshal(briefs[0]["brief"], &struct {
+		ID          *string `json:"id"`
+		State       *string `json:"state"`
+		EndReason   *string `json:"end_reason"`
+		Signal      *string `json:"signal"`
+		HandoffPath *string `json:"handoff_path"`
+	}{&brief.ID, &brief.State, &brief.EndReason, &brief.Signal, &brief.HandoffPath})
+	if rec := d.inspect(ids[0]); brief.ID != rec.ID || brief.State != "ended" || brief.EndReason != rec.EndReason || brief.Signal != rec.Signal || brief.HandoffPath == "" {
+		t.Errorf("brief %+v, record %s %s %s %s", brief, rec.ID, rec.State, rec.EndReason, rec.Signal)
+	}
 	out = d.mustCtl("stop", "--all", "--grace", "5s")
-	if n := strings.Count(out, "ended: interrupted"); n != 8 {
-		t.Errorf("stop --all: %d ends reported, want 8:\n%s", n, out)
+	if n := strings.Count(out, "ended: interrupted"); n != 7 {
+		t.Errorf("stop --all: %d ends reported, want 7:\n%s", n, out)
 	}
 	for _, rec := range live {
 		if _, err := os.Stat(filepath.Join(d.stateDir, "sessions", rec.ID, "handoff.json")); err != nil {
 			t.Errorf("session %s: no handoff after stop --all: %v", rec.ID, err)
+		}
+		if rec.ID == ids[0] {
+			continue
+		}
+		// Each end reads as it did from the whole record.
+		end := d.inspect(rec.ID)
+		want := fmt.Sprintf("%s ended: interrupted (%s)\n  handoff: %s\n", end.ID, end.Signal, filepath.Join(rec.ProjectDir, ".sessiond", "handoff.json"))
+		if !strings.Contains(out, want) {
+			t.Errorf("stop --all does not say %q:\n%s", want, out)
 		}
 	}
 	if n := len(d.list(false)); n != 0 {

@@ -22,13 +22,47 @@ type StopBatchRequest struct {
 	IDs   []string `json:"ids,omitempty"`
 	All   bool     `json:"all,omitempty"`
 	Grace string   `json:"grace,omitempty"`
+	// View "brief" answers each stop with its StopBrief instead of the
+	// whole record: a thousand records are some 2 MB to encode, send and
+	// decode, for a line each.
+	View string `json:"view,omitempty"`
 }
 
-// StopResult is one stop of a batch: the ended session, or why not.
+// StopViewBrief is StopBatchRequest.View for StopResult.Brief.
+const StopViewBrief = "brief"
+
+// StopResult is one stop of a batch: the ended session (its record, or
+// with the brief view its StopBrief), or why not.
 type StopResult struct {
 	ID      string     `json:"id"`
 	Session *Session   `json:"session,omitempty"`
+	Brief   *StopBrief `json:"brief,omitempty"`
 	Error   *ErrorBody `json:"error,omitempty"`
+}
+
+// StopBrief is what a stop tells of the end: how it ended, where its
+// handoff is, and what its cgroup killed.
+type StopBrief struct {
+	ID          string `json:"id"`
+	State       string `json:"state"`
+	EndReason   string `json:"end_reason,omitempty"`
+	ExitCode    *int   `json:"exit_code,omitempty"`
+	Signal      string `json:"signal,omitempty"`
+	Error       string `json:"error,omitempty"`
+	HandoffPath string `json:"handoff_path,omitempty"`
+	// Killed and Empty are the session's cgroup's (Cgroup).
+	Killed int  `json:"killed,omitempty"`
+	Empty  bool `json:"empty,omitempty"`
+}
+
+// BriefOf is rec's StopBrief.
+func BriefOf(rec *Session) *StopBrief {
+	b := &StopBrief{ID: rec.ID, State: rec.State, EndReason: rec.EndReason, ExitCode: rec.ExitCode,
+		Signal: rec.Signal, Error: rec.Error, HandoffPath: rec.HandoffPath}
+	if c := rec.Cgroup; c != nil {
+		b.Killed, b.Empty = c.Killed, c.Empty
+	}
+	return b
 }
 
 // ErrorBodyOf is err as a batch result carries it.

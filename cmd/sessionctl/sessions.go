@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -301,6 +302,9 @@ func (a *app) stopAll(ctx context.Context, req ipc.StopBatchRequest) error {
 	tctx, stopped := context.WithCancel(ctx)
 	told := make(chan struct{})
 	tell := time.AfterFunc(stopPatience, func() { defer close(told); a.tellWaiting(tctx, req) })
+	if !a.json {
+		req.View = ipc.StopViewBrief
+	}
 	results, err := a.client.StopBatch(ctx, req)
 	stopped()
 	if !tell.Stop() {
@@ -311,21 +315,33 @@ func (a *app) stopAll(ctx context.Context, req ipc.StopBatchRequest) error {
 	}
 	var errs []error
 	recs := []*ipc.Session{}
+	out := bufio.NewWriter(a.out)
 	for _, r := range results {
 		if r.Error != nil {
 			errs = append(errs, fmt.Errorf("%s: %s", r.ID, r.Error.Error))
 			continue
 		}
-		recs = append(recs, r.Session)
-		if !a.json {
-			fmt.Fprintf(a.out, "%s %s: %s\n", r.Session.ID, r.Session.State, ipc.TerminalLine(describe(r.Session)))
-			if r.Session.HandoffPath != "" {
-				fmt.Fprintf(a.out, "  handoff: %s\n", r.Session.HandoffPath)
-			}
-			if line := containedLine(r.Session); line != "" {
-				fmt.Fprintf(a.out, "  %s\n", line)
-			}
+		if a.json {
+			recs = append(recs, r.Session)
+			continue
 		}
+		b := r.Brief
+		if b == nil && r.Session != nil {
+			b = ipc.BriefOf(r.Session) // a daemon that knows no brief view
+		}
+		if b == nil {
+			continue
+		}
+		fmt.Fprintf(out, "%s %s: %s\n", b.ID, b.State, ipc.TerminalLine(describe(b)))
+		if b.HandoffPath != "" {
+			fmt.Fprintf(out, "  handoff: %s\n", b.HandoffPath)
+		}
+		if line := containedLine(b); line != "" {
+			fmt.Fprintf(out, "  %s\n", line)
+		}
+	}
+	if err := out.Flush(); err != nil {
+		return err
 	}
 	if a.json {
 		_ = a.printJSON(recs)
@@ -386,7 +402,7 @@ func roundSeconds(d time.Duration) time.Duration {
 	return max(d, 0).Round(time.Second)
 }
 
-func describe(r *ipc.Session) string {
+func describe(r *ipc.StopBrief) string {
 	reason := ipc.EndLabel(r.EndReason)
 	switch {
 	case r.Error != "":
@@ -636,17 +652,16 @@ func (a *app) remainingCmd() *cobra.Command {
 // containedLine says what the end of a contained session found in its
 // cgroup, when it found something: "contained: 2 processes the command
 // left were killed with its cgroup; nothing escaped".
-func containedLine(rec *ipc.Session) string {
-	c := rec.Cgroup
-	if c == nil || c.Killed == 0 {
+func containedLine(b *ipc.StopBrief) string {
+	if b.Killed == 0 {
 		return ""
 	}
 	what := "1 process the command left was"
-	if c.Killed > 1 {
-		what = fmt.Sprintf("%d processes the command left were", c.Killed)
+	if b.Killed > 1 {
+		what = fmt.Sprintf("%d processes the command left were", b.Killed)
 	}
 	line := "contained: " + what + " killed with its cgroup"
-	if c.Empty {
+	if b.Empty {
 		line += "; nothing escaped"
 	}
 	return line

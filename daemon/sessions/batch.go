@@ -69,6 +69,14 @@ func (d *Service) StopSessions(ctx context.Context, c ipc.Caller, req ipc.StopBa
 	case len(ids) > ipc.MaxBatch:
 		return nil, ipc.BadRequest("a batch of %d sessions: at most %d", len(ids), ipc.MaxBatch)
 	}
+	brief := false
+	switch req.View {
+	case "":
+	case ipc.StopViewBrief:
+		brief = true
+	default:
+		return nil, ipc.BadRequest("view %q: want %q or none", req.View, ipc.StopViewBrief)
+	}
 	out := make([]ipc.StopResult, len(ids))
 	var wg sync.WaitGroup
 	for i, id := range ids {
@@ -81,7 +89,12 @@ func (d *Service) StopSessions(ctx context.Context, c ipc.Caller, req ipc.StopBa
 				out[i].Error = ipc.ErrorBodyOf(err)
 				return
 			}
-			out[i].ID, out[i].Session = rec.ID, rec
+			out[i].ID = rec.ID
+			if brief {
+				out[i].Brief = ipc.BriefOf(rec)
+			} else {
+				out[i].Session = rec
+			}
 		}()
 	}
 	wg.Wait()
