@@ -53,7 +53,18 @@ type Client struct {
 	replies chan replyOrErr
 	pipes   map[string]*held
 	closed  bool
+
+	// side holds idle side connections: drains and releases go on them,
+	// several at once, rather than one after the other on conn (a
+	// thousand sessions ending together waited for each other's drain).
+	// sideSlots bounds how many there are.
+	side      chan *net.UnixConn
+	sideSlots chan struct{}
 }
+
+// sideConns bounds the side connections: enough that ends overlap on two
+// cores, few enough to be nothing to the keeper.
+const sideConns = 8
 
 type held struct {
 	fd   int // the daemon's duplicate of the pipe's read end
@@ -71,7 +82,8 @@ type replyOrErr struct {
 // by an earlier daemon is taken over at once (its rotation handed back,
 // its pipes listed); none is started until the first Attach.
 func Connect(opt Options) (*Client, error) {
-	c := &Client{opt: opt, log: opt.Logger, pipes: map[string]*held{}}
+	c := &Client{opt: opt, log: opt.Logger, pipes: map[string]*held{},
+		side: make(chan *net.UnixConn, sideConns), sideSlots: make(chan struct{}, sideConns)}
 	if c.log == nil {
 		c.log = zap.NewNop()
 	}
@@ -359,6 +371,15 @@ func (c *Client) Release(path string) {
 
 func (c *Client) do(op, path string) {
 	c.mu.Lock()
+	if c.pipes[path] == nil || c.conn == nil {
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	if c.doSide(request{Op: op, Path: path}) {
+		return
+	}
+	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.pipes[path] == nil || c.conn == nil {
 		return
@@ -366,6 +387,69 @@ func (c *Client) do(op, path string) {
 	if _, err := c.requestLocked(request{Op: op, Path: path}); err != nil {
 		c.log.Warn("log keeper", zap.String("op", op), zap.String("path", path), zap.Error(err))
 	}
+}
+
+// doSide sends req on a side connection and waits for its reply; false
+// means it could not (no keeper to dial, a connection that broke), and
+// the caller asks on the main connection, which replaces a keeper that
+// went away. The keeper serves every connection of its user, each in
+// turn, and the streams of different logs apart.
+func (c *Client) doSide(req request) bool {
+	var conn *net.UnixConn
+	select {
+	case conn = <-c.side:
+	case c.sideSlots <- struct{}{}:
+		var err error
+		if conn, err = c.dialSide(); err != nil {
+			<-c.sideSlots
+			return false
+		}
+	}
+	var r reply
+	err := send(conn, req)
+	if err == nil {
+		_ = conn.SetReadDeadline(time.Now().Add(sideTimeout))
+		var fds []int
+		fds, err = receive(conn, &r)
+		closeFDs(fds)
+	}
+	if err != nil {
+		conn.Close()
+		<-c.sideSlots
+		return false
+	}
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		conn.Close()
+		<-c.sideSlots
+	} else {
+		c.side <- conn
+	}
+	if r.Error != "" {
+		c.log.Warn("log keeper", zap.String("op", req.Op), zap.String("path", req.Path), zap.String("error", r.Error))
+	}
+	return true
+}
+
+// sideTimeout bounds a side request: a drain is bounded by the keeper
+// (a few seconds), a keeper that does not answer at all is left to the
+// main connection.
+const sideTimeout = 30 * time.Second
+
+// dialSide connects to the keeper without a hello: the connection is not
+// the daemon's (the main one is), only a way to ask.
+func (c *Client) dialSide() (*net.UnixConn, error) {
+	conn, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: c.opt.Socket, Net: "unixpacket"})
+	if err != nil {
+		return nil, err
+	}
+	if err := ownUser(conn); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
 }
 
 // Close disconnects: the keeper rotates the logs it still carries itself
@@ -377,6 +461,16 @@ func (c *Client) Close() {
 	if c.conn != nil {
 		c.conn.Close()
 		c.conn = nil
+	}
+	for {
+		select {
+		case conn := <-c.side:
+			conn.Close()
+			<-c.sideSlots
+			continue
+		default:
+		}
+		break
 	}
 	for _, h := range c.pipes {
 		_ = unix.Close(h.fd)

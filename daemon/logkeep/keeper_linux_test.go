@@ -199,3 +199,82 @@ func TestKeeperHoldsTheCap(t *testing.T) {
 		})
 	}
 }
+
+// TestReleasesDoNotWaitForEachOther: the release of one session's log
+// does not wait behind another's drain. A log left full (the daemon is
+// connected, so the keeper leaves rotation to it, and nobody rotates)
+// holds its drain until drainTimeout; meanwhile other logs are released
+// at once, each with its last line in it.
+func TestReleasesDoNotWaitForEachOther(t *testing.T) {
+	dir := t.TempDir()
+	sock, _ := serve(t, dir)
+	c, err := Connect(Options{Socket: sock, Executable: "/nonexistent", Diag: filepath.Join(dir, "diag")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	attach := func(name string) (string, *os.File) {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		out, err := logfile.OpenAppend(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer out.Close()
+		w, err := c.Attach(path, out, testMax, testKeep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return path, w
+	}
+	full, fw := attach("full.log")
+	defer fw.Close()
+	// Past the cap: what is beyond it stays in the pipe.
+	chunk := []byte(strings.Repeat("x", 4095) + "\n")
+	for written := 0; written < testMax*testKeep+256<<10; written += len(chunk) {
+		if _, err := fw.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drained := make(chan time.Duration, 1)
+	t0 := time.Now()
+	go func() { c.Drain(full); drained <- time.Since(t0) }()
+	time.Sleep(100 * time.Millisecond) // the drain is under way
+
+	var wg sync.WaitGroup
+	others := time.Now()
+	took := make([]time.Duration, 6)
+	for i := range took {
+		path, w := attach(fmt.Sprintf("s%d.log", i))
+		if _, err := fmt.Fprintf(w, "last line of %d\n", i); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			c.Release(path)
+			took[i] = time.Since(start)
+			b, err := os.ReadFile(path)
+			if err != nil || string(b) != fmt.Sprintf("last line of %d\n", i) {
+				t.Errorf("%s after its release: %q, %v", path, b, err)
+			}
+			if c.Holds(path) {
+				t.Errorf("%s is still held after its release", path)
+			}
+		}()
+	}
+	wg.Wait()
+	if d := time.Since(others); d > drainTimeout/2 {
+		t.Errorf("six sessions attached and released in %s (each release %v): they waited for the full log's drain", d, took)
+	}
+	select {
+	case d := <-drained:
+		if d < drainTimeout/2 {
+			t.Errorf("the full log's drain ended after %s: nothing held it, the test proves nothing", d)
+		}
+	case <-time.After(2 * drainTimeout):
+		t.Error("the full log's drain never ended")
+	}
+}
