@@ -356,8 +356,8 @@ func reapOrphans() {
 }
 
 func isChild(pid int) bool {
-	children.mu.Lock()
-	defer children.mu.Unlock()
+	children.mu.RLock()
+	defer children.mu.RUnlock()
 	_, ok := children.m[pid]
 	return ok
 }
@@ -429,9 +429,9 @@ func SessionProcs(sessionID string, leader *Child, spawned bool) []Process {
 // daemon's own unreaped child, or a process with its start time.
 func leaderProven(c *Child) bool {
 	if c.own {
-		children.mu.Lock()
+		children.mu.RLock()
 		mine := children.m[c.PID] == c
-		children.mu.Unlock()
+		children.mu.RUnlock()
 		if mine {
 			return true
 		}

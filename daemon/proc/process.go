@@ -73,8 +73,8 @@ func (c *Child) signalOwn(target int, sig unix.Signal) (bool, error) {
 	if err := refuse(c.PID); err != nil {
 		return true, err
 	}
-	children.mu.Lock()
-	defer children.mu.Unlock()
+	children.mu.RLock()
+	defer children.mu.RUnlock()
 	if children.m[c.PID] != c {
 		return false, nil
 	}

@@ -30,10 +30,12 @@ func reapExited() (exited []*Child, clean bool) {
 		}
 		var ws unix.WaitStatus
 		reapWaits.Add(1)
+		// Reaped and forgotten at once, under the lock a signal takes.
+		children.mu.Lock()
 		if wpid, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil); wpid != pid || err != nil {
+			children.mu.Unlock()
 			return exited, false
 		}
-		children.mu.Lock()
 		c := children.m[pid]
 		delete(children.m, pid)
 		children.mu.Unlock()

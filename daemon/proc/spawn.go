@@ -98,9 +98,13 @@ func (c *Child) finish() {
 // Exit returns how the process ended; valid once Done is closed.
 func (c *Child) Exit() Exit { return c.exit }
 
-// children are the session processes the reaper delivers exit statuses for.
+// children are the session processes the reaper delivers exit statuses
+// for. A child is reaped (its pid freed) only under mu held for writing,
+// and signalled only under mu held, for reading: a pid in m is never one
+// the kernel has given to another process. Signals do not wait for each
+// other (a thousand stops at once).
 var children = struct {
-	mu sync.Mutex
+	mu sync.RWMutex
 	m  map[int]*Child
 }{m: make(map[int]*Child)}
 
