@@ -3,6 +3,8 @@
 package schedule
 
 import (
+	"sync"
+
 	"github.com/robfig/cron/v3"
 	"go.uber.org/zap"
 
@@ -13,6 +15,13 @@ import (
 type Scheduler struct {
 	cron *cron.Cron
 	log  cronLogger
+
+	// removals are the schedules cancelled and not yet taken off the
+	// cron, which takes one at a time on its own goroutine; removing says
+	// a goroutine takes them off.
+	mu       sync.Mutex
+	removals []cron.EntryID
+	removing bool
 }
 
 // New starts a scheduler.
@@ -30,7 +39,37 @@ func (s *Scheduler) Schedule(spec string, job func()) (cancel func(), err error)
 		return nil, err
 	}
 	id := s.cron.Schedule(sched, cron.FuncJob(job))
-	return func() { s.cron.Remove(id) }, nil
+	return func() { s.remove(id) }, nil
+}
+
+// remove takes a schedule off the cron in the background: a cancel does
+// not wait for the cron's goroutine (a thousand sessions ending at once
+// waited for each other there). A tick that comes meanwhile reaches a
+// session that ignores it.
+func (s *Scheduler) remove(id cron.EntryID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.removals = append(s.removals, id)
+	if s.removing {
+		return
+	}
+	s.removing = true
+	go func() {
+		for {
+			s.mu.Lock()
+			ids := s.removals
+			s.removals = nil
+			if len(ids) == 0 {
+				s.removing = false
+				s.mu.Unlock()
+				return
+			}
+			s.mu.Unlock()
+			for _, id := range ids {
+				s.cron.Remove(id)
+			}
+		}
+	}()
 }
 
 // Stop stops the scheduler and waits for jobs that run.
@@ -40,7 +79,9 @@ func (s *Scheduler) Stop() { <-s.cron.Stop().Done() }
 type cronLogger struct{ log *zap.Logger }
 
 func (l cronLogger) Info(msg string, kv ...any) {
-	l.log.Debug(msg, zap.Any("details", kv))
+	if ce := l.log.Check(zap.DebugLevel, msg); ce != nil {
+		ce.Write(zap.Any("details", kv))
+	}
 }
 
 func (l cronLogger) Error(err error, msg string, kv ...any) {
