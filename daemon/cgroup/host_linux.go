@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -418,11 +417,25 @@ func readString(p string) string {
 	if err != nil {
 		return ""
 	}
-	f := os.NewFile(uintptr(fd), p)
-	defer f.Close()
-	b, err := io.ReadAll(f)
-	if err != nil {
-		return ""
+	defer unix.Close(fd)
+	// Read with bare system calls: an os.File would ask the descriptor's
+	// flags first, for every one of a thousand sessions' counters.
+	var small [512]byte
+	b := small[:0]
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := unix.Read(fd, b[len(b):cap(b)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return ""
+		}
+		if n == 0 {
+			return strings.TrimSpace(string(b))
+		}
+		b = b[:len(b)+n]
 	}
-	return strings.TrimSpace(string(b))
 }

@@ -202,6 +202,21 @@ func childrenOf(pid int) []int {
 	return out
 }
 
+// readProcFile reads a file of /proc with bare system calls: os.ReadFile
+// asks for its size and flags and tries the poller first, six calls more
+// for each process an end looks at.
+func readProcFile(path string) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	for err == unix.EINTR {
+		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	return readFD(fd, make([]byte, 0, 4096)), nil
+}
+
 // readFD appends what is left to read of fd to buf.
 func readFD(fd int, buf []byte) []byte {
 	for {
@@ -324,7 +339,7 @@ func (l *childList) session(pid int) string {
 
 // envSession reads SESSIOND_SESSION_ID from pid's environment.
 func envSession(pid int) string {
-	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	env, err := readProcFile("/proc/" + strconv.Itoa(pid) + "/environ")
 	if err != nil {
 		return ""
 	}
@@ -363,7 +378,7 @@ func isChild(pid int) bool {
 }
 
 func hasMarker(pid int, marker []byte) bool {
-	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	env, err := readProcFile("/proc/" + strconv.Itoa(pid) + "/environ")
 	return err == nil && (bytes.Contains(env, marker) || bytes.HasSuffix(env, marker[:len(marker)-1]))
 }
 
@@ -500,7 +515,7 @@ func scanSessionProcs(sessionID string, leader *Child) []Process {
 // mask of /proc/PID/status). Catching is not handling: a runtime may catch
 // a signal only to re-raise its default action.
 func Catches(pid int, sig unix.Signal) (bool, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	b, err := readProcFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return false, err
 	}
@@ -531,7 +546,7 @@ func SessionsByEnv(socket string) []Found {
 			continue
 		}
 		dir := "/proc/" + strconv.Itoa(s.pid)
-		env, err := os.ReadFile(dir + "/environ")
+		env, err := readProcFile(dir + "/environ")
 		if err != nil || !(bytes.Contains(env, marker) || bytes.HasSuffix(env, marker[:len(marker)-1])) {
 			continue
 		}

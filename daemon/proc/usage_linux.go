@@ -111,7 +111,7 @@ func UsageOf(qs []UsageQuery) []Usage {
 
 // envSessionID returns the SESSIOND_SESSION_ID in pid's environment, or "".
 func envSessionID(pid int) string {
-	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	env, err := readProcFile("/proc/" + strconv.Itoa(pid) + "/environ")
 	if err != nil {
 		return ""
 	}

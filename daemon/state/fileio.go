@@ -230,11 +230,12 @@ func writeAtWith(dirfd int, name, display string, data []byte, perm os.FileMode,
 }
 
 // finishFile writes data into the new file fd (cut to its length when
-// reused, a spare written over), sets its mode to perm unless mode, what
-// it has, is that already (0: not known), syncs it if sync and closes it.
-func finishFile(fd int, data []byte, perm, mode os.FileMode, reused, sync bool) error {
+// cut, a longer spare written over), sets its mode to perm unless mode,
+// what it has, is that already (0: not known), syncs it if sync and
+// closes it.
+func finishFile(fd int, data []byte, perm, mode os.FileMode, cut, sync bool) error {
 	err := writeAll(fd, data)
-	if err == nil && reused {
+	if err == nil && cut {
 		err = unix.Ftruncate(fd, int64(len(data)))
 	}
 	if err == nil && (mode == 0 || mode != perm.Perm()) {

@@ -94,9 +94,9 @@ func writeReusing(dirfd int, name, display string, data []byte, perm os.FileMode
 		_ = unix.Unlinkat(dirfd, spare, 0)
 		return writeKeepingSpare(dirfd, name, spare, display, data, perm, d)
 	}
-	// Over the old content, then cut to length: a record that grows or
-	// keeps its size frees no blocks either.
-	if err := finishFile(fd, data, perm, os.FileMode(st.Mode&0o7777), true, d != visible); err != nil {
+	// Over the old content, then cut to length where it was longer: a
+	// record that grows or keeps its size frees no blocks either.
+	if err := finishFile(fd, data, perm, os.FileMode(st.Mode&0o7777), st.Size > int64(len(data)), d != visible); err != nil {
 		// The file itself is untouched; the spare is no longer one.
 		_ = unix.Unlinkat(dirfd, spare, 0)
 		return fmt.Errorf("write %s: %w", display, err)
@@ -132,15 +132,19 @@ func writeKeepingSpare(dirfd int, name, spare, display string, data []byte, perm
 	if err != nil {
 		return fmt.Errorf("write %s: %w", display, err)
 	}
-	if err := exchange(dirfd, tmp, name); err != nil {
+	swapped, err := exchanged(dirfd, tmp, name)
+	if err != nil {
 		return fmt.Errorf("write %s: swap into place: %w", display, err)
 	}
 	placed = true
-	// tmp now holds what name held, if anything: the next write's spare.
-	// A crash before this rename leaves a temporary file that the next
-	// start removes (RemoveStaleTemps).
-	if err := unix.Renameat(dirfd, tmp, dirfd, spare); err != nil {
-		_ = unix.Unlinkat(dirfd, tmp, 0)
+	// Exchanged, tmp holds what name held: the next write's spare. A
+	// crash before this rename leaves a temporary file that the next
+	// start removes (RemoveStaleTemps). Renamed (name was not there), it
+	// is gone.
+	if swapped {
+		if err := unix.Renameat(dirfd, tmp, dirfd, spare); err != nil {
+			_ = unix.Unlinkat(dirfd, tmp, 0)
+		}
 	}
 	if d != durable && d != paired {
 		return nil
