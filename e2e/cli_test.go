@@ -257,10 +257,10 @@ func TestStartAndStopBatches(t *testing.T) {
 	}
 	// The API's brief view is the record's end in a few fields; an
 	// unknown view is refused before anything stops.
-	if resp, body := curl(t, d.sock, "POST", "/v1/sessions/stop", []byte(`{"all":true,"view":"short"}`)); resp.StatusCode != 400 || !strings.Contains(string(body), `view \"short\"`) {
+	if resp, body := curl(t, d.sock, "POST", "/v1/sessions/stop?view=short", []byte(`{"all":true}`)); resp.StatusCode != 400 || !strings.Contains(string(body), `view \"short\"`) {
 		t.Errorf("stop with view short: %d %s", resp.StatusCode, body)
 	}
-	resp, body := curl(t, d.sock, "POST", "/v1/sessions/stop", []byte(`{"ids":["`+ids[0]+`"],"view":"brief","grace":"5s"}`))
+	resp, body := curl(t, d.sock, "POST", "/v1/sessions/stop?view=brief", []byte(`{"ids":["`+ids[0]+`"],"grace":"5s"}`))
 	var briefs []map[string]json.RawMessage
 	if err := json.Unmarshal(body, &briefs); resp.StatusCode != 200 || err != nil || len(briefs) != 1 || briefs[0]["session"] != nil || briefs[0]["brief"] == nil {
 		t.Fatalf("stop with view brief: %d %s (%v)", resp.StatusCode, body, err)

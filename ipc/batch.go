@@ -3,6 +3,7 @@ package ipc
 import (
 	"context"
 	"errors"
+	"net/url"
 )
 
 // MaxBatch bounds the sessions one batch call starts or stops.
@@ -22,10 +23,11 @@ type StopBatchRequest struct {
 	IDs   []string `json:"ids,omitempty"`
 	All   bool     `json:"all,omitempty"`
 	Grace string   `json:"grace,omitempty"`
-	// View "brief" answers each stop with its StopBrief instead of the
-	// whole record: a thousand records are some 2 MB to encode, send and
-	// decode, for a line each.
-	View string `json:"view,omitempty"`
+	// View "brief" (the query's view, not the body's) answers each stop
+	// with its StopBrief instead of the whole record: a thousand records
+	// are some 2 MB to encode, send and decode, for a line each. A daemon
+	// that knows no view ignores the query and answers with records.
+	View string `json:"-"`
 }
 
 // StopViewBrief is StopBatchRequest.View for StopResult.Brief.
@@ -83,5 +85,9 @@ func (c *Client) StartBatch(ctx context.Context, reqs []StartRequest) ([]StartRe
 // StopBatch stops the sessions req names and returns once each end is on
 // disk.
 func (c *Client) StopBatch(ctx context.Context, req StopBatchRequest) ([]StopResult, error) {
-	return do[[]StopResult](ctx, c, "POST", "/sessions/stop", nil, req)
+	var q url.Values
+	if req.View != "" {
+		q = url.Values{"view": {req.View}}
+	}
+	return do[[]StopResult](ctx, c, "POST", "/sessions/stop", q, req)
 }

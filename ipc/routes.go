@@ -50,6 +50,7 @@ var Routes = []Route{
 		RequestExample:  json.RawMessage(`{"dir":"/home/me/src/app","command":["claude","-p","go on"],"timeout":"2h","pool":"nightly","on_limit":"wait"}`),
 		ResponseExample: json.RawMessage(`{"session":{"id":"k53nt9x3","name":"app","project_dir":"/home/me/src/app","project_id":"4d6ff1c6e3e3","command":["claude","-p","go on"],"state":"running","pid":4242,"started_at":"2026-12-02T06:00:00Z","ended_at":null,"deadline":"2026-12-02T08:00:00Z","warn_at":"2026-12-02T07:30:00Z","end_reason":"","exit_code":null,"signal":"","restarts":0,"restart_of":"","last_activity":null,"last_file_edited":"","files_changed":[],"checkpoints":0,"last_checkpoint":"","log_path":"/home/me/.local/state/sessiond/sessions/k53nt9x3/output.log","seq":1,"uid":1000}}`)},
 	{Method: "POST", Path: "/v1/sessions/stop", Summary: "Stop several sessions at once; answers once every end is on disk",
+		Query:   []Param{{Name: "view", Description: "brief: each end as a StopBrief, not its whole record"}},
 		Request: StopBatchRequest{}, Status: 200, Response: []StopResult{}, RequestExample: json.RawMessage(`{"ids":["k53nt9x3","web"],"grace":"5s"}`)},
 	{Method: "POST", Path: "/v1/sessions/prune", Summary: "Remove the caller's ended sessions, or those that ended before older_than",
 		Request: PruneRequest{}, Status: 200, Response: PruneResponse{}, RequestExample: json.RawMessage(`{"older_than":"168h"}`), ResponseExample: json.RawMessage(`{"removed":["k53nt9x3"]}`)},

@@ -707,6 +707,9 @@ func TestAcceptOutOfDescriptors(t *testing.T) {
 	}
 	if n := ts.logs.FilterMessage("accepting API connections again").Len(); n != 1 {
 		t.Errorf("recovery logged %d times, want once", n)
+		for _, e := range ts.logs.All() {
+			t.Logf("the listener logged: %s %v", e.Message, e.ContextMap())
+		}
 	}
 }
 

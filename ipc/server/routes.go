@@ -22,7 +22,7 @@ func (s *Server) register() {
 
 	s.handle("GET "+v+"/sessions", s.listSessions)
 	s.handle("POST "+v+"/sessions", s.startSessions)
-	s.handle("POST "+v+"/sessions/stop", withBody(http.StatusOK, b.Sessions.StopSessions))
+	s.handle("POST "+v+"/sessions/stop", s.stopSessions)
 	s.handle("GET "+v+"/sessions/{id}", bySession(b.Sessions.GetSession))
 	s.handle("POST "+v+"/sessions/{id}/stop", withSessionBody(b.Sessions.StopSession))
 	s.handle("POST "+v+"/sessions/{id}/signal", s.signalSession)
@@ -179,6 +179,20 @@ func withSessionBodyStatus[Req, Resp any](status int, call func(ctx context.Cont
 // project is the project named by {id}, with the directory the client sent.
 func project(r *http.Request) ipc.ProjectRef {
 	return ipc.ProjectRef{ID: r.PathValue("id"), Dir: r.URL.Query().Get("dir")}
+}
+
+// stopSessions is a batch stop, its view from the query.
+func (s *Server) stopSessions(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
+	var req ipc.StopBatchRequest
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	req.View = r.URL.Query().Get("view")
+	out, err := s.svc.Sessions.StopSessions(r.Context(), c, req)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
