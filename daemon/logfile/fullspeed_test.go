@@ -131,8 +131,15 @@ func TestFullSpeedYesStaysUnderCap(t *testing.T) {
 			if limit := l.Limit() + tc.slack; blocks > tc.blockLimit(l, files) || sizes > limit {
 				t.Errorf("on disk: %d bytes allocated in %d files, %d bytes in files; cap %d", blocks, files, sizes, limit)
 			}
-			if growth >= 20<<20 {
-				t.Errorf("RSS grew by %d bytes, want under 20 MiB", growth)
+			// Unbounded buffering of the flood would be gigabytes; the
+			// race detector's shadow memory for what the rotator touches
+			// adds some 15 MiB on a loaded machine.
+			limit := int64(20 << 20)
+			if raceEnabled {
+				limit = 48 << 20
+			}
+			if growth >= limit {
+				t.Errorf("RSS grew by %d bytes, want under %d MiB", growth, limit>>20)
 			}
 			r, err := l.NewReader(-1)
 			if err != nil {

@@ -1,0 +1,5 @@
+//go:build !race
+
+package logfile
+
+const raceEnabled = false
