@@ -7,8 +7,8 @@ import "golang.org/x/sys/unix"
 // canExchange is false here: WriteJSONReusing is WriteJSON.
 const canExchange = false
 
-func exchange(dirfd int, from, to string) error { return unix.Renameat(dirfd, from, dirfd, to) }
-
-func exchanged(dirfd int, from, to string) (bool, error) { return false, exchange(dirfd, from, to) }
+func exchanged(dirfd int, from, to string) (bool, error) {
+	return false, unix.Renameat(dirfd, from, dirfd, to)
+}
 
 func renameNoReplace(int, string, string) error { return unix.ENOSYS }
