@@ -1,7 +1,7 @@
 package agent
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -68,23 +68,24 @@ type record struct {
 	Error      string   `json:"error"`
 }
 
+// readRecord reads the calls recorded so far. The recorder may be writing
+// its next line meanwhile: a last line without its newline is not whole
+// yet, and is left for the next read.
 func readRecord(t *testing.T, sessionctl, session string) []record {
 	t.Helper()
-	f, err := os.Open(filepath.Join(filepath.Dir(sessionctl), "log-"+session+".jsonl"))
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(sessionctl), "log-"+session+".jsonl"))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	data = data[:bytes.LastIndexByte(data, '\n')+1]
 	var out []record
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 8<<20)
-	for sc.Scan() {
+	for line := range bytes.Lines(data) {
 		var r record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("record line %q: %v", sc.Text(), err)
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatalf("record line %q: %v", line, err)
 		}
 		out = append(out, r)
 	}
