@@ -352,7 +352,7 @@ func (c *Client) Holds(path string) bool {
 }
 
 // Drain returns once what the pipe of path held is in its log (bounded:
-// a log that cannot take it is left after a few seconds).
+// a log that cannot take it is left after a few seconds without progress).
 func (c *Client) Drain(path string) {
 	c.do("drain", path)
 }
@@ -434,9 +434,9 @@ func (c *Client) doSide(req request) bool {
 }
 
 // sideTimeout bounds a side request: a drain is bounded by the keeper
-// (a few seconds), a keeper that does not answer at all is left to the
-// main connection.
-const sideTimeout = 30 * time.Second
+// (drainMax), a keeper that does not answer at all is left to the main
+// connection.
+const sideTimeout = drainMax + 30*time.Second
 
 // dialSide connects to the keeper without a hello: the connection is not
 // the daemon's (the main one is), only a way to ask.

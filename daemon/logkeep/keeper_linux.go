@@ -18,9 +18,14 @@ import (
 // bufSize is the most one move carries from a pipe into its log.
 const bufSize = 256 << 10
 
-// drainTimeout bounds a drain: a log whose rotation does not make room
-// (a disk that refuses) must not hold a session's end for ever.
-const drainTimeout = 5 * time.Second
+// drainTimeout bounds how long a drain waits for the next move: a log
+// whose rotation does not make room (a disk that refuses) must not hold a
+// session's end for ever. A drain that moves on, however slowly (a loaded
+// machine, a rotator that lags), goes on, within drainMax.
+const (
+	drainTimeout = 5 * time.Second
+	drainMax     = time.Minute
+)
 
 // orphanWait is how long a keeper with no pipe waits for its first daemon.
 const orphanWait = 30 * time.Second
@@ -290,7 +295,11 @@ type stream struct {
 
 	mu sync.Mutex
 	// rot rotates the log while no daemon is connected.
-	rot      *logfile.Log
+	rot *logfile.Log
+	// taken counts the bytes read from the pipe (under mu, with the read
+	// itself, so that a drain sees each byte in the pipe or taken), moved
+	// those written to the log.
+	taken    int64
 	moved    int64
 	eof      bool
 	closed   bool
@@ -324,12 +333,17 @@ func (s *stream) run() {
 			bp := bufs.Get().(*[]byte)
 			defer bufs.Put(bp)
 			b := (*bp)[:min(int64(len(*bp)), room)]
+			s.mu.Lock()
 			for {
 				n, rerr = unix.Read(int(fd), b)
 				if rerr != unix.EINTR {
 					break
 				}
 			}
+			if n > 0 {
+				s.taken += int64(n)
+			}
+			s.mu.Unlock()
 			if rerr == unix.EAGAIN {
 				return false
 			}
@@ -433,17 +447,22 @@ func (s *stream) onDisk() int64 {
 }
 
 // drain waits until what the pipe holds now (FIONREAD, which Linux names
-// TIOCINQ) is in the log, its writers are gone, or drainTimeout passed.
+// TIOCINQ) and what was taken from it is in the log, its writers are gone,
+// or nothing moved for drainTimeout (or drainMax passed). A chunk read and
+// not yet written is in neither the pipe nor the log: counted as moved
+// only, it let a drain end with the pipe's last bytes still in it.
 func (s *stream) drain() {
 	var pending int
+	s.mu.Lock()
 	if rc, err := s.pipe.SyscallConn(); err == nil {
 		_ = rc.Control(func(fd uintptr) { pending, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ) })
 	}
-	s.mu.Lock()
-	target := s.moved + int64(pending)
+	target := s.taken + int64(pending)
 	s.mu.Unlock()
-	deadline := time.NewTimer(drainTimeout)
-	defer deadline.Stop()
+	idle := time.NewTimer(drainTimeout)
+	defer idle.Stop()
+	whole := time.NewTimer(drainMax)
+	defer whole.Stop()
 	for {
 		s.mu.Lock()
 		if s.moved >= target || s.eof || s.closed {
@@ -454,8 +473,12 @@ func (s *stream) drain() {
 		s.mu.Unlock()
 		select {
 		case <-wait:
-		case <-deadline.C:
-			s.k.log.Warn("log keeper: drain timed out", zap.String("path", s.path))
+			idle.Reset(drainTimeout)
+		case <-idle.C:
+			s.k.log.Warn("log keeper: drain timed out: nothing moved", zap.String("path", s.path), zap.Duration("for", drainTimeout))
+			return
+		case <-whole.C:
+			s.k.log.Warn("log keeper: drain timed out", zap.String("path", s.path), zap.Duration("after", drainMax))
 			return
 		}
 	}

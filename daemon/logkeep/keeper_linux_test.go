@@ -207,12 +207,11 @@ func TestKeeperHoldsTheCap(t *testing.T) {
 // at once, each with its last line in it.
 func TestReleasesDoNotWaitForEachOther(t *testing.T) {
 	dir := t.TempDir()
-	sock, _ := serve(t, dir)
+	sock, served := serve(t, dir)
 	c, err := Connect(Options{Socket: sock, Executable: "/nonexistent", Diag: filepath.Join(dir, "diag")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
 	attach := func(name string) (string, *os.File) {
 		t.Helper()
 		path := filepath.Join(dir, name)
@@ -228,7 +227,17 @@ func TestReleasesDoNotWaitForEachOther(t *testing.T) {
 		return path, w
 	}
 	full, fw := attach("full.log")
-	defer fw.Close()
+	// At the end the daemon goes, the keeper rotates the full log itself,
+	// takes the rest and leaves: nothing writes in dir once it is removed.
+	defer func() {
+		fw.Close()
+		c.Close()
+		select {
+		case <-served:
+		case <-time.After(30 * time.Second):
+			t.Error("the keeper did not leave")
+		}
+	}()
 	// Past the cap: what is beyond it stays in the pipe.
 	chunk := []byte(strings.Repeat("x", 4095) + "\n")
 	for written := 0; written < testMax*testKeep+256<<10; written += len(chunk) {
