@@ -17,7 +17,7 @@ import (
 // a container.
 type execRun struct {
 	cmd            *exec.Cmd
-	stdout, stderr bytes.Buffer
+	stdout, stderr syncBuffer // read while the exec writes
 	done           chan struct{}
 	code           int
 }
@@ -118,8 +118,9 @@ while :; do sleep 0.1; done
 `)
 	r := startExec(t, nil, "--checkpoint", "", "--stop-grace", "5s", dir, "--", agent)
 	pid := r.sessiondPID(t)
+	// Its trap is set once it says ready: a SIGTERM before would kill it.
 	waitFor(t, 10*time.Second, "the agent to start", func() (bool, string) {
-		return fileExists(filepath.Join(dir, ".sessiond", "session.lock")), ""
+		return fileExists(filepath.Join(dir, ".sessiond", "session.lock")) && strings.Contains(r.stdout.String(), "ready"), ""
 	})
 	t0 := time.Now()
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {

@@ -461,7 +461,12 @@ func TestTwentyThousandIdleConnections(t *testing.T) {
 	if failed != 0 {
 		t.Errorf("%d connections failed without a 503 (%s)", failed, sums[0].FailSample+sums[len(sums)-1].FailSample)
 	}
-	if ok-closedEarly > DefaultMaxConnsPerUID || ok < DefaultMaxConnsPerUID {
+	// How many the flood held at once: what its clients were served less
+	// what they saw closed, while none idled out. Once some did (a flood
+	// slower than the idle timeout, on a loaded machine), a client learns
+	// of a close later than the server frees its place, and only the
+	// server's own count of open connections tells (checked below).
+	if closedEarly == 0 && ok != DefaultMaxConnsPerUID || ok < DefaultMaxConnsPerUID {
 		t.Errorf("uid %d held %d connections at once (%d served, %d closed meanwhile), want the cap %d",
 			attackerUID, ok-closedEarly, ok, closedEarly, DefaultMaxConnsPerUID)
 	}
