@@ -5,7 +5,8 @@
 #   1. N (default 20) idle terminal sessions (a shell that printed a line
 #      and waits): each holder's RSS, PSS and anonymous memory once it has
 #      settled (its compaction runs 10 s after the last output), and the CPU
-#      all holders and the daemon use over SECONDS (default 10) of idleness.
+#      all holders and the daemon use over SECONDS (default 10) of idleness;
+#      beside them the floor, a Go process that only sleeps.
 #   2. Output throughput: `yes` writing BYTES (default 64 MiB) on a
 #      terminal session, against the same command on a pty that script(1)
 #      reads (the ceiling of any terminal), in a plain session (through the
@@ -54,6 +55,19 @@ printf '  holder RSS  %.2f MiB average, %.2f MiB at most\n' "$(awk -v k="$rss" '
 printf '  holder PSS  %.2f MiB, anonymous %.2f MiB\n' "$(awk -v k="$pss" 'BEGIN { print k / 1024 }')" "$(awk -v k="$anon" 'BEGIN { print k / 1024 }')"
 printf '  CPU over %ss: all holders %s %% of one core, the daemon %s %%\n' "$SECS" "$(cpu $((t1 - t0)))" "$(cpu $((d1 - d0)))"
 printf '  daemon RSS  %s MiB\n' "$(rss_mib "$SD_PID")"
+# The floor of any holder: a Go process that only sleeps, built as sessiond
+# is (no cgo, stripped), measured the same way.
+mkdir -p "$BENCH_TMP/sleeper"
+printf 'package main\n\nimport "time"\n\nfunc main() { time.Sleep(time.Hour) }\n' >"$BENCH_TMP/sleeper/main.go"
+if (cd "$BENCH_TMP/sleeper" && printf 'module sleeper\n\ngo 1.22\n' >go.mod && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o sleeper .); then
+	"$BENCH_TMP/sleeper/sleeper" &
+	sp=$!
+	sleep 2
+	read -r srss spss sanon < <(mem "$sp")
+	kill "$sp"; wait "$sp" 2>/dev/null || true
+	printf '  the floor, a Go process that only sleeps: RSS %.2f MiB, PSS %.2f MiB, anonymous %.2f MiB\n' \
+		"$(awk -v k="$srss" 'BEGIN { print k / 1024 }')" "$(awk -v k="$spss" 'BEGIN { print k / 1024 }')" "$(awk -v k="$sanon" 'BEGIN { print k / 1024 }')"
+fi
 sctl stop --all --grace 0s >/dev/null
 
 # ------------------------------------------------------------ 2. throughput
