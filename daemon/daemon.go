@@ -272,6 +272,7 @@ func (d *Daemon) Run(ctx context.Context, hurry <-chan struct{}) error {
 	if d.ready != nil {
 		d.ready()
 	}
+	d.settle.Soon()
 	select {
 	case <-ctx.Done():
 	case err = <-serveErr:

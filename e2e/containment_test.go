@@ -234,19 +234,22 @@ func TestMemoryMaxEndsInOOMAndSparesTheRest(t *testing.T) {
 }
 
 // vmRSS is a process's resident memory in bytes.
-func vmRSS(t *testing.T, pid int) int64 {
+func vmRSS(t *testing.T, pid int) int64 { t.Helper(); return statusBytes(t, pid, "VmRSS") }
+
+// statusBytes is a size of /proc/PID/status (VmRSS, RssFile...) in bytes.
+func statusBytes(t *testing.T, pid int, field string) int64 {
 	t.Helper()
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for line := range strings.Lines(string(data)) {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			return kb << 10
 		}
 	}
-	t.Fatalf("no VmRSS for %d", pid)
+	t.Fatalf("no %s for %d", field, pid)
 	return 0
 }
 

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sessiond/sessiond/daemon/logfile"
+	"github.com/sessiond/sessiond/daemon/memory/exepages"
 )
 
 // bufSize is the most one move carries from a pipe into its log.
@@ -59,6 +60,9 @@ func Serve(sock string, ready io.Writer, log *zap.Logger) error {
 	if _, err := io.WriteString(ready, "ready\n"); err != nil {
 		log.Warn("tell the daemon the keeper is ready", zap.Error(err))
 	}
+	// What the start-up of the whole sessiond executable faulted in, a
+	// keeper never runs again: most of its resident set.
+	_, _ = exepages.Drop()
 	orphan := time.AfterFunc(orphanWait, k.checkExit)
 	<-k.done
 	orphan.Stop()

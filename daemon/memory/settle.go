@@ -3,7 +3,8 @@
 // (requests, spawns, record and file writes): the Go runtime would
 // otherwise keep it as room for a heap that an idle daemon does not need,
 // and a daemon of 1000 idle sessions would hold half as much again as they
-// use.
+// use. With it go the pages of the executable that start-up and the run
+// faulted in (package exepages): most of the daemon's resident set.
 package memory
 
 import (
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessiond/sessiond/daemon/memory/exepages"
 	"github.com/sessiond/sessiond/daemon/session"
 )
 
@@ -43,6 +45,7 @@ func NewSettler(clock session.Clock) *Settler {
 		// a thousand starts) it only sets aside, and the second frees.
 		debug.FreeOSMemory()
 		debug.FreeOSMemory()
+		_, _ = exepages.Drop()
 	}}
 }
 
@@ -54,6 +57,17 @@ func (s *Settler) Count(n int) {
 	if s.n < After {
 		return
 	}
+	if s.t != nil {
+		s.t.Stop()
+	}
+	s.t = s.clock.AfterFunc(Delay, s.settle)
+}
+
+// Soon settles Delay from now, whatever was counted: once the daemon is
+// up, for what its start-up used.
+func (s *Settler) Soon() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.t != nil {
 		s.t.Stop()
 	}

@@ -46,3 +46,35 @@ func TestSettlerCountsARun(t *testing.T) {
 		t.Error("armed again before After")
 	}
 }
+
+// TestSettlerSoon: Soon settles Delay later whatever was counted (the
+// daemon's start-up), and counts after it start a run of their own.
+func TestSettlerSoon(t *testing.T) {
+	clock := session.NewFakeClock(time.Unix(1e9, 0))
+	s := NewSettler(clock)
+	done := make(chan struct{}, 8)
+	s.free = func() { done <- struct{}{} }
+	s.Soon()
+	if clock.Pending() != 1 {
+		t.Fatalf("%d timers after Soon, want 1", clock.Pending())
+	}
+	clock.Advance(Delay - time.Millisecond)
+	select {
+	case <-done:
+		t.Fatal("settled before Delay")
+	default:
+	}
+	clock.Advance(time.Millisecond)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("never settled")
+	}
+	if n := s.Settled(); n != 1 {
+		t.Fatalf("settled %d times, want 1", n)
+	}
+	s.Count(After - 1)
+	if clock.Pending() != 0 {
+		t.Error("armed again before After")
+	}
+}
