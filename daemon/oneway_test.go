@@ -57,7 +57,7 @@ var sanctioned = map[string]struct {
 	"logkeep/client_linux.go":           {"the log keeper: the daemon's own executable, its log in the daemon's own state dir", []string{"Client.spawn"}},
 	"logkeep/keeper_linux.go":           {"the keeper's own socket in the daemon's state dir", []string{"Serve"}},
 	"logs/watcher.go":                   {"a terminal log in the daemon's own state dir", []string{"Watcher.WatchTerminalLog"}},
-	"memory/exepages/exepages_linux.go": {"/proc/self of the process: the mappings of its own executable", []string{"Drop"}},
+	"memory/exepages/exepages_linux.go": {"/proc/self of the process: the mappings of its own executable", []string{"readOnlyRanges"}},
 	"metrics/collectors.go":             {"/proc of the daemon itself", []string{"processFamilies"}},
 	"metrics/rss_linux.go":              {"/proc of the daemon itself", []string{"residentBytes"}},
 	"notify/command.go":                 {"the session's log in the daemon's state dir, appended to by a command's output", []string{"commandSink.send"}},

@@ -10,17 +10,36 @@ import (
 )
 
 // Drop drops the resident read-only pages of the running executable and
-// returns how many bytes of mappings it went over. The executable is
-// known by its inode and device: its path may have been replaced by an
-// upgrade since it started.
+// returns how many bytes of mappings it went over.
 func Drop() (int64, error) {
+	// The list is read whole before the first drop: the reading's own
+	// code is then faulted back once, not once a line.
+	ranges, err := readOnlyRanges()
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, r := range ranges {
+		if _, _, e := unix.Syscall(unix.SYS_MADVISE, r[0], r[1]-r[0], unix.MADV_DONTNEED); e != 0 {
+			return n, e
+		}
+		n += int64(r[1] - r[0])
+	}
+	return n, nil
+}
+
+// readOnlyRanges lists the mappings of the running executable that are
+// not writable, from /proc/self/maps: the process's own, nothing a user
+// names. The executable is known by its inode and device: its path may
+// have been replaced by an upgrade since it started.
+func readOnlyRanges() ([][2]uintptr, error) {
 	var st unix.Stat_t
 	if err := unix.Stat("/proc/self/exe", &st); err != nil {
-		return 0, err
+		return nil, err
 	}
 	f, err := os.Open("/proc/self/maps")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer f.Close()
 	var ranges [][2]uintptr
@@ -30,19 +49,7 @@ func Drop() (int64, error) {
 			ranges = append(ranges, [2]uintptr{lo, hi})
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	// The list is read whole before the first drop: the scanner's own
-	// code is then faulted back once, not once a line.
-	var n int64
-	for _, r := range ranges {
-		if _, _, e := unix.Syscall(unix.SYS_MADVISE, r[0], r[1]-r[0], unix.MADV_DONTNEED); e != 0 {
-			return n, e
-		}
-		n += int64(r[1] - r[0])
-	}
-	return n, nil
+	return ranges, sc.Err()
 }
 
 // readOnlyOf parses a line of /proc/self/maps ("start-end perms offset

@@ -1,9 +1,7 @@
 package exepages
 
 import (
-	"bufio"
 	_ "embed"
-	"os"
 	"testing"
 	"unsafe"
 
@@ -26,7 +24,10 @@ var kept = [8192]byte{0: 1, 4096: 2}
 // wrote.
 func TestDropLeavesOnlyWhatIsUsedAgain(t *testing.T) {
 	kept[100], kept[5000] = 42, 43
-	ranges := readOnlyRanges(t)
+	ranges, err := readOnlyRanges()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(ranges) == 0 {
 		t.Fatal("no read-only mapping of the executable found")
 	}
@@ -100,27 +101,6 @@ func TestReadOnlyOf(t *testing.T) {
 		}
 	}
 	_ = dev
-}
-
-func readOnlyRanges(t *testing.T) [][2]uintptr {
-	t.Helper()
-	var st unix.Stat_t
-	if err := unix.Stat("/proc/self/exe", &st); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open("/proc/self/maps")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out [][2]uintptr
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if lo, hi, ok := readOnlyOf(sc.Text(), st.Ino, st.Dev); ok {
-			out = append(out, [2]uintptr{lo, hi})
-		}
-	}
-	return out
 }
 
 // present counts the pages of ranges mapped in this process
