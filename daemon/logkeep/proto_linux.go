@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -51,11 +52,21 @@ func send(c *net.UnixConn, v any, fds ...int) error {
 	return err
 }
 
+// msgBuf is the room one message is received into, reused: 64 KiB made
+// and cleared for each message would be most of what the daemon allocates
+// while a thousand sessions end at once, a release each.
+type msgBuf struct{ b, oob []byte }
+
+var msgBufs = sync.Pool{New: func() any {
+	return &msgBuf{b: make([]byte, maxMessage), oob: make([]byte, unix.CmsgSpace(maxFDs*4))}
+}}
+
 // receive reads one message into v and returns the descriptors it
 // carried (close-on-exec), which the caller owns.
 func receive(c *net.UnixConn, v any) ([]int, error) {
-	b := make([]byte, maxMessage)
-	oob := make([]byte, unix.CmsgSpace(maxFDs*4))
+	m := msgBufs.Get().(*msgBuf)
+	defer msgBufs.Put(m)
+	b, oob := m.b, m.oob
 	n, oobn, flags, _, err := c.ReadMsgUnix(b, oob)
 	if err != nil {
 		return nil, err
