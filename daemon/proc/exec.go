@@ -2,6 +2,7 @@ package proc
 
 import (
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -18,8 +19,10 @@ var helpers = struct {
 	mu sync.RWMutex
 	// pidsMu guards pids, which concurrent Starts write under mu's read lock.
 	pidsMu sync.Mutex
-	pids   map[int]struct{}
-}{pids: make(map[int]struct{})}
+	// pids are the helpers running, each with the session its environment
+	// names ("" for none).
+	pids map[int]string
+}{pids: make(map[int]string)}
 
 // Start starts cmd like cmd.Start, registered so that the daemon's reaper does
 // not take its exit status away from cmd.Wait. Every command the daemon runs
@@ -30,10 +33,22 @@ func Start(cmd *exec.Cmd) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
+	sid := envSessionOf(cmd.Environ())
 	helpers.pidsMu.Lock()
-	helpers.pids[cmd.Process.Pid] = struct{}{}
+	helpers.pids[cmd.Process.Pid] = sid
 	helpers.pidsMu.Unlock()
 	return nil
+}
+
+// envSessionOf is the SESSIOND_SESSION_ID in env, the last of them as
+// exec keeps it ("" when none).
+func envSessionOf(env []string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if id, ok := strings.CutPrefix(env[i], "SESSIOND_SESSION_ID="); ok {
+			return id
+		}
+	}
+	return ""
 }
 
 // Wait waits for a command started with Start and unregisters it.

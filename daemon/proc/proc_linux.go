@@ -567,19 +567,22 @@ func SessionsByEnv(socket string) []Found {
 // environment (its hooks, its notification commands), with its process
 // group: a contained session's cgroup does not hold them, and they are
 // the session's all the same. It looks at the helpers alone, not at every
-// process, and returns how many it killed.
+// process, by the environment each was started with, and returns how many
+// it killed.
 func KillHelpers(sessionID string) int {
+	if sessionID == "" {
+		return 0
+	}
+	var pids []int
 	helpers.pidsMu.Lock()
-	pids := make([]int, 0, len(helpers.pids))
-	for pid := range helpers.pids {
-		pids = append(pids, pid)
+	for pid, sid := range helpers.pids {
+		if sid == sessionID {
+			pids = append(pids, pid)
+		}
 	}
 	helpers.pidsMu.Unlock()
 	n := 0
 	for _, pid := range pids {
-		if sessionID == "" || envSession(pid) != sessionID {
-			continue
-		}
 		p, err := Identify(pid)
 		if err != nil {
 			continue
