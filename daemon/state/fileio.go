@@ -55,10 +55,11 @@ func notRegular(name string, mode uint32) error {
 }
 
 // readOpened reads the file open as fd, which it closes, after checking
-// that it is a regular file of at most limit bytes. O_NONBLOCK is cleared
-// first (a regular file ignores it; this keeps reads plain if a file type
-// ever honours it). The size is checked before reading and again while
-// reading, since the file may grow. name is the path for messages.
+// that it is a regular file of at most limit bytes. A regular file ignores
+// O_NONBLOCK; should a file system honour it, the read that says EAGAIN
+// clears it and is made again, so that the common read costs no fcntl.
+// The size is checked before reading and again while reading, since the
+// file may grow. name is the path for messages.
 func readOpened(fd int, name string, limit int64) ([]byte, uint32, error) {
 	defer unix.Close(fd)
 	var st unix.Stat_t
@@ -72,11 +73,9 @@ func readOpened(fd int, name string, limit int64) ([]byte, uint32, error) {
 	if st.Size > limit {
 		return nil, mode, tooLarge(name, st.Size, limit)
 	}
-	if fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0); err == nil {
-		_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl&^unix.O_NONBLOCK)
-	}
 	buf := make([]byte, st.Size+1) // one byte more shows a file that grew
 	n := 0
+	blocking := false
 	for {
 		if n == len(buf) {
 			if int64(n) > limit {
@@ -88,6 +87,12 @@ func readOpened(fd int, name string, limit int64) ([]byte, uint32, error) {
 		switch {
 		case err == unix.EINTR:
 			continue
+		case err == unix.EAGAIN && !blocking:
+			blocking = true
+			if err := clearNonblock(fd); err != nil {
+				return nil, mode, fmt.Errorf("read %s: %w", name, err)
+			}
+			continue
 		case err != nil:
 			return nil, mode, fmt.Errorf("read %s: %w", name, err)
 		case m == 0:
@@ -95,6 +100,15 @@ func readOpened(fd int, name string, limit int64) ([]byte, uint32, error) {
 		}
 		n += m
 	}
+}
+
+// clearNonblock makes reads of fd wait.
+func clearNonblock(fd int) error {
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err == nil {
+		_, err = unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl&^unix.O_NONBLOCK)
+	}
+	return err
 }
 
 func tooLarge(name string, size, limit int64) error {

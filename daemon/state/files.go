@@ -67,9 +67,7 @@ func (f Files) Open(path string) (*os.File, error) {
 		return nil, notRegular(path, mode)
 	}
 	// A regular file ignores O_NONBLOCK; clearing it keeps reads plain.
-	if fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0); err == nil {
-		_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl&^unix.O_NONBLOCK)
-	}
+	_ = clearNonblock(fd)
 	return os.NewFile(uintptr(fd), path), nil
 }
 
