@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -112,13 +113,41 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 }
 
 // marshalJSON is the one encoding of every JSON file: two-space indent and a
-// trailing newline, so that files diff well and cat cleanly.
+// trailing newline, so that files diff well and cat cleanly. It is
+// json.MarshalIndent's output with the newline, made in a reused encoder:
+// the end of a session writes half a dozen such files, and a thousand ends
+// at once would otherwise allocate each twice over (encoded, then indented).
 func marshalJSON(v any) ([]byte, error) {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+	e := jsonEncoders.Get().(*jsonEncoder)
+	defer e.put()
+	if err := e.enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return append(data, '\n'), nil
+	return bytes.Clone(e.buf.Bytes()), nil
+}
+
+// jsonEncoder is an indenting encoder and the buffer it writes into.
+type jsonEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var jsonEncoders = sync.Pool{New: func() any {
+	e := &jsonEncoder{}
+	e.enc = json.NewEncoder(&e.buf)
+	e.enc.SetIndent("", "  ")
+	return e
+}}
+
+// maxKeptEncoding is the largest buffer an encoder keeps for the next file.
+const maxKeptEncoding = 256 << 10
+
+func (e *jsonEncoder) put() {
+	if e.buf.Cap() > maxKeptEncoding {
+		return
+	}
+	e.buf.Reset()
+	jsonEncoders.Put(e)
 }
 
 // WriteJSON writes v to path as pretty-printed JSON (two-space indent,

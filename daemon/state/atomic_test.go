@@ -1,6 +1,8 @@
 package state
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -8,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -235,3 +238,52 @@ func TestEnsureDir(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+type failingJSON struct{}
+
+func (failingJSON) MarshalJSON() ([]byte, error) { return nil, errors.New("cannot encode") }
+
+// TestMarshalJSONIsMarshalIndent: the reused encoder writes what
+// json.MarshalIndent does, and a newline, whatever came before it (a
+// failed encoding, a large one, the same encoder again).
+func TestMarshalJSONIsMarshalIndent(t *testing.T) {
+	big := strings.Repeat("x", maxKeptEncoding+1)
+	values := []any{
+		map[string]any{"b": []int{1, 2}, "a": "<tag> & \u2028", "c": map[string]any{}, "d": []string{}},
+		struct {
+			N    int               `json:"n"`
+			S    string            `json:"s,omitempty"`
+			Tags map[string]string `json:"tags"`
+			T    time.Time         `json:"t"`
+		}{N: 3, Tags: map[string]string{"z": "1", "y": "2"}, T: time.Unix(1, 5).UTC()},
+		big,
+		"after the big one",
+		nil,
+		[]any{1.5, true, nil, "é"},
+	}
+	for i := 0; i < 3; i++ { // again, through encoders used before
+		for _, v := range values {
+			want, err := json.MarshalIndent(v, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, '\n')
+			got, err := marshalJSON(v)
+			if err != nil {
+				t.Fatalf("marshalJSON(%.40v): %v", v, err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("marshalJSON(%.40v) =\n%.200s\nwant\n%.200s", v, got, want)
+			}
+		}
+		if _, err := marshalJSON(failingJSON{}); err == nil {
+			t.Fatal("marshalJSON of a value that cannot be encoded: no error")
+		}
+	}
+	// What it returns is the caller's: the next encoding does not touch it.
+	first, _ := marshalJSON("first")
+	_, _ = marshalJSON("second, longer than the first")
+	if string(first) != "\"first\"\n" {
+		t.Fatalf("an earlier result changed to %q", first)
+	}
+}
