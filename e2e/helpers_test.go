@@ -326,6 +326,7 @@ type record struct {
 	LastActivity   *time.Time `json:"last_activity"`
 	LastFileEdited string     `json:"last_file_edited"`
 	FilesChanged   []string   `json:"files_changed"`
+	Warnings       []string   `json:"warnings"`
 	Checkpoints    int        `json:"checkpoints"`
 	LastCheckpoint string     `json:"last_checkpoint"`
 	LogPath        string     `json:"log_path"`

@@ -293,6 +293,26 @@ func TestWatchProjectDirRemoved(t *testing.T) {
 	if alive(pid) {
 		t.Errorf("pid %d alive after stop", pid)
 	}
+	// Its account is in the state dir alone, said so in the record, with
+	// no file of the gone project listed as changed.
+	if !slices.ContainsFunc(end.Warnings, func(w string) bool { return strings.Contains(w, "the handoff is only in the state dir") }) {
+		t.Errorf("record warnings %q: want one saying the handoff is only in the state dir", end.Warnings)
+	}
+	var h struct {
+		SessionID    string          `json:"session_id"`
+		FilesChanged []string        `json:"files_changed"`
+		Features     json.RawMessage `json:"features"`
+	}
+	data, err := os.ReadFile(filepath.Join(d.stateDir, "sessions", id, "handoff.json"))
+	if err != nil {
+		t.Fatalf("the handoff's archive: %v", err)
+	}
+	if err := json.Unmarshal(data, &h); err != nil || h.SessionID != id || len(h.FilesChanged) != 0 {
+		t.Errorf("the handoff's archive (%v): session %q, files_changed %q; want %s, none\n%s", err, h.SessionID, h.FilesChanged, id, data)
+	}
+	if fileExists(filepath.Join(dir, ".sessiond", "handoff.json")) {
+		t.Errorf("a handoff was written into the removed project")
+	}
 	// The daemon goes on serving.
 	d.mustCtl("ps", "-a")
 	if rec := d.waitEnded(d.start(project(t), "--", "true"), 10*time.Second); rec.EndReason != "complete" {

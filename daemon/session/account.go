@@ -39,57 +39,43 @@ func (s *Session) writeAccount(reason Reason, tail []string) error {
 		if facts, err := checkpoint.Facts(ctx, checkpoint.FactsRequest{Dir: s.projectDir, Credential: s.gitCredential()}); err == nil && facts.IsRepo {
 			in.Git = &facts
 		}
-		// What changed, less the temporary files made and removed on the
-		// way (a deleted tracked file stays: git lists it).
-		keep := p.Existing(in.Rec.FilesChanged)
-		if in.Git != nil {
-			gone := map[string]bool{}
-			for _, f := range in.Git.Uncommitted {
-				gone[f] = true
-			}
-			for _, f := range in.Rec.FilesChanged {
-				if gone[f] && !slices.Contains(keep, f) {
-					keep = append(keep, f)
-				}
-			}
-			slices.Sort(keep)
-		}
-		if keep == nil {
-			keep = []string{}
-		}
-		s.rec.FilesChanged, in.Rec.FilesChanged = keep, keep
-		_ = p.Hold(func(q *state.Project) error {
-			in.Features, in.FeaturesErr = q.LoadFeatures(s.spec.FeatureList)
-			return nil
-		})
 		in.Worktree = s.worktreeHandoff(ctx, in.Git)
 	}
 
 	var h *state.Handoff
 	var errs []error
-	if p == nil {
-		h = buildHandoff(in)
-		s.logger().Error("project unreachable: only the handoff archive is written", zap.String("dir", s.projectDir))
-	} else if _, err := state.OpenProject(p.Dir(), s.owner); errors.Is(err, state.ErrProjectUnreachable) {
-		// A project that is gone, or out of its user's reach: there is
-		// nothing to wait for.
-		s.warnRecord("the project directory is unreachable: the handoff is only in the state dir")
-		s.logger().Error("project unreachable: only the handoff archive is written", zap.Error(err))
-		h = buildHandoff(in)
-	} else {
+	var res state.AccountResult
+	if p != nil {
 		// The account builds on the project's state as the ends before it
 		// left it, and is written with those that end together (see
-		// state.WriteAccount). Each step may run again after a failure
-		// without doubling anything: the files are replaced whole, and the
+		// state.WriteAccount), the project opened once for all it reads
+		// and writes. Each step may run again after a failure without
+		// doubling anything: the files are replaced whole, and the
 		// progress entry is appended once per session.
-		res := p.WriteAccount(func(prev *state.SessionState, err error) state.AccountWrite {
+		res = p.WriteAccount(func(q *state.Project, prev *state.SessionState, err error) state.AccountWrite {
 			if err != nil {
 				s.logger().Warn("session state", zap.Error(err))
 			}
+			s.keepChanged(&in, q.Existing(in.Rec.FilesChanged))
+			in.Features, in.FeaturesErr = q.LoadFeatures(s.spec.FeatureList)
 			in.Previous = prev
 			h = buildHandoff(in)
 			return state.AccountWrite{Handoff: h, State: buildSessionState(in, h), ProgressFile: s.spec.ProgressFile, Progress: buildProgressEntry(in, h)}
 		})
+	}
+	switch {
+	case p == nil:
+		h = buildHandoff(in)
+		s.logger().Error("project unreachable: only the handoff archive is written", zap.String("dir", s.projectDir))
+	case errors.Is(res.Handoff, state.ErrProjectUnreachable):
+		// A project that is gone, or out of its user's reach: there is
+		// nothing to wait for.
+		s.warnRecord("the project directory is unreachable: the handoff is only in the state dir")
+		s.logger().Error("project unreachable: only the handoff archive is written", zap.Error(res.Handoff))
+		s.keepChanged(&in, nil)
+		in.FeaturesErr = errProjectGone
+		h = buildHandoff(in)
+	default:
 		if h == nil {
 			h = buildHandoff(in)
 		}
@@ -110,6 +96,29 @@ func (s *Session) writeAccount(reason Reason, tail []string) error {
 	}
 	// The archive last: its presence says the account was written.
 	return state.SaveHandoff(filepath.Join(s.dir, "handoff.json"), h)
+}
+
+// keepChanged keeps, of the files the session changed, those that exist
+// (existing) and the tracked ones it deleted, which git lists: not the
+// temporary files made and removed on the way.
+func (s *Session) keepChanged(in *accountInput, existing []string) {
+	keep := existing
+	if in.Git != nil {
+		gone := map[string]bool{}
+		for _, f := range in.Git.Uncommitted {
+			gone[f] = true
+		}
+		for _, f := range in.Rec.FilesChanged {
+			if gone[f] && !slices.Contains(keep, f) {
+				keep = append(keep, f)
+			}
+		}
+		slices.Sort(keep)
+	}
+	if keep == nil {
+		keep = []string{}
+	}
+	s.rec.FilesChanged, in.Rec.FilesChanged = keep, keep
 }
 
 // errProjectGone stands for the feature list of a project that could not

@@ -22,14 +22,15 @@ type AccountResult struct {
 
 // WriteAccount writes one session's end account to the project. build
 // makes it from the project's session state as the ends written before
-// it left it (nil for none; err is why it could not be read). Ends of one
+// it left it (nil for none; err is why it could not be read), and may read
+// the project through q, held for the section. Ends of one
 // project that come together are written together, in the order they
 // came, in one Exclusively section: the state is read once and each
 // account built on the one before, handoff.json and session_state.json
 // are written once (the last end's handoff, the state after all of them),
 // and every entry is appended to the progress log in one write. So a
 // thousand ends cost a few syncs, and none loses another's entry or state.
-func (p *Project) WriteAccount(build func(prev *SessionState, err error) AccountWrite) AccountResult {
+func (p *Project) WriteAccount(build func(q *Project, prev *SessionState, err error) AccountWrite) AccountResult {
 	key := p.dir + "\x00" + strconv.Itoa(p.owner.ID())
 	q, _ := accountQueues.LoadOrStore(key, &accountQueue{})
 	return q.(*accountQueue).write(p, build)
@@ -45,13 +46,13 @@ type accountQueue struct {
 }
 
 type accountRequest struct {
-	build func(*SessionState, error) AccountWrite
+	build func(*Project, *SessionState, error) AccountWrite
 	done  chan AccountResult
 }
 
 // write queues the request; the first to come while nobody writes writes
 // the queue, batch after batch, until it is empty.
-func (a *accountQueue) write(p *Project, build func(*SessionState, error) AccountWrite) AccountResult {
+func (a *accountQueue) write(p *Project, build func(*Project, *SessionState, error) AccountWrite) AccountResult {
 	r := &accountRequest{build: build, done: make(chan AccountResult, 1)}
 	a.mu.Lock()
 	a.waiting = append(a.waiting, r)
@@ -79,7 +80,7 @@ func (p *Project) writeAccounts(batch []*accountRequest) {
 		prev, perr := q.LoadSessionState()
 		writes := make([]AccountWrite, len(batch))
 		for i, r := range batch {
-			writes[i] = r.build(prev, perr)
+			writes[i] = r.build(q, prev, perr)
 			prev, perr = writes[i].State, nil
 		}
 		herr := q.SaveHandoff(writes[len(writes)-1].Handoff)
