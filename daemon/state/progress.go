@@ -75,11 +75,9 @@ func (p *Project) appendProgress(rel string, es []ProgressEntry) (ns []int, err 
 	}
 	err = p.do(func(root int) error {
 		if first, _, _ := strings.Cut(filepath.ToSlash(filepath.Clean(rel)), "/"); first == DirName {
-			sfd, err := p.stateDir(root, true)
-			if err != nil {
+			if err := p.withStateDir(root, true, func(int) error { return nil }); err != nil {
 				return err
 			}
-			unix.Close(sfd)
 		}
 		dfd, name, display, err := p.resolveForWrite(root, rel)
 		if err != nil {

@@ -175,6 +175,29 @@ func (p *Project) stateDir(root int, create bool) (int, error) {
 	return p.openStateDir(root, create)
 }
 
+// withStateDir runs fn with the project's .sessiond below root, opened as
+// stateDir does. Inside a Hold it is the Hold's own descriptor, neither
+// duplicated nor closed here: the ends of a thousand sessions at once make
+// several such calls each.
+func (p *Project) withStateDir(root int, create bool, fn func(sfd int) error) error {
+	if h := p.held; h != nil && h.root == root {
+		if h.sd < 0 {
+			fd, err := p.openStateDir(root, create)
+			if err != nil {
+				return err
+			}
+			h.sd = fd
+		}
+		return fn(h.sd)
+	}
+	sfd, err := p.openStateDir(root, create)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(sfd)
+	return fn(sfd)
+}
+
 func (p *Project) openStateDir(root int, create bool) (int, error) {
 	sd := p.StateDir()
 	if create {
@@ -288,12 +311,9 @@ func (e *excludeError) Is(target error) bool { return target == ErrGitExclude }
 // and the path of name in it for messages.
 func (p *Project) stateFile(name string, create bool, fn func(sfd int, display string) error) error {
 	return p.do(func(root int) error {
-		sfd, err := p.stateDir(root, create)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(sfd)
-		return fn(sfd, filepath.Join(p.StateDir(), name))
+		return p.withStateDir(root, create, func(sfd int) error {
+			return fn(sfd, filepath.Join(p.StateDir(), name))
+		})
 	})
 }
 
@@ -519,14 +539,12 @@ func (p *Project) Exclusively(fn func(q *Project) error) error {
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
 	return p.Hold(func(q *Project) error {
-		sd, err := q.stateDir(q.held.root, true)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(sd) // releases the lock
-		if err := flock(sd); err != nil {
-			return fmt.Errorf("lock %s: %w", q.StateDir(), err)
-		}
-		return fn(q)
+		// The lock goes with the Hold's descriptor, closed once fn is done.
+		return q.withStateDir(q.held.root, true, func(sd int) error {
+			if err := flock(sd); err != nil {
+				return fmt.Errorf("lock %s: %w", q.StateDir(), err)
+			}
+			return fn(q)
+		})
 	})
 }
