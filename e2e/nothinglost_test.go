@@ -11,6 +11,18 @@ import (
 	"time"
 )
 
+// spareDirs lists the spare session directories in sessionsDir.
+func spareDirs(sessionsDir string) []string {
+	entries, _ := os.ReadDir(sessionsDir)
+	var out []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".spare-") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
 // concurrentProject is a project whose sessions may run side by side.
 func concurrentProject(t *testing.T) string {
 	t.Helper()
@@ -216,16 +228,7 @@ func TestSpareDirectoriesAcrossACrash(t *testing.T) {
 	d := startDaemonAt(t, stateDir, sock)
 	id := d.start(project(t), "--", "sleep", "100")
 	sessionsDir := filepath.Join(stateDir, "sessions")
-	spares := func() []string {
-		entries, _ := os.ReadDir(sessionsDir)
-		var out []string
-		for _, e := range entries {
-			if strings.HasPrefix(e.Name(), ".spare-") {
-				out = append(out, e.Name())
-			}
-		}
-		return out
-	}
+	spares := func() []string { return spareDirs(sessionsDir) }
 	waitFor(t, 10*time.Second, "spare session directories", func() (bool, string) {
 		s := spares()
 		return len(s) > 0, fmt.Sprint(s)
@@ -279,16 +282,7 @@ func TestQueuedSessionsTakeSpares(t *testing.T) {
 	stateDir, sock := filepath.Join(t.TempDir(), "state"), newSocketPath(t)
 	d := startDaemonAt(t, stateDir, sock)
 	sessionsDir := filepath.Join(stateDir, "sessions")
-	spares := func() []string {
-		entries, _ := os.ReadDir(sessionsDir)
-		var out []string
-		for _, e := range entries {
-			if strings.HasPrefix(e.Name(), ".spare-") {
-				out = append(out, e.Name())
-			}
-		}
-		return out
-	}
+	spares := func() []string { return spareDirs(sessionsDir) }
 	dir := project(t)
 	writeFile(t, filepath.Join(dir, "sessiond.toml"), "[session]\nconcurrent = true\n")
 	gate := filepath.Join(t.TempDir(), "go")
@@ -362,5 +356,46 @@ func TestARecordsLastWriteOutlivesALostExchange(t *testing.T) {
 	d2.waitEnded(id, 15*time.Second)
 	if r := inspect(); r.Report == nil || r.Report.Summary != "the next report" {
 		t.Errorf("after the next writes the report is %+v, want the next one", r.Report)
+	}
+}
+
+// TestEndArchivesIntoTheSpare: a session's directory is made with a spare
+// for its handoff's archive, and its end writes the archive into it: the
+// archive is that very file (the end makes no file), whole, and no spare
+// or temporary file is left beside it.
+func TestEndArchivesIntoTheSpare(t *testing.T) {
+	t.Parallel()
+	stateDir, sock := filepath.Join(t.TempDir(), "state"), newSocketPath(t)
+	d := startDaemonAt(t, stateDir, sock)
+	waitFor(t, 10*time.Second, "spare session directories", func() (bool, string) {
+		s := spareDirs(filepath.Join(stateDir, "sessions"))
+		return len(s) > 0, fmt.Sprint(s)
+	})
+	id := d.start(project(t), "--", "sleep", "1000")
+	dir := filepath.Join(stateDir, "sessions", id)
+	spare, err := os.Lstat(filepath.Join(dir, ".handoff.json.spare"))
+	if err != nil {
+		t.Fatalf("a running session's directory has no spare for its archive: %v", err)
+	}
+	d.mustCtl("stop", id)
+	d.waitEnded(id, 10*time.Second)
+	archive, err := os.Lstat(filepath.Join(dir, "handoff.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(spare, archive) {
+		t.Errorf("the archive is a new file, not the spare written into")
+	}
+	var h struct {
+		SessionID string `json:"session_id"`
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "handoff.json")); err != nil || json.Unmarshal(data, &h) != nil || h.SessionID != id {
+		t.Errorf("the archive (%v): %s", err, data)
+	}
+	files, _ := os.ReadDir(dir)
+	for _, f := range files {
+		if strings.HasPrefix(f.Name(), ".handoff.json") {
+			t.Errorf("left beside the archive: %s", f.Name())
+		}
 	}
 }

@@ -96,9 +96,11 @@ type RecordWriter struct {
 // SessionFiles are the files every session's directory has from its
 // start, which a spare directory holds empty (state.SpareDirs): the
 // record and its spare, the environment, the log and its stamps' next
-// version.
+// version, and the spare its handoff's archive is written into at its
+// end.
 func SessionFiles() []string {
-	return []string{"session.json", state.SpareName("session.json"), session.EnvironFile, "output.log", "output.log" + logfile.StampSuffix + ".tmp"}
+	return []string{"session.json", state.SpareName("session.json"), session.EnvironFile, "output.log", "output.log" + logfile.StampSuffix + ".tmp",
+		state.SpareName(state.HandoffFile)}
 }
 
 // MakeDir makes a session's directory: a spare renamed into place where

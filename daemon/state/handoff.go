@@ -150,7 +150,10 @@ func SaveHandoff(path string, h *Handoff) error {
 	}
 	data, err := encodeHandoff(h)
 	if err == nil {
-		err = WriteFile(path, data, 0o600)
+		// Durably, as WriteFile does, into the spare beside it if one was
+		// made with its directory (a session's is): an end then makes no
+		// file for its archive.
+		err = writeFileReusing(path, data, durable)
 	}
 	if err != nil {
 		return fmt.Errorf("save handoff: %w", err)

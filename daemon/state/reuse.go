@@ -61,6 +61,12 @@ func writeJSONReusing(path string, v any, d durability) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", path, err)
 	}
+	return writeFileReusing(path, data, d)
+}
+
+// writeFileReusing replaces path with data (mode 0600) with the
+// durability d, into the spare beside it when there is one (writeReusing).
+func writeFileReusing(path string, data []byte, d durability) error {
 	dfd, err := openDir(filepath.Dir(path))
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
