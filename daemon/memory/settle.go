@@ -64,19 +64,26 @@ func (s *Settler) Count(n int) {
 }
 
 // Soon settles Delay from now, whatever was counted: once the daemon is
-// up, for what its start-up used.
+// up, for what its start-up used. It leaves the count as it is: a run of
+// starts that began with the daemon (a hundred, one after the other)
+// still settles when it is over.
 func (s *Settler) Soon() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.t != nil {
 		s.t.Stop()
 	}
-	s.t = s.clock.AfterFunc(Delay, s.settle)
+	s.t = s.clock.AfterFunc(Delay, func() { s.settleKeeping(true) })
 }
 
-func (s *Settler) settle() {
+func (s *Settler) settle() { s.settleKeeping(false) }
+
+// settleKeeping settles; the count starts again unless keep.
+func (s *Settler) settleKeeping(keep bool) {
 	s.mu.Lock()
-	s.n = 0
+	if !keep {
+		s.n = 0
+	}
 	s.settled++
 	s.mu.Unlock()
 	s.free()

@@ -78,3 +78,38 @@ func TestSettlerSoon(t *testing.T) {
 		t.Error("armed again before After")
 	}
 }
+
+// TestSettlerSoonDuringARun: start-up's settling, coming in the middle of
+// a run of starts, leaves the run's count alone: the run still settles
+// once it is over, however its starts fell on either side.
+func TestSettlerSoonDuringARun(t *testing.T) {
+	clock := session.NewFakeClock(time.Unix(1e9, 0))
+	s := NewSettler(clock)
+	done := make(chan struct{}, 8)
+	s.free = func() { done <- struct{}{} }
+	wait := func() {
+		t.Helper()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("never settled")
+		}
+	}
+	s.Soon()
+	s.Count(After / 2)
+	clock.Advance(Delay)
+	wait() // start-up's
+	s.Count(After / 2)
+	if clock.Pending() != 1 {
+		t.Fatalf("%d timers after %d starts across start-up's settling, want 1", clock.Pending(), After)
+	}
+	clock.Advance(Delay)
+	wait()
+	if n := s.Settled(); n != 2 {
+		t.Fatalf("settled %d times, want 2", n)
+	}
+	s.Count(After - 1)
+	if clock.Pending() != 0 {
+		t.Error("armed again before After")
+	}
+}
