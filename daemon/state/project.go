@@ -155,30 +155,15 @@ func (p *Project) display(rel string) string {
 	return p.dir + "/" + rel
 }
 
-// stateDir opens the project's .sessiond below root, creating it (mode
-// 0700) if create is set. A .sessiond that is a symlink or not a directory
-// is refused; the mode is set to 0700 through the opened descriptor, so it
-// can only ever change the directory that was checked. Without create, a
-// missing .sessiond gives an error wrapping fs.ErrNotExist. Inside a Hold
-// it is a duplicate of the one the Hold opened first.
-func (p *Project) stateDir(root int, create bool) (int, error) {
-	if h := p.held; h != nil && h.root == root {
-		if h.sd < 0 {
-			fd, err := p.openStateDir(root, create)
-			if err != nil {
-				return -1, err
-			}
-			h.sd = fd
-		}
-		return unix.FcntlInt(uintptr(h.sd), unix.F_DUPFD_CLOEXEC, 0)
-	}
-	return p.openStateDir(root, create)
-}
-
-// withStateDir runs fn with the project's .sessiond below root, opened as
-// stateDir does. Inside a Hold it is the Hold's own descriptor, neither
-// duplicated nor closed here: the ends of a thousand sessions at once make
-// several such calls each.
+// withStateDir runs fn with the project's .sessiond below root, creating
+// it (mode 0700) if create is set. A .sessiond that is a symlink or not a
+// directory is refused; the mode is set to 0700 through the opened
+// descriptor, so it can only ever change the directory that was checked.
+// Without create, a missing .sessiond gives an error wrapping
+// fs.ErrNotExist. Inside a Hold it is the Hold's own descriptor, opened
+// by the first call and closed by the Hold, neither duplicated nor closed
+// here (the ends of a thousand sessions at once make several such calls
+// each); fn must not close it.
 func (p *Project) withStateDir(root int, create bool, fn func(sfd int) error) error {
 	if h := p.held; h != nil && h.root == root {
 		if h.sd < 0 {
@@ -246,16 +231,17 @@ func (p *Project) openStateDir(root int, create bool) (int, error) {
 // file alone.
 func (p *Project) EnsureStateDir() error {
 	return p.do(func(root int) error {
-		sfd, err := p.stateDir(root, true)
+		err := p.withStateDir(root, true, func(sfd int) error {
+			// Temporary files that cannot be removed are harmless, and the
+			// next start tries again: nothing to report.
+			if dup, err := unix.Dup(sfd); err == nil {
+				_, _ = removeStaleTempsAt(dup, p.StateDir(), 0, time.Now().Add(-StaleTempAge))
+			}
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		// Temporary files that cannot be removed are harmless, and the
-		// next start tries again: nothing to report.
-		if dup, err := unix.Dup(sfd); err == nil {
-			_, _ = removeStaleTempsAt(dup, p.StateDir(), 0, time.Now().Add(-StaleTempAge))
-		}
-		unix.Close(sfd)
 		if err := excludeFromGit(p.dir); err != nil {
 			return &excludeError{dir: p.StateDir(), err: err}
 		}
@@ -272,27 +258,24 @@ func (p *Project) EnsureSubdir(name string) (string, error) {
 	}
 	path := filepath.Join(p.StateDir(), name)
 	err := p.do(func(root int) error {
-		sfd, err := p.stateDir(root, true)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(sfd)
-		if err := unix.Mkdirat(sfd, name, 0o700); err != nil && err != unix.EEXIST {
-			return &fs.PathError{Op: "create", Path: path, Err: err}
-		}
-		fd, err := openat(sfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
-		if err != nil {
-			return openError(sfd, name, path, err)
-		}
-		defer unix.Close(fd)
-		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil {
-			return &fs.PathError{Op: "stat", Path: path, Err: err}
-		}
-		if st.Mode&0o7777 != 0o700 {
-			return unix.Fchmod(fd, 0o700)
-		}
-		return nil
+		return p.withStateDir(root, true, func(sfd int) error {
+			if err := unix.Mkdirat(sfd, name, 0o700); err != nil && err != unix.EEXIST {
+				return &fs.PathError{Op: "create", Path: path, Err: err}
+			}
+			fd, err := openat(sfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
+			if err != nil {
+				return openError(sfd, name, path, err)
+			}
+			defer unix.Close(fd)
+			var st unix.Stat_t
+			if err := unix.Fstat(fd, &st); err != nil {
+				return &fs.PathError{Op: "stat", Path: path, Err: err}
+			}
+			if st.Mode&0o7777 != 0o700 {
+				return unix.Fchmod(fd, 0o700)
+			}
+			return nil
+		})
 	})
 	return path, err
 }
