@@ -399,3 +399,48 @@ func TestEndArchivesIntoTheSpare(t *testing.T) {
 		}
 	}
 }
+
+// TestEndWritesIntoTheProjectsSpares: a session's start makes ready, in
+// its project's .sessiond, the files its end writes into, so that the end
+// makes no inode: in a new project, the handoff, the session state and the
+// progress log the end leaves are those files, and nothing is left beside
+// them.
+func TestEndWritesIntoTheProjectsSpares(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	dir := project(t)
+	id := d.start(dir, "--", "sleep", "1000")
+	sd := filepath.Join(dir, ".sessiond")
+	names := []string{"handoff.json", "session_state.json", "progress.md"}
+	spares := map[string]os.FileInfo{}
+	waitFor(t, 10*time.Second, "the end's files made ready", func() (bool, string) {
+		for _, n := range names {
+			fi, err := os.Lstat(filepath.Join(sd, "."+n+".spare"))
+			if err != nil {
+				return false, err.Error()
+			}
+			spares[n] = fi
+		}
+		return true, ""
+	})
+	d.mustCtl("stop", id)
+	d.waitEnded(id, 10*time.Second)
+	for _, n := range names {
+		fi, err := os.Lstat(filepath.Join(sd, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !os.SameFile(spares[n], fi) {
+			t.Errorf("%s is a new file, not the one made ready at the start", n)
+		}
+		if _, err := os.Lstat(filepath.Join(sd, "."+n+".spare")); !os.IsNotExist(err) {
+			t.Errorf("a spare left beside %s: %v", n, err)
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(sd, "progress.md")); err != nil || !strings.Contains(string(data), id) {
+		t.Errorf("progress.md (%v):\n%s", err, data)
+	}
+	if data, err := os.ReadFile(filepath.Join(sd, "handoff.json")); err != nil || !strings.Contains(string(data), id) {
+		t.Errorf("handoff.json (%v):\n%s", err, data)
+	}
+}

@@ -344,15 +344,29 @@ func (s *Session) onActivity(a watch.Activity) {
 		Message: "edited " + a.Path, UID: s.uid, Time: a.Time, Data: eventData(map[string]any{"path": a.Path})})
 }
 
-// writeLock records the live session in the project's session.lock.
+// writeLock records the live session in the project's session.lock, and
+// makes ready the files its end writes into (state.PrepareEnd), in one
+// opening of the project.
 func (s *Session) writeLock() {
 	if s.proj == nil {
 		return
 	}
 	l := &state.Lock{SessionID: s.id, DaemonPID: os.Getpid(), ChildPID: s.rec.PID,
 		ChildStartTime: s.rec.StartTime, BootID: s.rec.BootID, CreatedAt: s.deps.Clock.Now()}
-	if err := s.proj.WriteLock(l); err != nil {
-		s.logger().Warn("write session lock", zap.Error(err))
+	var lockErr, prepErr error
+	if err := s.proj.Hold(func(q *state.Project) error {
+		if lockErr = q.WriteLock(l); lockErr == nil {
+			prepErr = q.PrepareEnd(s.spec.ProgressFile)
+		}
+		return nil
+	}); err != nil {
+		lockErr = err
+	}
+	if lockErr != nil {
+		s.logger().Warn("write session lock", zap.Error(lockErr))
+	}
+	if prepErr != nil {
+		s.logger().Debug("make the end's files ready", zap.Error(prepErr))
 	}
 }
 

@@ -152,11 +152,16 @@ func appendEntriesOnce(dirfd int, name, display string, es []ProgressEntry) (ns 
 	// What is there is looked at before it is opened: a FIFO or a device
 	// is named as such, not opened for writing.
 	var pre unix.Stat_t
-	if err := fstatat(dirfd, name, &pre, unix.AT_SYMLINK_NOFOLLOW); err == nil && pre.Mode&unix.S_IFMT != unix.S_IFREG {
+	switch err := fstatat(dirfd, name, &pre, unix.AT_SYMLINK_NOFOLLOW); {
+	case err == nil && pre.Mode&unix.S_IFMT != unix.S_IFREG:
 		if pre.Mode&unix.S_IFMT == unix.S_IFLNK {
 			return nil, false, fmt.Errorf("refused: %s is a symlink: %w", display, ErrFileType)
 		}
 		return nil, false, notRegular(display, uint32(pre.Mode))
+	case err == unix.ENOENT:
+		if ns, made, err := createFromSpare(dirfd, name, display, es); made || err != nil {
+			return ns, false, err
+		}
 	}
 	fd, err := openat(dirfd, name, unix.O_RDWR|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY, 0o600)
 	replace := false
@@ -194,36 +199,7 @@ func appendEntriesOnce(dirfd int, name, display string, es []ProgressEntry) (ns 
 		return nil, false, fmt.Errorf("read %s: %w", display, err)
 	}
 	created := len(old) == 0
-	var b bytes.Buffer
-	if created {
-		b.WriteString(progressHeader)
-	} else {
-		if old[len(old)-1] != '\n' {
-			b.WriteByte('\n')
-		}
-		if !endsWithRule(old) {
-			b.WriteString("\n---\n")
-		}
-	}
-	count := countSessions(old)
-	seen := map[string]int{}
-	ns = make([]int, len(es))
-	wrote := false
-	for i, e := range es {
-		if n, ok := entryOf(old, e.SessionID); ok {
-			ns[i] = n
-			continue
-		}
-		if n, ok := seen[e.SessionID]; ok && e.SessionID != "" {
-			ns[i] = n
-			continue
-		}
-		count++
-		ns[i], seen[e.SessionID] = count, count
-		b.WriteByte('\n')
-		writeEntry(&b, count, e)
-		wrote = true
-	}
+	b, ns, wrote := entriesAfter(old, es)
 	if !wrote {
 		return ns, false, nil
 	}
@@ -246,6 +222,96 @@ func appendEntriesOnce(dirfd int, name, display string, es []ProgressEntry) (ns 
 		}
 	}
 	return ns, false, nil
+}
+
+// entriesAfter is what appending es to the log old adds (a new log's
+// header first), with the entries' session numbers; an entry whose
+// session is in old already, or earlier in es, is not added again and
+// gets that entry's number. wrote says whether anything is added.
+func entriesAfter(old []byte, es []ProgressEntry) (b *bytes.Buffer, ns []int, wrote bool) {
+	b = new(bytes.Buffer)
+	if len(old) == 0 {
+		b.WriteString(progressHeader)
+	} else {
+		if old[len(old)-1] != '\n' {
+			b.WriteByte('\n')
+		}
+		if !endsWithRule(old) {
+			b.WriteString("\n---\n")
+		}
+	}
+	count := countSessions(old)
+	seen := map[string]int{}
+	ns = make([]int, len(es))
+	for i, e := range es {
+		if n, ok := entryOf(old, e.SessionID); ok {
+			ns[i] = n
+			continue
+		}
+		if n, ok := seen[e.SessionID]; ok && e.SessionID != "" {
+			ns[i] = n
+			continue
+		}
+		count++
+		ns[i], seen[e.SessionID] = count, count
+		b.WriteByte('\n')
+		writeEntry(b, count, e)
+		wrote = true
+	}
+	return b, ns, wrote
+}
+
+// createFromSpare makes the log name, which is not there, out of its spare
+// (.NAME.spare, made ahead by Project.PrepareEnd): the new log's header
+// and es are written into it and synced, and it takes the name unless a
+// log took it meanwhile. So the first entry of a project's log makes no
+// inode at the end of its session. made is false, with no error, when
+// there is no spare to use or a log came first: the caller appends as
+// for any log. The spare is locked (flock) while it is written, as the log
+// is: of two writers that found it, the second finds it gone.
+func createFromSpare(dirfd int, name, display string, es []ProgressEntry) (ns []int, made bool, err error) {
+	if !canExchange {
+		return nil, false, nil
+	}
+	spare := SpareName(name)
+	fd, err := openat(dirfd, spare, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, false, nil
+	}
+	defer unix.Close(fd)
+	var st, now unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 || flock(fd) != nil {
+		return nil, false, nil
+	}
+	if fstatat(dirfd, spare, &now, unix.AT_SYMLINK_NOFOLLOW) != nil || now.Ino != st.Ino || now.Dev != st.Dev {
+		return nil, false, nil // used by another writer while this one waited
+	}
+	b, ns, _ := entriesAfter(nil, es)
+	// Written and synced with the lock held (finishFile would close it).
+	err = writeAll(fd, b.Bytes())
+	if err == nil && st.Size > int64(b.Len()) {
+		err = unix.Ftruncate(fd, int64(b.Len()))
+	}
+	if err == nil && st.Mode&0o7777 != 0o600 {
+		err = unix.Fchmod(fd, 0o600)
+	}
+	if err == nil {
+		err = syncFile(fd)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("append to %s: %w", display, err)
+	}
+	switch err := renameNoReplace(dirfd, spare, name); err {
+	case nil:
+	case unix.EEXIST:
+		return nil, false, nil
+	default:
+		return nil, false, fmt.Errorf("append to %s: %w", display, err)
+	}
+	if err := syncDirFD(dirfd); err != nil {
+		return nil, false, fmt.Errorf("append to %s: %w", display, err)
+	}
+	return ns, true, nil
 }
 
 // rotateProgress moves the full log name to NAME.1 and starts a new one
