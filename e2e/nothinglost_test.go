@@ -437,6 +437,12 @@ func TestEndWritesIntoTheProjectsSpares(t *testing.T) {
 			t.Errorf("a spare left beside %s: %v", n, err)
 		}
 	}
+	if _, err := os.Lstat(filepath.Join(sd, "session.lock")); !os.IsNotExist(err) {
+		t.Errorf("the lock outlived the end: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(sd, ".session.lock.spare")); err != nil {
+		t.Errorf("the lock is not kept as the next one's spare: %v", err)
+	}
 	if data, err := os.ReadFile(filepath.Join(sd, "progress.md")); err != nil || !strings.Contains(string(data), id) {
 		t.Errorf("progress.md (%v):\n%s", err, data)
 	}

@@ -60,8 +60,11 @@ func (s *Session) writeAccount(reason Reason, tail []string) error {
 			in.Features, in.FeaturesErr = q.LoadFeatures(s.spec.FeatureList)
 			in.Previous = prev
 			h = buildHandoff(in)
-			return state.AccountWrite{Handoff: h, State: buildSessionState(in, h), ProgressFile: s.spec.ProgressFile, Progress: buildProgressEntry(in, h)}
+			return state.AccountWrite{Handoff: h, State: buildSessionState(in, h), ProgressFile: s.spec.ProgressFile, Progress: buildProgressEntry(in, h), Release: s.id}
 		})
+		if res.Release != nil {
+			s.logger().Debug("release the project", zap.Error(res.Release))
+		}
 	}
 	switch {
 	case p == nil:

@@ -8,7 +8,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sessiond/sessiond/daemon/proc"
-	"github.com/sessiond/sessiond/daemon/state"
 	"github.com/sessiond/sessiond/ipc"
 )
 
@@ -17,8 +16,9 @@ import (
 // outlives it and the sidecars stop (collect); the checkpoint being taken
 // comes in and a final one is taken if anything changed (checkpoints); the
 // end is recorded (record); the handoff, the session state and the
-// progress entry are written, retried until they land (account); the lock
-// is released, and only then the session turns ended and anyone is told.
+// progress entry are written and the lock released, in one section of the
+// project, then the handoff's archive, retried until they land (account);
+// only then the session turns ended and anyone is told.
 type ending struct {
 	reason Reason
 	exit   proc.Exit
@@ -238,9 +238,6 @@ func (s *Session) writeAccountNow() {
 	e := s.end
 	s.work(func() func() {
 		err := s.writeAccount(e.reason, e.tail)
-		if err == nil {
-			s.releaseProject()
-		}
 		return func() {
 			if err != nil {
 				s.rec.Error = fmt.Sprintf("the end is not on disk yet (%v); retrying in %s", err, e.delay)
@@ -260,26 +257,6 @@ func (s *Session) writeAccountNow() {
 			s.ended()
 		}
 	})
-}
-
-// releaseProject removes the project's lock (when it is the session's)
-// and its warning file.
-func (s *Session) releaseProject() {
-	p := s.proj
-	if p == nil {
-		return
-	}
-	var warnErr error
-	_ = p.Hold(func(q *state.Project) error {
-		if l, err := q.ReadLock(); err == nil && l.SessionID == s.id {
-			_ = q.RemoveLock()
-		}
-		warnErr = q.RemoveWarning()
-		return nil
-	})
-	if warnErr != nil {
-		s.logger().Debug("remove warning file", zap.Error(warnErr))
-	}
 }
 
 // ended turns the session ended, its end on disk, and tells of it.

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"errors"
 	"strconv"
 	"sync"
 )
@@ -13,11 +14,17 @@ type AccountWrite struct {
 	State        *SessionState
 	ProgressFile string
 	Progress     ProgressEntry
+	// Release, when set, is the session whose lock goes once its account
+	// is written, with the project's warning (both kept as spares): its
+	// end is told in the project, it holds the project no longer.
+	Release string
 }
 
-// AccountResult says what of an AccountWrite could not be written.
+// AccountResult says what of an AccountWrite could not be written, and
+// why the release did not happen or left the warning.
 type AccountResult struct {
 	Handoff, State, Progress error
+	Release                  error
 }
 
 // WriteAccount writes one session's end account to the project. build
@@ -105,6 +112,11 @@ func (p *Project) writeAccounts(batch []*accountRequest) {
 				results[i] = AccountResult{Handoff: herr, State: serr, Progress: pErr}
 			}
 		}
+		for i, w := range writes {
+			if r := &results[i]; w.Release != "" && r.Handoff == nil && r.State == nil && (r.Progress == nil || errors.Is(r.Progress, ErrOutsideProject)) {
+				r.Release = q.release(w.Release)
+			}
+		}
 		return nil
 	})
 	for i, r := range batch {
@@ -113,4 +125,13 @@ func (p *Project) writeAccounts(batch []*accountRequest) {
 		}
 		r.done <- results[i]
 	}
+}
+
+// release retires the lock when it is session id's, and the warning.
+func (p *Project) release(id string) error {
+	var lockErr error
+	if l, err := p.ReadLock(); err == nil && l.SessionID == id {
+		lockErr = p.RemoveLock()
+	}
+	return errors.Join(lockErr, p.RemoveWarning())
 }
