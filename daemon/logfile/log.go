@@ -166,7 +166,7 @@ type Log struct {
 // the rotator leaves. Pass the file to the child and close it in the daemon
 // once the child has started. A path that is not a regular file is refused.
 func OpenAppend(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
+	f, err := openFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open log for writing: %w", err)
 	}
@@ -194,7 +194,7 @@ func checkRegular(f *os.File) error {
 // those numbered Keep or higher are removed, and so is a rotation's
 // temporary file left by a crash (its bytes are still in output.log).
 func Open(path string, opt Options) (*Log, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOFOLLOW, 0)
+	f, err := openFile(path, os.O_RDWR|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open log: %w", err)
 	}

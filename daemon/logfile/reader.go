@@ -44,7 +44,7 @@ func (g gone) Error() string {
 // counted across the rotated files. With n < 0 it starts at the oldest
 // byte kept; with n == 0, at the end (it sees only what is written next).
 func (l *Log) NewReader(n int) (*Reader, error) {
-	f, err := os.Open(l.path)
+	f, err := openFile(l.path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open log for reading: %w", err)
 	}
@@ -170,7 +170,7 @@ func (r *Reader) readAt(p []byte, off int64) (int, error) {
 		}
 		// The name maps to this span only while the lock is held; once
 		// open, the file's bytes never change, whatever it is renamed to.
-		f, err := os.Open(l.RotatedPath(idx + 1))
+		f, err := openFile(l.RotatedPath(idx+1), os.O_RDONLY, 0)
 		if err != nil {
 			l.mu.RUnlock()
 			return 0, fmt.Errorf("open rotated log: %w", err)

@@ -92,7 +92,7 @@ func openRenamedOnce(path string, keep int) (*RenamedReader, error) {
 }
 
 func openIno(path string) (*os.File, uint64, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := openFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, 0, fmt.Errorf("open log: %w", err)
 	}

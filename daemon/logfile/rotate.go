@@ -206,7 +206,7 @@ func (l *Log) copyChunk(i int, off, n int64, worth func() bool) (string, error) 
 	if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("rotate log: %w", err)
 	}
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := openFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return "", fmt.Errorf("rotate log: %w", err)
 	}
@@ -239,7 +239,7 @@ func (l *Log) copyChunk(i int, off, n int64, worth func() bool) (string, error) 
 // appendChunk appends up to n bytes of output.log from off to the
 // temporary file name and returns how many it copied.
 func (l *Log) appendChunk(name string, off, n int64) (int64, error) {
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND, 0)
+	f, err := openFile(name, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return 0, fmt.Errorf("rotate log: %w", err)
 	}

@@ -164,7 +164,7 @@ func (st *stampFile) rewriteLocked(recs []stamp, oldest int64) error {
 		buf = r.append(buf)
 	}
 	tmp := st.path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	f, err := openFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return fmt.Errorf("write stamp file: %w", err)
 	}
