@@ -16,6 +16,7 @@ import (
 	"github.com/sessiond/sessiond/daemon/cgroup"
 	"github.com/sessiond/sessiond/daemon/checkpoint"
 	"github.com/sessiond/sessiond/daemon/events"
+	"github.com/sessiond/sessiond/daemon/later"
 	"github.com/sessiond/sessiond/daemon/logkeep"
 	"github.com/sessiond/sessiond/daemon/logs"
 	"github.com/sessiond/sessiond/daemon/memory"
@@ -71,6 +72,7 @@ type Daemon struct {
 	hub       *watch.Hub
 	ckpt      *checkpoint.Checkpointer
 	cron      *schedule.Scheduler
+	later     *later.Queue
 	settle    *memory.Settler
 	notes     *notify.Service
 	worktrees *worktree.Service
@@ -119,6 +121,7 @@ func New(opt Options) (*Daemon, error) {
 		Log: log.Named("checkpoint"),
 	})
 	d.cron = schedule.New(log.Named("cron"))
+	d.later = later.New(later.Quiet)
 	d.spares = state.NewSpareDirs(filepath.Join(cfg.StateDir, "sessions"), spareSessionDirs,
 		func(err error) { log.Warn("make spare session directories", zap.Error(err)) }, sessions.SessionFiles()...)
 	var err error
@@ -144,7 +147,7 @@ func New(opt Options) (*Daemon, error) {
 		Events:     d.bus, Records: &sessions.RecordWriter{StateDir: cfg.StateDir, Spares: d.spares}, Watches: d.hub, Checkpoints: d.ckpt,
 		Schedule: d.cron, Output: d.watcher,
 		Terminal: session.TerminalDeps{LogMaxSize: int64(cfg.LogMaxSize), LogKeep: cfg.LogKeep},
-		Pending:  d.pending, Cgroups: d.cgroups,
+		Pending:  d.pending, Cgroups: d.cgroups, Later: d.later,
 	}
 	if cfg.Metrics {
 		d.enableMetrics(deps)
@@ -335,6 +338,9 @@ func (d *Daemon) close() {
 	}
 	if d.cron != nil {
 		d.cron.Stop()
+	}
+	if d.later != nil {
+		d.later.Close()
 	}
 	if d.hub != nil {
 		_ = d.hub.Close()

@@ -44,6 +44,9 @@ type Deps struct {
 	Terminal TerminalDeps
 	// Cgroups is what the host offers to contain sessions (nil: nothing).
 	Cgroups *cgroup.Host
+	// Later runs work that can wait until starts pause (*later.Queue);
+	// nil runs it at once.
+	Later Deferrer
 
 	// Live reports whether the session with an id is live (a lock file
 	// left by one that is not means an unclean end).
@@ -57,6 +60,11 @@ type Deps struct {
 	// OnLimit is called when the session's agent hits a usage limit, on
 	// the session's goroutine: it must not block.
 	OnLimit func(*Session, ipc.AgentLimit)
+}
+
+// Deferrer runs work that can wait, on a goroutine of its own.
+type Deferrer interface {
+	Do(f func())
 }
 
 // Publisher sends events to the event stream.

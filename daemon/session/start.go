@@ -344,29 +344,38 @@ func (s *Session) onActivity(a watch.Activity) {
 		Message: "edited " + a.Path, UID: s.uid, Time: a.Time, Data: eventData(map[string]any{"path": a.Path})})
 }
 
-// writeLock records the live session in the project's session.lock, and
-// makes ready the files its end writes into (state.PrepareEnd), in one
-// opening of the project.
+// writeLock records the live session in the project's session.lock; the
+// files its end writes into are made ready later (prepareEnd).
 func (s *Session) writeLock() {
 	if s.proj == nil {
 		return
 	}
 	l := &state.Lock{SessionID: s.id, DaemonPID: os.Getpid(), ChildPID: s.rec.PID,
 		ChildStartTime: s.rec.StartTime, BootID: s.rec.BootID, CreatedAt: s.deps.Clock.Now()}
-	var lockErr, prepErr error
-	if err := s.proj.Hold(func(q *state.Project) error {
-		if lockErr = q.WriteLock(l); lockErr == nil {
-			prepErr = q.PrepareEnd(s.spec.ProgressFile)
-		}
-		return nil
-	}); err != nil {
-		lockErr = err
+	if err := s.proj.WriteLock(l); err != nil {
+		s.logger().Warn("write session lock", zap.Error(err))
+		return
 	}
-	if lockErr != nil {
-		s.logger().Warn("write session lock", zap.Error(lockErr))
+	if s.deps.Later == nil {
+		s.prepareEnd()
+		return
 	}
-	if prepErr != nil {
-		s.logger().Debug("make the end's files ready", zap.Error(prepErr))
+	s.deps.Later.Do(s.prepareEnd)
+}
+
+// prepareEnd makes ready, in the project, the files the session's end
+// writes into (state.PrepareEnd), unless it has ended already. It runs
+// once starts pause: making a file is the dearest step of an end, and of
+// a start, on ext4, and a batch of starts waits for none of them. An end
+// that comes first makes its files itself, as before.
+func (s *Session) prepareEnd() {
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	if err := s.proj.PrepareEnd(s.spec.ProgressFile); err != nil {
+		s.logger().Debug("make the end's files ready", zap.Error(err))
 	}
 }
 
