@@ -463,3 +463,57 @@ func TestAttackFilesAreTheUsers(t *testing.T) {
 	}
 	assertNoTaintedThread(t)
 }
+
+// TestAttackEndSpares: the spares an end writes into are made as the
+// user, and one the user swapped for a link to root's file (a symlink, or
+// a hard link root's file has) is never written through: the end writes
+// its files as any new file.
+func TestAttackEndSpares(t *testing.T) {
+	a := newAttack(t)
+	if err := a.p.EnsureStateDir(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.p.PrepareEnd(""); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{HandoffFile, SessionStateFile, ProgressFile} {
+		rel := DirName + "/" + SpareName(name)
+		if uid, gid := owner(t, filepath.Join(a.project, rel)); uid != a.u.UID || gid != a.u.GID {
+			t.Errorf("%s: owned by %d:%d, want %d:%d", rel, uid, gid, a.u.UID, a.u.GID)
+		}
+	}
+	for _, kind := range []string{"symlink", "hard link"} {
+		t.Run(kind, func(t *testing.T) {
+			for _, name := range []string{HandoffFile, SessionStateFile, ProgressFile} {
+				spare := filepath.Join(a.project, DirName, SpareName(name))
+				_ = os.Remove(spare)
+				_ = os.Remove(filepath.Join(a.project, DirName, name))
+				if kind == "symlink" {
+					a.symlink(t, a.rootFile, DirName+"/"+SpareName(name))
+				} else if err := os.Link(a.rootFile, spare); err != nil {
+					t.Fatal(err)
+				}
+			}
+			a.check(t, func() error {
+				if err := a.p.SaveHandoff(&Handoff{SessionID: "s1"}); err != nil {
+					return err
+				}
+				if err := a.p.SaveSessionState(&SessionState{}); err != nil {
+					return err
+				}
+				_, err := a.p.AppendProgress("", ProgressEntry{Time: testNow, SessionID: "s1"})
+				return err
+			}, nil)
+			for _, name := range []string{HandoffFile, SessionStateFile, ProgressFile} {
+				path := filepath.Join(a.project, DirName, name)
+				if uid, _ := owner(t, path); uid != a.u.UID {
+					t.Errorf("%s: owned by %d, want the user's %d", name, uid, a.u.UID)
+				}
+				if data, _ := os.ReadFile(path); !strings.Contains(string(data), "s1") && name != SessionStateFile {
+					t.Errorf("%s does not hold the end:\n%s", name, data)
+				}
+			}
+		})
+	}
+	assertNoTaintedThread(t)
+}
