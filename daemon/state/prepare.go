@@ -16,23 +16,23 @@ import (
 // end then makes no inode in the project. On ext4, finding a free inode
 // among many recently freed ones was a fifth of the daemon's time when a
 // thousand sessions ended at once (bench/README.md, "The ninth pass"). The
-// daemon calls it when a session has started, beside its lock. The files
-// are made with the owner's rights; one that cannot be made is left to the
-// end to make, as before.
+// daemon calls it after a session has started, once starts pause. The
+// files are made with the owner's rights; one that cannot be made is left
+// to the end to make, as before.
 func (p *Project) PrepareEnd(progress string) error {
 	if !canExchange {
 		return nil
 	}
 	log, inStateDir := stateDirFile(progress)
-	return p.stateFile("", true, func(sfd int, _ string) error {
+	return p.stateFile("", true, func(sfd int, dir string) error {
 		for _, name := range []string{HandoffFile, SessionStateFile} {
-			if err := makeEmpty(sfd, SpareName(name)); err != nil {
+			if err := makeEmpty(sfd, dir, SpareName(name)); err != nil {
 				return err
 			}
 		}
 		var st unix.Stat_t
 		if inStateDir && fstatat(sfd, log, &st, unix.AT_SYMLINK_NOFOLLOW) == unix.ENOENT {
-			return makeEmpty(sfd, SpareName(log))
+			return makeEmpty(sfd, dir, SpareName(log))
 		}
 		return nil
 	})
@@ -51,9 +51,9 @@ func stateDirFile(rel string) (string, bool) {
 	return name, true
 }
 
-// makeEmpty makes the empty file name (mode 0600) in dirfd unless
-// something is there already.
-func makeEmpty(dirfd int, name string) error {
+// makeEmpty makes the empty file name (mode 0600) in dirfd, the directory
+// dir, unless something is there already.
+func makeEmpty(dirfd int, dir, name string) error {
 	fd, err := openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW, 0o600)
 	switch err {
 	case nil:
@@ -61,5 +61,5 @@ func makeEmpty(dirfd int, name string) error {
 	case unix.EEXIST:
 		return nil
 	}
-	return &fs.PathError{Op: "create", Path: name, Err: err}
+	return &fs.PathError{Op: "create", Path: filepath.Join(dir, name), Err: err}
 }

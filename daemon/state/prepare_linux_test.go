@@ -12,18 +12,26 @@ import (
 	"time"
 )
 
-// TestPrepareEndMakesTheEndsFiles: the spares PrepareEnd makes are the
-// very files the end's handoff, session state and first progress entry
-// are written into, and nothing is left beside them.
-func TestPrepareEndMakesTheEndsFiles(t *testing.T) {
+// preparedProject is a new project whose end's files PrepareEnd made
+// ready, the progress log being progress.
+func preparedProject(t *testing.T, progress string) (string, *Project) {
+	t.Helper()
 	dir := t.TempDir()
 	p, err := OpenProject(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.PrepareEnd(""); err != nil {
+	if err := p.PrepareEnd(progress); err != nil {
 		t.Fatal(err)
 	}
+	return dir, p
+}
+
+// TestPrepareEndMakesTheEndsFiles: the spares PrepareEnd makes are the
+// very files the end's handoff, session state and first progress entry
+// are written into, and nothing is left beside them.
+func TestPrepareEndMakesTheEndsFiles(t *testing.T) {
+	dir, p := preparedProject(t, "")
 	sd := filepath.Join(dir, DirName)
 	spares := map[string]os.FileInfo{}
 	for _, name := range []string{HandoffFile, SessionStateFile, ProgressFile} {
@@ -99,14 +107,7 @@ func TestPrepareEndMakesTheEndsFiles(t *testing.T) {
 // gets no spare beside it (the project's own files are left as they are).
 func TestPrepareEndOnlyInItsOwnDirectory(t *testing.T) {
 	for _, rel := range []string{"PROGRESS.md", "notes/progress.md", ".sessiond/sub/progress.md"} {
-		dir := t.TempDir()
-		p, err := OpenProject(dir, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.PrepareEnd(rel); err != nil {
-			t.Fatal(err)
-		}
+		dir, _ := preparedProject(t, rel)
 		var found []string
 		_ = filepath.Walk(dir, func(path string, fi os.FileInfo, err error) error {
 			if err == nil && !fi.IsDir() && strings.Contains(fi.Name(), "progress") || strings.Contains(path, "PROGRESS") {
@@ -128,14 +129,7 @@ func TestPrepareEndOnlyInItsOwnDirectory(t *testing.T) {
 // makes the log out of the spare, the others append to it.
 func TestProgressFromSpareConcurrently(t *testing.T) {
 	for round := range 20 {
-		dir := t.TempDir()
-		p, err := OpenProject(dir, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.PrepareEnd(""); err != nil {
-			t.Fatal(err)
-		}
+		dir, _ := preparedProject(t, "")
 		const n = 6
 		var wg sync.WaitGroup
 		nums := make([]int, n)
