@@ -29,6 +29,10 @@ var sessiond struct {
 
 func sessiondBinary(b *testing.B) string {
 	b.Helper()
+	if p := os.Getenv("SESSIOND_BENCH_BINARY"); p != "" {
+		// A build to compare: the holders are that binary's.
+		return p
+	}
 	sessiond.once.Do(func() {
 		dir, err := os.MkdirTemp("", "sessiond-bench")
 		if err != nil {

@@ -44,7 +44,9 @@ const (
 	// it wants.
 	helloTimeout = 10 * time.Second
 	// The emulator is fed once output has paused for emuQuiet, and at
-	// least every emuMaxLag while it flows (see screen.queue).
+	// least every emuMaxLag while it flows, unless output comes faster
+	// than that keeps up with (see screen.queue): then only its end is
+	// fed, once it pauses or someone looks at the screen.
 	emuQuiet  = 20 * time.Millisecond
 	emuMaxLag = 200 * time.Millisecond
 )
@@ -129,8 +131,11 @@ type holder struct {
 	// mu guards what follows. The reader hands each read of the terminal
 	// to the log, the screen and the viewers itself, under mu, rather than
 	// to the loop: a terminal holds a few KiB at most, and a read that
-	// waits for the loop to run leaves the child waiting too.
+	// waits for the loop to run leaves the child waiting too. The log is
+	// written in batches (see writeLog).
 	mu sync.Mutex
+	// logBuf is output not yet written to the log (see logBatch).
+	logBuf []byte
 	// done is set once the loop has finished: output is no longer taken.
 	done    bool
 	log     *logFile
@@ -500,9 +505,28 @@ func (h *holder) catchUpAll(now time.Time) {
 	}
 }
 
-// writeLog writes output to the session's log, saying once why it cannot
-// until a write succeeds again.
+// writeLog gives output to the session's log. It is written in pieces of
+// up to logBatch, and at once whenever the reader finds the terminal empty,
+// a viewer is attached or the screen is looked at: the log is behind the
+// terminal only while output flows, by less than logBatch.
 func (h *holder) writeLog(p []byte) {
+	h.logBuf = append(h.logBuf, p...)
+	if len(h.logBuf) >= logBatch || len(h.viewers) > 0 {
+		h.flushLog()
+	}
+}
+
+// flushLog writes what the log has been given so far.
+func (h *holder) flushLog() {
+	if len(h.logBuf) > 0 {
+		h.writeLogNow(h.logBuf)
+		h.logBuf = h.logBuf[:0]
+	}
+}
+
+// writeLogNow writes to the session's log, saying once why it cannot until
+// a write succeeds again.
+func (h *holder) writeLogNow(p []byte) {
 	if _, err := h.log.Write(p); err != nil {
 		if !h.logErr {
 			h.diag.Printf("session log: %v (reported once until a write succeeds)", err)
@@ -514,9 +538,14 @@ func (h *holder) writeLog(p []byte) {
 }
 
 // feedEmulator hands the emulator its pending output once output has
-// paused, or has flowed for emuMaxLag.
+// paused, or has flowed for emuMaxLag without overflowing the queue.
 func (h *holder) feedEmulator(now time.Time) {
 	quiet, lag := now.Sub(h.lastOutput), now.Sub(h.pendingSince)
+	if quiet < emuQuiet && h.scr.dropping() {
+		// A flood: feeding its end now would only be done again.
+		h.emuTimer.Reset(emuQuiet - quiet)
+		return
+	}
 	if quiet < emuQuiet && lag < emuMaxLag {
 		h.emuTimer.Reset(min(emuQuiet-quiet, emuMaxLag-lag))
 		return
@@ -528,6 +557,7 @@ func (h *holder) feedEmulator(now time.Time) {
 // screenNow brings the screen up to date with the output so far, for
 // whoever needs to see it (a snapshot, a repaint, a resize).
 func (h *holder) screenNow() *screen {
+	h.flushLog()
 	if h.scr.hasPending() {
 		h.scr.flush()
 	}
@@ -544,29 +574,9 @@ func (h *holder) compactMemory() {
 		return
 	}
 	h.compactArmed = false
+	h.flushLog()
+	h.logBuf = nil
 	releaseMemory()
-}
-
-// readOutput reads the master and hands each read to handleOutput, until
-// the terminal is closed or the loop has finished.
-func (h *holder) readOutput() {
-	// A read of a terminal returns at most its line buffer (4 KiB on Linux).
-	buf := make([]byte, 8<<10)
-	for {
-		n, err := h.master.Read(buf)
-		if n > 0 {
-			h.mu.Lock()
-			if h.done {
-				h.mu.Unlock()
-				return
-			}
-			h.handleOutput(buf[:n])
-			h.mu.Unlock()
-		}
-		if err != nil {
-			return
-		}
-	}
 }
 
 // writeInput is the one writer of the master, so that keystrokes, sends and
@@ -650,6 +660,7 @@ func (h *holder) call(f func()) bool {
 func (h *holder) finish() {
 	// From here on the state is finish's alone.
 	h.mu.Lock()
+	h.flushLog()
 	h.done = true
 	h.mu.Unlock()
 	ex := *h.exit

@@ -189,6 +189,10 @@ func (s *screen) flush() {
 
 func (s *screen) hasPending() bool { return len(s.pending) > 0 || s.skipped > 0 }
 
+// dropping says whether output has overflowed the queue since the last
+// flush: the emulator will see only its end.
+func (s *screen) dropping() bool { return s.skipped > 0 }
+
 // write feeds terminal output to the emulator and moves what scrolled off
 // the top into the text scrollback.
 func (s *screen) write(p []byte) {

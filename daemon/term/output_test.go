@@ -1,0 +1,96 @@
+package term
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sessiond/sessiond/ipc"
+)
+
+// The log is written in batches while output flows, and at once whenever
+// the terminal has nothing more to give: what a child printed before it
+// waits is in the log without anyone looking at the screen.
+func TestLogWrittenWhenOutputPauses(t *testing.T) {
+	spec := testSpec(t, "/bin/sh", "-c", `echo first line; read x; echo second line; read y`)
+	h := startHolder(t, spec)
+	logHas := func(want string) func() bool {
+		return func() bool {
+			b, _ := os.ReadFile(spec.LogPath)
+			return strings.Contains(string(b), want)
+		}
+	}
+	waitFor(t, 5*time.Second, "the first line in the log", logHas("first line\r\n"))
+	if err := h.Send(context.Background(), "", true); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the second line in the log", logHas("second line\r\n"))
+	_ = h.Send(context.Background(), "", true)
+	waitExit(t, h)
+}
+
+// A flood reaches the log whole and in order, however the reads and the
+// log's batches fall.
+func TestFloodLogComplete(t *testing.T) {
+	const n = 4 << 20
+	spec := testSpec(t, "/bin/sh", "-c", `yes 'flood line' | head -c 4194304; echo; echo after the flood`)
+	h := startHolder(t, spec)
+	waitExit(t, h)
+	var want bytes.Buffer
+	for want.Len() < n {
+		want.WriteString("flood line\n")
+	}
+	want.Truncate(n)
+	want.WriteString("\nafter the flood\n")
+	// The terminal ends each line with CR LF.
+	wantLog := bytes.ReplaceAll(want.Bytes(), []byte("\n"), []byte("\r\n"))
+	got, err := os.ReadFile(spec.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, wantLog) {
+		i := 0
+		for i < min(len(got), len(wantLog)) && got[i] == wantLog[i] {
+			i++
+		}
+		t.Fatalf("log of %d bytes, want %d; they differ from byte %d: %q", len(got), len(wantLog), i, got[i:min(len(got), i+40)])
+	}
+}
+
+// Output faster than the emulator keeps up with is fed to it once it
+// pauses, not every emuMaxLag: only its end would be kept each time.
+// Output that the queue holds whole is still fed every emuMaxLag.
+func TestFloodFedOncePaused(t *testing.T) {
+	h := &holder{scr: newScreen(ipc.TermSize{Cols: 80, Rows: 24}, 1000), emuTimer: time.NewTimer(time.Hour)}
+	defer h.emuTimer.Stop()
+	now := time.Now()
+	line := []byte(strings.Repeat("x", 78) + "\r\n")
+	for range 4 * maxPending / len(line) {
+		h.scr.queue(line)
+	}
+	if !h.scr.dropping() {
+		t.Fatal("the queue kept a flood whole")
+	}
+	h.lastOutput, h.pendingSince = now, now.Add(-time.Second)
+	h.feedEmulator(now)
+	if !h.scr.hasPending() {
+		t.Fatal("a flood still flowing was fed to the emulator")
+	}
+	h.feedEmulator(now.Add(emuQuiet))
+	if h.scr.hasPending() {
+		t.Fatal("a flood that paused was not fed")
+	}
+	if got := strings.Count(strings.Join(h.scr.snapshot(1000).Scrollback, "\n"), "bytes of output skipped here"); got != 1 {
+		t.Fatalf("%d notes of skipped output, want 1", got)
+	}
+
+	h.scr.queue([]byte("steady output\r\n"))
+	h.lastOutput, h.pendingSince = now, now.Add(-emuMaxLag)
+	h.feedEmulator(now)
+	if h.scr.hasPending() {
+		t.Fatal("output flowing for emuMaxLag, held whole, was not fed")
+	}
+}
