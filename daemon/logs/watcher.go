@@ -100,18 +100,34 @@ func NewWatcher(log *zap.Logger, maxLog int64, keep int) (*Watcher, error) {
 // coalesceGap is how long the loop leaves inotify's events unread after
 // taking all there were. The kernel merges a write event into the one
 // before it while neither is read, so a log written thousands of times a
-// second (a terminal's 4 KiB reads) costs the daemon a wake-up per gap,
-// not one per write; a follower or the idle clock learns of a write at
-// most this much later.
-const coalesceGap = 2 * time.Millisecond
+// second (a terminal's reads) costs the daemon a wake-up per gap, not one
+// per write. While writes keep coming, gap after gap, the gap doubles up to
+// coalesceMax; it is back to coalesceGap once a gap passes without one. A
+// follower or the idle clock learns of a write at most a gap later: 2 ms
+// after a pause, 16 ms into a flood.
+const (
+	coalesceGap = 2 * time.Millisecond
+	coalesceMax = 16 * time.Millisecond
+)
 
 func (o *Watcher) loop() {
 	defer close(o.done)
+	gap := coalesceGap
 	for {
-		// Wait for an event, take every other one already delivered, then
-		// let the next ones gather in the kernel.
-		if _, open := o.take(true); !open {
+		// Take the first event if one is there, else wait for it; then
+		// take every other one already delivered, and let the next ones
+		// gather in the kernel.
+		took, open := o.take(false)
+		if !open {
 			return
+		}
+		if took {
+			gap = min(2*gap, coalesceMax)
+		} else {
+			gap = coalesceGap
+			if _, open := o.take(true); !open {
+				return
+			}
 		}
 		for {
 			took, open := o.take(false)
@@ -122,7 +138,7 @@ func (o *Watcher) loop() {
 				break
 			}
 		}
-		time.Sleep(coalesceGap)
+		time.Sleep(gap)
 	}
 }
 
