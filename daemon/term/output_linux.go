@@ -15,13 +15,17 @@ const (
 	// poller: a terminal's writer waits for every read, and a read woken
 	// through the poller and the scheduler costs the holder more.
 	flowWaitMs = 5
+	// pauseMs is how long the terminal must have been empty for the
+	// reader to take output as paused and write the log.
+	pauseMs = 1
 )
 
 // readOutput reads the master and hands each read to take, until the
 // terminal is closed or the holder is done. The master is non-blocking
-// (see pollable): the reader reads until the terminal is empty, writes the
-// log, and waits for more in poll(2) while output flows, in the runtime's
-// poller when it has paused.
+// (see pollable): the reader reads until the terminal is empty, waits for
+// more in poll(2) while output flows, writes the log once the terminal has
+// stayed empty for pauseMs, and leaves the wait to the runtime's poller
+// once it has for flowWaitMs more.
 func (h *holder) readOutput() {
 	rc, err := h.master.SyscallConn()
 	if err != nil {
@@ -41,6 +45,9 @@ func (h *holder) readOutput() {
 				flowing = true
 			case errno == unix.EINTR:
 			case errno == unix.EAGAIN:
+				if flowing && waitReadable(int(fd), pauseMs) {
+					continue
+				}
 				h.caughtUp()
 				if !flowing || !waitReadable(int(fd), flowWaitMs) {
 					return false // wait in the poller
