@@ -506,9 +506,9 @@ func (h *holder) catchUpAll(now time.Time) {
 }
 
 // writeLog gives output to the session's log. It is written in pieces of
-// up to logBatch, and at once whenever the reader finds the terminal empty,
-// a viewer is attached or the screen is looked at: the log is behind the
-// terminal only while output flows, by less than logBatch.
+// up to logBatch, and at once whenever the terminal has paused (see
+// readOutput), a viewer is attached or the screen is looked at: the log is
+// behind the terminal only while output flows, by less than logBatch.
 func (h *holder) writeLog(p []byte) {
 	h.logBuf = append(h.logBuf, p...)
 	if len(h.logBuf) >= logBatch || len(h.viewers) > 0 {
