@@ -16,7 +16,7 @@ func (h *holder) take(p []byte) bool {
 	return true
 }
 
-// caughtUp is called when the reader has found the terminal empty: what
+// caughtUp is called when the terminal's output has paused: what
 // the log has been given is written now.
 func (h *holder) caughtUp() {
 	h.mu.Lock()
