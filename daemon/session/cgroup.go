@@ -92,11 +92,11 @@ func (s *Session) killContained(ctx context.Context) bool {
 	// Its hooks and notification commands run outside its cgroup, but are
 	// the session's.
 	proc.KillHelpers(s.id)
-	left := g.Procs(cgroup.LeafCommand)
-	if len(left) == 0 && !g.Populated(cgroup.LeafCommand) {
+	if !g.Populated(cgroup.LeafCommand) {
 		// Nothing left: the command went, and took everything along.
 		return true
 	}
+	left := g.Procs(cgroup.LeafCommand)
 	if err := g.KillLeaf(cgroup.LeafCommand); err != nil {
 		s.logger().Warn("kill the session's cgroup", zap.Error(err))
 	}

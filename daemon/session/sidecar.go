@@ -167,8 +167,8 @@ func (s *Session) stopSidecars() (wereRunning bool) {
 		}
 		s.stopSidecar(sc)
 	}
-	if s.cg != nil {
-		// Whatever the services left goes with them.
+	if s.cg != nil && s.cg.Populated(cgroup.LeafSidecars) {
+		// Whatever the services (or the setup) left goes with them.
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_ = s.cg.KillLeaf(cgroup.LeafSidecars)
 		_ = s.cg.Wait(ctx, cgroup.LeafSidecars)
