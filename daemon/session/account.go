@@ -59,8 +59,8 @@ func (s *Session) writeAccount(reason Reason, tail []string) error {
 			s.keepChanged(&in, q.Existing(in.Rec.FilesChanged))
 			in.Features, in.FeaturesErr = q.LoadFeatures(s.spec.FeatureList)
 			in.Previous = prev
-			h = buildHandoff(in)
-			return state.AccountWrite{Handoff: h, State: buildSessionState(in, h), ProgressFile: s.spec.ProgressFile, Progress: buildProgressEntry(in, h), Release: s.id}
+			h = buildHandoff(&in)
+			return state.AccountWrite{Handoff: h, State: buildSessionState(&in, h), ProgressFile: s.spec.ProgressFile, Progress: buildProgressEntry(&in, h), Release: s.id}
 		})
 		if res.Release != nil {
 			s.logger().Debug("release the project", zap.Error(res.Release))
@@ -68,7 +68,7 @@ func (s *Session) writeAccount(reason Reason, tail []string) error {
 	}
 	switch {
 	case p == nil:
-		h = buildHandoff(in)
+		h = buildHandoff(&in)
 		s.logger().Error("project unreachable: only the handoff archive is written", zap.String("dir", s.projectDir))
 	case errors.Is(res.Handoff, state.ErrProjectUnreachable):
 		// A project that is gone, or out of its user's reach: there is
@@ -77,10 +77,10 @@ func (s *Session) writeAccount(reason Reason, tail []string) error {
 		s.logger().Error("project unreachable: only the handoff archive is written", zap.Error(res.Handoff))
 		s.keepChanged(&in, nil)
 		in.FeaturesErr = errProjectGone
-		h = buildHandoff(in)
+		h = buildHandoff(&in)
 	default:
 		if h == nil {
-			h = buildHandoff(in)
+			h = buildHandoff(&in)
 		}
 		for _, err := range []error{res.Handoff, res.State} {
 			if err != nil {

@@ -48,7 +48,8 @@ func (r *records) MakeDir(dir string) (func() error, error) {
 	return func() error { return nil }, state.EnsureDir(dir)
 }
 
-func (r *records) WriteRecord(rec ipc.Session) error {
+func (r *records) WriteRecord(p *ipc.Session) error {
+	rec := *cloneRecord(p)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if prev := r.byID[rec.ID]; len(prev) > 0 && prev[len(prev)-1].Seq >= rec.Seq {

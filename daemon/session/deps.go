@@ -74,10 +74,10 @@ type Publisher interface {
 
 // RecordWriter makes a session record durable (sessions/<id>/session.json),
 // and before the first the session's directory, whose entry is durable
-// once synced returns nil.
+// once synced returns nil. WriteRecord reads rec only until it returns.
 type RecordWriter interface {
 	MakeDir(dir string) (synced func() error, err error)
-	WriteRecord(rec ipc.Session) error
+	WriteRecord(rec *ipc.Session) error
 }
 
 // Watcher watches project directories; *watch.Hub is one.

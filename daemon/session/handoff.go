@@ -70,7 +70,7 @@ type account struct {
 // nextLimit is how many next actions every view shows.
 const nextLimit = state.MaxNextActions
 
-func makeAccount(in accountInput) account {
+func makeAccount(in *accountInput) account {
 	var a account
 	rep, rec := in.Report, in.Rec
 	featuresOK := in.FeaturesErr == nil && len(in.Features) > 0
@@ -203,7 +203,7 @@ func blockerLine(b state.Blocker) string { return fmt.Sprintf("%s (#%d)", b.Ques
 
 // buildHandoff renders the account as handoff.json, with what only the
 // supervisor saw: times, exit status, git, files, output.
-func buildHandoff(in accountInput) *state.Handoff {
+func buildHandoff(in *accountInput) *state.Handoff {
 	a := makeAccount(in)
 	rec, rep := in.Rec, in.Report
 	h := &state.Handoff{
@@ -295,7 +295,7 @@ func featureLine(f state.Feature) string {
 // buildSessionState renders the account as the project's new
 // session_state.json over the previous one. A session that did nothing
 // leaves last_session alone and is counted in sessions_since.
-func buildSessionState(in accountInput, h *state.Handoff) *state.SessionState {
+func buildSessionState(in *accountInput, h *state.Handoff) *state.SessionState {
 	a := makeAccount(in)
 	st := &state.SessionState{}
 	if in.Previous != nil {
@@ -369,7 +369,7 @@ func autoSummary(h *state.Handoff, a account) string {
 
 // buildProgressEntry renders the account as the session's progress-log
 // entry: each item under one heading only.
-func buildProgressEntry(in accountInput, h *state.Handoff) state.ProgressEntry {
+func buildProgressEntry(in *accountInput, h *state.Handoff) state.ProgressEntry {
 	a := makeAccount(in)
 	rep := in.Report
 	e := state.ProgressEntry{Time: in.Now, SessionID: in.Rec.ID, EndReason: h.EndReason, NextSteps: a.next}

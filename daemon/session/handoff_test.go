@@ -68,7 +68,7 @@ func sampleInput(t *testing.T) accountInput {
 func TestBuildHandoff(t *testing.T) {
 	in := sampleInput(t)
 	in.Git = &checkpoint.GitFacts{IsRepo: true, Head: "abc", Branch: "main", Uncommitted: []string{"a.go"}}
-	h := buildHandoff(in)
+	h := buildHandoff(&in)
 	if h.TaskStatus != state.TaskCompleted || h.TaskAttempted != "logout" {
 		t.Errorf("task = %q %s, want the next task at the start, completed", h.TaskAttempted, h.TaskStatus)
 	}
@@ -82,7 +82,7 @@ func TestBuildHandoff(t *testing.T) {
 	in.Reason = Timeout
 	in.Report = ipc.Report{Task: "reset", Step: "2/4", Next: []string{"finish reset"}}
 	in.Rec.Blockers, in.Rec.BlockerSeq = []ipc.Blocker{{ID: 1, Question: "which cookie?", Priority: "high"}}, 1
-	h = buildHandoff(in)
+	h = buildHandoff(&in)
 	if h.TaskStatus != state.TaskBlocked || h.CurrentStep != 2 || h.TotalSteps != 4 || !h.BlockedNeedsHuman || h.BlockedReason != "which cookie? (#1)" {
 		t.Errorf("reported task = %+v", h)
 	}
@@ -96,8 +96,8 @@ func TestBuildHandoff(t *testing.T) {
 
 func TestBuildSessionState(t *testing.T) {
 	in := sampleInput(t)
-	h := buildHandoff(in)
-	st := buildSessionState(in, h)
+	h := buildHandoff(&in)
+	st := buildSessionState(&in, h)
 	if st.LastSession == nil || st.LastSession.SessionID != "s1" || len(st.LastSession.CompletedTasks) != 1 || st.LastSession.CompletedTasks[0].String() != "2" {
 		t.Fatalf("last session = %+v", st.LastSession)
 	}
@@ -114,17 +114,17 @@ func TestBuildSessionState(t *testing.T) {
 	// The precedence of what is next: this session's report, then the
 	// feature list as it is now, then the previous state.
 	in.Previous = &state.SessionState{NextActions: []string{"keep me"}, NextFrom: state.NextFromReport}
-	if st := buildSessionState(in, buildHandoff(in)); len(st.NextActions) != 1 || st.NextActions[0] != "reset (Task #3)" || st.NextFrom != state.NextFromFeatures {
+	if st := buildSessionState(&in, buildHandoff(&in)); len(st.NextActions) != 1 || st.NextActions[0] != "reset (Task #3)" || st.NextFrom != state.NextFromFeatures {
 		t.Errorf("next actions without a report = %v (%s), want the feature list's", st.NextActions, st.NextFrom)
 	}
 	in.FeaturesErr = errors.New("unreadable")
-	if st := buildSessionState(in, buildHandoff(in)); len(st.NextActions) != 1 || st.NextActions[0] != "keep me" {
+	if st := buildSessionState(&in, buildHandoff(&in)); len(st.NextActions) != 1 || st.NextActions[0] != "keep me" {
 		t.Errorf("next actions without a report or a feature list = %v, want the previous ones", st.NextActions)
 	}
 	in.FeaturesErr = nil
 	in.Report = ipc.Report{Summary: "did it", Next: []string{"n1", "n2"}}
 	in.Rec.Blockers, in.Rec.BlockerSeq = []ipc.Blocker{{ID: 3, Question: "q3", Priority: "high"}}, 3
-	st = buildSessionState(in, buildHandoff(in))
+	st = buildSessionState(&in, buildHandoff(&in))
 	if st.LastSession.Summary != "did it" || len(st.NextActions) != 2 || st.NextFrom != state.NextFromReport || len(st.ActiveBlockers) != 1 || st.ActiveBlockers[0].ID != 3 || st.BlockerSeq != 3 {
 		t.Errorf("state after a report = %+v", st)
 	}
@@ -138,7 +138,7 @@ func TestBuildSessionState(t *testing.T) {
 	// An unreadable feature list leaves progress to the report.
 	p := 40.0
 	in.FeaturesErr, in.Report.Progress = errors.New("bad"), &p
-	if st := buildSessionState(in, buildHandoff(in)); st.ProgressPct != 40 {
+	if st := buildSessionState(&in, buildHandoff(&in)); st.ProgressPct != 40 {
 		t.Errorf("progress from the report = %v, want 40", st.ProgressPct)
 	}
 }
@@ -155,7 +155,7 @@ func TestASessionThatDidNothing(t *testing.T) {
 	in.FeaturesErr = errors.New("no feature list")
 	for i := 1; i <= 2; i++ {
 		in.Rec.ID = fmt.Sprintf("idle%d", i)
-		st := buildSessionState(in, buildHandoff(in))
+		st := buildSessionState(&in, buildHandoff(&in))
 		if st.LastSession.Summary != "Ran out of time during F4 work" || st.SessionsSince != i || len(st.RecentRuns) != i {
 			t.Fatalf("run %d: state = %+v (last %+v)", i, st, st.LastSession)
 		}
@@ -166,7 +166,7 @@ func TestASessionThatDidNothing(t *testing.T) {
 	}
 	// A session that reports resets the count.
 	in.Report = ipc.Report{Summary: "did F4"}
-	if st := buildSessionState(in, buildHandoff(in)); st.LastSession.Summary != "did F4" || st.SessionsSince != 0 || st.RecentRuns != nil {
+	if st := buildSessionState(&in, buildHandoff(&in)); st.LastSession.Summary != "did F4" || st.SessionsSince != 0 || st.RecentRuns != nil {
 		t.Errorf("after a report: %+v", st)
 	}
 }
@@ -177,8 +177,8 @@ func TestCompletedTaskIsNotInProgress(t *testing.T) {
 	in := sampleInput(t)
 	in.Reason = Timeout
 	in.Report = ipc.Report{Task: "logout", Step: "4/4"}
-	h := buildHandoff(in)
-	e := buildProgressEntry(in, h)
+	h := buildHandoff(&in)
+	e := buildProgressEntry(&in, h)
 	if h.TaskStatus != state.TaskCompleted || len(e.InProgress) != 0 || len(e.Completed) != 1 {
 		t.Errorf("status %s, completed %v, in progress %v", h.TaskStatus, e.Completed, e.InProgress)
 	}
@@ -190,7 +190,7 @@ func TestBuildProgressEntry(t *testing.T) {
 	code := 2
 	in.Rec.ExitCode = &code
 	in.Report = ipc.Report{Summary: "tried", Task: "reset", Step: "1/3"}
-	e := buildProgressEntry(in, buildHandoff(in))
+	e := buildProgressEntry(&in, buildHandoff(&in))
 	if len(e.Completed) != 1 || e.Completed[0] != "logout (Task #2)" {
 		t.Errorf("completed = %v", e.Completed)
 	}

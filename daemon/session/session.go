@@ -441,8 +441,7 @@ func (s *Session) Row() ipc.SessionRow {
 
 // publish makes the record as it is now the snapshot readers see.
 func (s *Session) publish() {
-	c := cloneRecord(s.rec)
-	s.pub.Store(&c)
+	s.pub.Store(cloneRecord(&s.rec))
 }
 
 // commit writes the record, in order, with the next sequence number, then
@@ -456,7 +455,7 @@ func (s *Session) commit() error {
 	}
 	s.rec.Seq++
 	s.recDirty = false
-	err := s.deps.Records.WriteRecord(cloneRecord(s.rec))
+	err := s.deps.Records.WriteRecord(&s.rec)
 	if err != nil {
 		s.logger().Error("write session record", zap.Error(err))
 	}

@@ -12,7 +12,7 @@ func TestProjectViewRecomputesFromTheFeatureList(t *testing.T) {
 	four := `[{"id":"F1","description":"a","passes":true},{"id":"F2","description":"b","passes":%s},
 		{"id":"F3","description":"c","passes":%s},{"id":"F4","description":"d","passes":%s}]`
 	all := features(t, strings.ReplaceAll(strings.ReplaceAll(four, "%s", "true"), "\n", ""))
-	st := buildSessionState(accountInput{Rec: ipc.Session{ID: "s1"}, Reason: Complete, Features: all, FeaturesAtStart: all}, &state.Handoff{})
+	st := buildSessionState(&accountInput{Rec: ipc.Session{ID: "s1"}, Reason: Complete, Features: all, FeaturesAtStart: all}, &state.Handoff{})
 	if st.TasksDone != 4 {
 		t.Fatalf("state = %+v", st)
 	}

@@ -123,7 +123,7 @@ func (w *RecordWriter) MakeDir(dir string) (synced func() error, err error) {
 // its record or none, as if the start had not been asked. A later one (a
 // queued session starting) has its content synced, so that the record it
 // replaces, which may have been answered, is there or it is.
-func (w *RecordWriter) WriteRecord(rec ipc.Session) error {
+func (w *RecordWriter) WriteRecord(rec *ipc.Session) error {
 	path := filepath.Join(w.StateDir, "sessions", rec.ID, "session.json")
 	switch {
 	case rec.State == ipc.StateStarting && rec.Seq == 1:
