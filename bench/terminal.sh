@@ -80,21 +80,29 @@ ROUNDS=${ROUNDS:-3}
 YES="yes 'the quick brown fox jumps over the lazy dog' | head -c $BYTES"
 mkdir -p "$SD_DIR/t"
 MARK="$SD_DIR/t/mark"
-# timed [REDIRECT] -> the command, writing to REDIRECT if given
-timed() { printf 'a=$(date +%%s%%N); %s %s; b=$(date +%%s%%N); echo "$a $b" > %s' "$YES" "${1:-}" "$MARK"; }
+# A session's command tells its times through a FIFO the bench waits on
+# without polling: a poll loop's processes would take CPU from the very
+# writer being timed, which script(1)'s run, in the foreground, is spared.
+FIFO="$SD_DIR/t/mark.fifo"
+mkfifo "$FIFO"
+exec 3<>"$FIFO"
+# timed [REDIRECT [MARK]] -> the command, writing to REDIRECT if given and
+# its times to MARK (default $MARK)
+timed() { printf 'a=$(date +%%s%%N); %s %s; b=$(date +%%s%%N); echo "$a $b" > %s' "$YES" "${1:-}" "${2:-$MARK}"; }
 TIMED=$(timed)
 child_s() { local a b; read -r a b < "$MARK"; rm -f "$MARK"; ns_s "$a" "$b"; }
 # run_session FLAGS... -> "child-seconds start-to-end-seconds"
 run_session() {
 	local a b id
 	a=$(now_ns)
-	id=$(sctl start -q "$@" "$SD_DIR/t" -- /bin/sh -c "$TIMED")
-	# Polled every 10 ms, inspect would take the CPU the writer is timed
-	# on: the mark comes first, at the writer's end.
-	until [ -s "$MARK" ]; do sleep 0.05; done
+	id=$(sctl start -q "$@" "$SD_DIR/t" -- /bin/sh -c "$(timed "" "$FIFO")")
+	# The times come first, at the writer's end; inspect is polled only
+	# then.
+	local ca cb
+	read -r -t 600 -u 3 ca cb || die "no times from session $id"
 	wait_until 600 sh -c "'$BIN/sessionctl' --socket '$SD_SOCK' inspect $id | grep -q '\"state\": \"ended\"'"
 	b=$(now_ns)
-	echo "$(child_s) $(ns_s "$a" "$b")"
+	echo "$(ns_s "$ca" "$cb") $(ns_s "$a" "$b")"
 }
 declare -a T_FILE T_PTY T_PLAIN T_PLAIN_E T_TTY T_TTY_E RATIO
 for ((r = 0; r < ROUNDS; r++)); do
