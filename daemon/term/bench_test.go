@@ -23,8 +23,17 @@ import (
 // framework and, under -race, the race runtime, and would measure neither.
 var sessiond struct {
 	once sync.Once
+	dir  string // made for the build, removed by removeBenchBuild
 	path string
 	err  error
+}
+
+// removeBenchBuild removes the benchmarks' build of sessiond, if one was
+// made.
+func removeBenchBuild() {
+	if sessiond.dir != "" {
+		os.RemoveAll(sessiond.dir)
+	}
 }
 
 func sessiondBinary(b *testing.B) string {
@@ -39,6 +48,7 @@ func sessiondBinary(b *testing.B) string {
 			sessiond.err = err
 			return
 		}
+		sessiond.dir = dir
 		sessiond.path = filepath.Join(dir, "sessiond")
 		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", sessiond.path, "github.com/sessiond/sessiond/cmd/sessiond")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")

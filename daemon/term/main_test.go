@@ -45,7 +45,11 @@ func TestMain(m *testing.M) {
 	case "attach":
 		os.Exit(runAttachProgram())
 	}
-	goleak.VerifyTestMain(m)
+	// The benchmarks' build of sessiond goes with the test binary.
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		removeBenchBuild()
+		os.Exit(code)
+	}))
 }
 
 // holderOptions runs the test binary as the holder.
