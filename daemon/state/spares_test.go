@@ -28,12 +28,18 @@ func spareNames(t *testing.T, parent string) []string {
 	return out
 }
 
-func waitSpares(t *testing.T, parent string, n int) []string {
+// waitSpares waits until s has n spares, ready to be taken: a spare's
+// name is there before its files are.
+func waitSpares(t *testing.T, s *SpareDirs, n int) []string {
 	t.Helper()
+	parent := s.parent
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		got := spareNames(t, parent)
-		if len(got) == n {
+		s.mu.Lock()
+		ready := len(s.ready)
+		s.mu.Unlock()
+		if len(got) == n && ready == n {
 			return got
 		}
 		if time.Now().After(deadline) {
@@ -61,7 +67,7 @@ func TestSpareDirsSyncFailureIsTold(t *testing.T) {
 	s := NewSpareDirs(parent, 1, nil, spareFiles...)
 	defer s.Close()
 	s.Start()
-	waitSpares(t, parent, 1)
+	waitSpares(t, s, 1)
 	fsyncFD = func(int) error { return unix.EIO }
 	defer func() { fsyncFD = unix.Fsync }()
 	synced, err := s.Make("s1")
@@ -84,7 +90,7 @@ func TestSpareDirsMakeFromASpare(t *testing.T) {
 	s := NewSpareDirs(parent, 2, func(err error) { t.Error(err) }, spareFiles...)
 	defer s.Close()
 	s.Start()
-	waitSpares(t, parent, 2)
+	waitSpares(t, s, 2)
 
 	dir := filepath.Join(parent, "s1")
 	mustMake(t, s, "s1")
@@ -114,7 +120,7 @@ func TestSpareDirsMakeFromASpare(t *testing.T) {
 	if len(entries) != len(spareFiles) {
 		t.Errorf("the directory holds %d files after two writes of the record, want the %d it was made with", len(entries), len(spareFiles))
 	}
-	waitSpares(t, parent, 2)
+	waitSpares(t, s, 2)
 
 	// A name that is there is never made over, and the spare it did not
 	// take stays (the directory of a queued session that starts).
@@ -127,7 +133,7 @@ func TestSpareDirsMakeFromASpare(t *testing.T) {
 		t.Errorf("a spare was put over a directory that was there: %v", entries)
 	}
 	time.Sleep(50 * time.Millisecond) // past the refill's quiet time
-	if after := waitSpares(t, parent, 2); !slices.Equal(after, before) {
+	if after := waitSpares(t, s, 2); !slices.Equal(after, before) {
 		t.Errorf("spares %v after making a directory that was there, want the same %v", after, before)
 	}
 	mustMake(t, s, "s2")
@@ -156,7 +162,7 @@ func TestSpareDirsAdoptOnlyWhatTheyWouldMake(t *testing.T) {
 	parent := t.TempDir()
 	first := NewSpareDirs(parent, 5, nil, spareFiles...)
 	first.Start()
-	made := waitSpares(t, parent, 5)
+	made := waitSpares(t, first, 5)
 	first.Close()
 	slices.Sort(made)
 	bad := []func(dir string) error{
