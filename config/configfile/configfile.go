@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/BurntSushi/toml"
 
@@ -200,7 +201,7 @@ func decodeError(file string, data []byte, err error) error {
 		}
 		return &Error{File: file, Line: pe.Position.Line, Key: pe.LastKey, Msg: msg}
 	}
-	if m := typeErrRe.FindStringSubmatch(err.Error()); m != nil {
+	if m := typeErrRe().FindStringSubmatch(err.Error()); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		return &Error{File: file, Line: line, Key: m[2], Msg: typeMismatch(m[2], m[3])}
 	}
@@ -220,12 +221,14 @@ func wantTables(file string, data []byte, md toml.MetaData, keys ...string) erro
 }
 
 // mismatchRe matches the decoder's words for a value of the wrong type.
-var mismatchRe = regexp.MustCompile(`^incompatible types: TOML value has type (\w+); destination has type (\w+)`)
+var mismatchRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^incompatible types: TOML value has type (\w+); destination has type (\w+)`)
+})
 
 // typeMismatch says what a key of the wrong type wants, in a user's words:
 // command = "true" wants an array, as command = ["true"].
 func typeMismatch(key, msg string) string {
-	m := mismatchRe.FindStringSubmatch(msg)
+	m := mismatchRe().FindStringSubmatch(msg)
 	if m == nil {
 		return msg
 	}
@@ -254,7 +257,7 @@ func typeMismatch(key, msg string) string {
 
 // typeErrRe matches the decoder's type errors, which carry their position
 // only in the message.
-var typeErrRe = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`)
+var typeErrRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`) })
 
 func unknownKeys(file string, data []byte, md toml.MetaData) error {
 	und := md.Undecoded()
@@ -266,8 +269,8 @@ func unknownKeys(file string, data []byte, md toml.MetaData) error {
 }
 
 var (
-	tableRe = regexp.MustCompile(`^\s*\[\[?\s*([^\]]+?)\s*\]\]?`)
-	keyRe   = regexp.MustCompile(`^\s*("?)([A-Za-z0-9_.\-]+)("?)\s*=`)
+	tableRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\[\[?\s*([^\]]+?)\s*\]\]?`) })
+	keyRe   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*("?)([A-Za-z0-9_.\-]+)("?)\s*=`) })
 )
 
 // findKey returns the line that defines the dotted key in TOML source, or 0.
@@ -284,7 +287,7 @@ func findKey(data []byte, key string) int {
 	}
 	table, count := "", map[string]int{}
 	for n, line := range strings.Split(string(data), "\n") {
-		if m := tableRe.FindStringSubmatch(line); m != nil && !strings.Contains(line, "=") {
+		if m := tableRe().FindStringSubmatch(line); m != nil && !strings.Contains(line, "=") {
 			table = strings.ReplaceAll(m[1], "\"", "")
 			count[table]++
 			if table == key {
@@ -292,7 +295,7 @@ func findKey(data []byte, key string) int {
 			}
 			continue
 		}
-		m := keyRe.FindStringSubmatch(line)
+		m := keyRe().FindStringSubmatch(line)
 		if m == nil {
 			continue
 		}

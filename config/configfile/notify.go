@@ -75,7 +75,7 @@ func locateNotify(file string, data []byte, err error) error {
 func tableLine(data []byte, name string, index int) int {
 	n := 0
 	for i, line := range strings.Split(string(data), "\n") {
-		m := tableRe.FindStringSubmatch(line)
+		m := tableRe().FindStringSubmatch(line)
 		if m == nil || strings.Contains(line, "=") || !strings.HasPrefix(strings.TrimSpace(line), "[[") {
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	// The zones a limit's message names (resets 9am (America/Chicago))
 	// are read right on hosts without a zone database (containers).
@@ -34,16 +35,24 @@ const (
 
 // The messages agents print at a limit (Claude Code 2.1, Codex 0.169),
 // most telling first. Each names its class; the reset is read from the
-// message where it says one.
+// message where it says one. The expressions are compiled at their first
+// use: every sessiond process (the terminal holders among them) links this
+// package, and few ever read a limit.
 var (
 	// "Claude AI usage limit reached|1767225600" (an epoch in seconds).
-	limitEpoch = regexp.MustCompile(`(?i)usage limit reached\|(\d{9,11})`)
+	limitEpoch = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)usage limit reached\|(\d{9,11})`) })
 	// "Your limit will reset at 3pm (America/Chicago)", "resets 3:45pm",
 	// "resets Mon 12:00am", "5-hour limit reached ∙ resets 9am".
-	limitClock = regexp.MustCompile(`(?i)resets?(?: at)? (?:(mon|tue|wed|thu|fri|sat|sun)[a-z]* )?(\d{1,2})(?::(\d{2}))? ?(am|pm)(?: \(([A-Za-z_]+(?:/[A-Za-z_+-]+)*)\))?`)
+	limitClock = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)resets?(?: at)? (?:(mon|tue|wed|thu|fri|sat|sun)[a-z]* )?(\d{1,2})(?::(\d{2}))? ?(am|pm)(?: \(([A-Za-z_]+(?:/[A-Za-z_+-]+)*)\))?`)
+	})
 	// Codex: "try again in 2 days 17 hours 5 minutes", "in 3h 10m".
-	limitIn   = regexp.MustCompile(`(?i)(?:try again|resets?|available again) in ((?:\d+ ?(?:days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)[ ,]*(?:and )?)+)`)
-	limitPart = regexp.MustCompile(`(?i)(\d+) ?(days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b`)
+	limitIn = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)(?:try again|resets?|available again) in ((?:\d+ ?(?:days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)[ ,]*(?:and )?)+)`)
+	})
+	limitPart = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)(\d+) ?(days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b`)
+	})
 )
 
 // limitWords are what each class's messages say, lower-cased.
@@ -100,14 +109,14 @@ func ClassifyMessage(msg string, now time.Time, loc *time.Location) (Limit, bool
 // resetIn reads a reset time from a message: an epoch, a time of day, or
 // a time from now.
 func resetIn(msg string, now time.Time, loc *time.Location) (time.Time, bool) {
-	if m := limitEpoch.FindStringSubmatch(msg); m != nil {
+	if m := limitEpoch().FindStringSubmatch(msg); m != nil {
 		if n, err := strconv.ParseInt(m[1], 10, 64); err == nil {
 			return time.Unix(n, 0), true
 		}
 	}
-	if m := limitIn.FindStringSubmatch(msg); m != nil {
+	if m := limitIn().FindStringSubmatch(msg); m != nil {
 		var d time.Duration
-		for _, p := range limitPart.FindAllStringSubmatch(m[1], -1) {
+		for _, p := range limitPart().FindAllStringSubmatch(m[1], -1) {
 			n, _ := strconv.Atoi(p[1])
 			if n > 1e6 {
 				continue
@@ -127,7 +136,7 @@ func resetIn(msg string, now time.Time, loc *time.Location) (time.Time, bool) {
 			return now.Add(d), true
 		}
 	}
-	if m := limitClock.FindStringSubmatch(msg); m != nil {
+	if m := limitClock().FindStringSubmatch(msg); m != nil {
 		return nextClock(m, now, loc)
 	}
 	return time.Time{}, false

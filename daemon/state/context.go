@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -199,13 +200,13 @@ func writePrevious(b *bytes.Buffer, h *Handoff, now time.Time, st *SessionState)
 
 // blockerRef finds the ids a handoff's blocked_reason names ("question
 // (#3)").
-var blockerRef = regexp.MustCompile(`\(#(\d+)\)`)
+var blockerRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\(#(\d+)\)`) })
 
 // resolvedSince reports whether every blocker a handoff's blocked_reason
 // names is no longer open in the session state st: resolved after the
 // session ended (sessionctl report --resolve from outside).
 func resolvedSince(reason string, st *SessionState) bool {
-	refs := blockerRef.FindAllStringSubmatch(reason, -1)
+	refs := blockerRef().FindAllStringSubmatch(reason, -1)
 	if st == nil || len(refs) == 0 {
 		return false
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -226,7 +227,7 @@ func writeAtWith(dirfd int, name, display string, data []byte, perm os.FileMode,
 			_ = unix.Unlinkat(dirfd, tmp, 0)
 		}
 	}()
-	err = finishFile(fd, data, perm, tempMode, false, d != visible)
+	err = finishFile(fd, data, perm, tempMode(), false, d != visible)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", display, err)
 	}
@@ -272,13 +273,15 @@ func finishFile(fd int, data []byte, perm, mode os.FileMode, cut, sync bool) err
 const tempMark = ".tmp-"
 
 // tempMode is the mode createTemp's files have: 0600 less the umask, read
-// once (the daemon never changes it); 0 where it cannot be read.
-var tempMode = func() os.FileMode {
+// once, at the first write (the daemon never changes it; the processes that
+// never write, such as a terminal's holder, never read it); 0 where it
+// cannot be read.
+var tempMode = sync.OnceValue(func() os.FileMode {
 	if m, ok := readUmask(); ok {
 		return 0o600 &^ m
 	}
 	return 0
-}()
+})
 
 // createTemp creates a new temporary file for name in dirfd, mode 0600
 // less the umask (tempMode).

@@ -41,7 +41,7 @@ func TestWritesSetTheirMode(t *testing.T) {
 	// A file made where the umask cuts 0600 (tempMode as read then).
 	saved := tempMode
 	defer func() { tempMode = saved }()
-	tempMode = 0o400
+	tempMode = func() os.FileMode { return 0o400 }
 	old := syscall.Umask(0o277)
 	other := filepath.Join(dir, "handoff.json")
 	err := WriteFile(other, []byte("{}\n"), 0o600)

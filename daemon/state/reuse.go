@@ -134,7 +134,7 @@ func writeKeepingSpare(dirfd int, name, spare, display string, data []byte, perm
 			_ = unix.Unlinkat(dirfd, tmp, 0)
 		}
 	}()
-	err = finishFile(fd, data, perm, tempMode, false, d != visible)
+	err = finishFile(fd, data, perm, tempMode(), false, d != visible)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", display, err)
 	}
