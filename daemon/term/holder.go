@@ -37,9 +37,12 @@ const (
 	// flushMax bounds how long viewers are given to take their last frames
 	// and the exit status.
 	flushMax = 2 * time.Second
-	// compactAfter is how long output must have been quiet before the
-	// holder gives memory back.
+	// compactAfter is how long the holder must have been quiet (no output,
+	// no request) before it gives memory back and rests (see rest).
 	compactAfter = 10 * time.Second
+	// gcPercent is the collector's target while the holder works: low, so
+	// that the heap stays near its live size.
+	gcPercent = 50
 	// helloTimeout bounds how long a new connection may take to say what
 	// it wants.
 	helloTimeout = 10 * time.Second
@@ -87,7 +90,7 @@ func tuneRuntime() {
 	// Nobody profiles a holder: no allocation is sampled, no stack kept.
 	runtime.MemProfileRate = 0
 	runtime.GOMAXPROCS(1)
-	debug.SetGCPercent(50)
+	debug.SetGCPercent(gcPercent)
 	debug.SetMemoryLimit(32 << 20)
 }
 
@@ -146,12 +149,14 @@ type holder struct {
 	waiters []chan ipc.TermExit
 	exit    *ipc.TermExit
 	hungUp  bool
-	// compact fires compactAfter after output began; output since it was
-	// armed (outputSinceArm) arms it again, and a quiet period gives memory
-	// back.
-	compact        *time.Timer
-	compactArmed   bool
-	outputSinceArm bool
+	// compact fires compactAfter after work (output, a request) began;
+	// work since it was armed (workSinceArm) arms it again, and a quiet
+	// period gives memory back. resting: the collector is off until the
+	// next work (see rest).
+	compact      *time.Timer
+	compactArmed bool
+	workSinceArm bool
+	resting      bool
 	// emuTimer feeds the emulator what is pending; lastOutput and
 	// pendingSince say when.
 	emuTimer *time.Timer
@@ -383,6 +388,7 @@ func (h *holder) loop(ctx context.Context) {
 		select {
 		case f := <-h.ops:
 			h.mu.Lock()
+			h.busy()
 			f()
 			h.mu.Unlock()
 		case ex := <-h.childExit:
@@ -465,11 +471,23 @@ func (h *holder) handleOutput(payload []byte) {
 			h.armCatchUp()
 		}
 	}
-	h.outputSinceArm = true
-	if !h.compactArmed {
-		h.compactArmed = true
-		h.outputSinceArm = false
-		h.compact.Reset(compactAfter)
+	h.busy()
+}
+
+// busy notes work (output, a request): it wakes a resting holder's
+// collector, and arms the compaction that lets the holder rest again once
+// it has been quiet for compactAfter.
+func (h *holder) busy() {
+	h.workSinceArm = true
+	if h.compactArmed {
+		return
+	}
+	h.compactArmed = true
+	h.workSinceArm = false
+	h.compact.Reset(compactAfter)
+	if h.resting {
+		h.resting = false
+		debug.SetGCPercent(gcPercent)
 	}
 }
 
@@ -566,16 +584,31 @@ func (h *holder) screenNow() *screen {
 
 func (h *holder) repaint() []byte { return h.screenNow().repaint() }
 
-// compactMemory gives memory back once output has been quiet for a while.
+// compactMemory gives memory back once the holder has been quiet for a
+// while, and lets it rest.
 func (h *holder) compactMemory() {
-	if h.outputSinceArm {
-		h.outputSinceArm = false
+	if h.workSinceArm {
+		h.workSinceArm = false
 		h.compact.Reset(compactAfter)
 		return
 	}
 	h.compactArmed = false
 	h.flushLog()
 	h.logBuf = nil
+	h.rest()
+}
+
+// rest turns the collector off until the next work (busy), then gives
+// memory back. A quiet holder allocates next to nothing, but the runtime
+// still collects every two minutes, and each collection walks the stacks
+// through the executable's tables: that faulted some 3 MiB of the
+// executable back in (the kernel maps a faulting page's neighbours along
+// with it), which releaseMemory had let go of, and took the idle holder
+// from 4 MiB to over 7. The memory limit (tuneRuntime) still bounds the
+// heap while the collector rests.
+func (h *holder) rest() {
+	h.resting = true
+	debug.SetGCPercent(-1)
 	releaseMemory()
 }
 

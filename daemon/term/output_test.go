@@ -3,7 +3,11 @@ package term
 import (
 	"bytes"
 	"context"
+	"io"
+	stdlog "log"
 	"os"
+	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -92,5 +96,74 @@ func TestFloodFedOncePaused(t *testing.T) {
 	h.feedEmulator(now)
 	if h.scr.hasPending() {
 		t.Fatal("output flowing for emuMaxLag, held whole, was not fed")
+	}
+}
+
+// A quiet holder rests: once it has compacted, its collector is off until
+// output or a request comes, so that the runtime's periodic collection does
+// not fault the executable back in (see rest). Output and requests turn it
+// on again.
+func TestQuietHolderRests(t *testing.T) {
+	// As tuneRuntime sets it in a holder.
+	defer debug.SetGCPercent(debug.SetGCPercent(gcPercent))
+	gc := func() int {
+		p := debug.SetGCPercent(-1)
+		debug.SetGCPercent(p)
+		return p
+	}
+	log, err := openLog(filepath.Join(t.TempDir(), "output.log"), 1<<20, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	h := &holder{
+		scr: newScreen(ipc.TermSize{Cols: 80, Rows: 24}, 100), log: log,
+		diag: stdlog.New(io.Discard, "", 0),
+		ops:  make(chan func()), childExit: make(chan ipc.TermExit, 1), finished: make(chan struct{}),
+		compact: time.NewTimer(time.Hour), emuTimer: time.NewTimer(time.Hour), catchUpTimer: time.NewTimer(time.Hour),
+	}
+	h.compact.Stop()
+	rest := func(what string) {
+		t.Helper()
+		h.mu.Lock()
+		h.compactMemory()
+		h.mu.Unlock()
+		if p := gc(); p >= 0 {
+			t.Fatalf("%s: the collector's target is %d, want it off", what, p)
+		}
+	}
+
+	h.mu.Lock()
+	h.handleOutput([]byte("$ "))
+	h.mu.Unlock()
+	if p := gc(); p != gcPercent {
+		t.Fatalf("working: the collector's target is %d, want %d", p, gcPercent)
+	}
+	rest("quiet after output")
+
+	h.mu.Lock()
+	h.handleOutput([]byte("more\r\n"))
+	h.mu.Unlock()
+	if p := gc(); p != gcPercent {
+		t.Fatalf("output after a rest: the collector's target is %d, want %d", p, gcPercent)
+	}
+	rest("quiet again")
+
+	loopDone := make(chan struct{})
+	go func() {
+		defer close(loopDone)
+		h.loop(context.Background())
+	}()
+	if !h.call(func() {}) {
+		t.Fatal("the loop did not take the request")
+	}
+	if p := gc(); p != gcPercent {
+		t.Fatalf("a request after a rest: the collector's target is %d, want %d", p, gcPercent)
+	}
+	h.childExit <- ipc.TermExit{PID: 1, Code: 0}
+	<-loopDone
+	h.compact.Stop()
+	if h.workSinceArm || !h.compactArmed {
+		t.Fatalf("a request did not arm the compaction (armed %v, work since %v)", h.compactArmed, h.workSinceArm)
 	}
 }
