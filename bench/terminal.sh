@@ -6,7 +6,10 @@
 #      and waits): each holder's RSS, PSS and anonymous memory once it has
 #      settled (its compaction runs 10 s after the last output), and the CPU
 #      all holders and the daemon use over SECONDS (default 10) of idleness;
-#      beside them the floor, a Go process that only sleeps.
+#      beside them the floor, a Go process that only sleeps. Then the RSS
+#      again LONG_IDLE (default 150) seconds after the last output, past the
+#      Go runtime's periodic collection (two minutes after the last one);
+#      LONG_IDLE=0 skips it.
 #   2. Output throughput: `yes` writing BYTES (default 64 MiB) on a
 #      terminal session, against the same command on a pty that script(1)
 #      reads (the ceiling of any terminal), in a plain session (through the
@@ -55,6 +58,15 @@ printf '  holder RSS  %.2f MiB average, %.2f MiB at most\n' "$(awk -v k="$rss" '
 printf '  holder PSS  %.2f MiB, anonymous %.2f MiB\n' "$(awk -v k="$pss" 'BEGIN { print k / 1024 }')" "$(awk -v k="$anon" 'BEGIN { print k / 1024 }')"
 printf '  CPU over %ss: all holders %s %% of one core, the daemon %s %%\n' "$SECS" "$(cpu $((t1 - t0)))" "$(cpu $((d1 - d0)))"
 printf '  daemon RSS  %s MiB\n' "$(rss_mib "$SD_PID")"
+LONG_IDLE=${LONG_IDLE:-150}
+if ((LONG_IDLE > 0)); then
+	sleep $((LONG_IDLE > 12 + SECS ? LONG_IDLE - 12 - SECS : 0))
+	read -r rss pss anon maxrss < <(for p in "${HOLDERS[@]}"; do mem "$p"; done |
+		awk '{ r += $1; p += $2; a += $3; if ($1 > m) m = $1 } END { printf "%d %d %d %d\n", r / NR, p / NR, a / NR, m }')
+	printf '  holder RSS  %.2f MiB average, %.2f MiB at most, %ss after the last output (PSS %.2f MiB, anonymous %.2f MiB)\n' \
+		"$(awk -v k="$rss" 'BEGIN { print k / 1024 }')" "$(awk -v k="$maxrss" 'BEGIN { print k / 1024 }')" "$LONG_IDLE" \
+		"$(awk -v k="$pss" 'BEGIN { print k / 1024 }')" "$(awk -v k="$anon" 'BEGIN { print k / 1024 }')"
+fi
 # The floor of any holder: a Go process that only sleeps, built as sessiond
 # is (no cgo, stripped), measured the same way.
 mkdir -p "$BENCH_TMP/sleeper"
