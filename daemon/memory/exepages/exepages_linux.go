@@ -18,9 +18,15 @@ func Drop() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	// Whatever code runs after a drop is faulted back, and the kernel maps
+	// up to 16 of a faulting page's neighbours along with it (fault-around):
+	// so the code goes last (the mappings are listed in address order, the
+	// code first), and the calls are raw ones, without the scheduler's
+	// system call entry and exit, which would be faulted back too.
 	var n int64
-	for _, r := range ranges {
-		if _, _, e := unix.Syscall(unix.SYS_MADVISE, r[0], r[1]-r[0], unix.MADV_DONTNEED); e != 0 {
+	for i := len(ranges) - 1; i >= 0; i-- {
+		r := ranges[i]
+		if _, _, e := unix.RawSyscall(unix.SYS_MADVISE, r[0], r[1]-r[0], unix.MADV_DONTNEED); e != 0 {
 			return n, e
 		}
 		n += int64(r[1] - r[0])
