@@ -60,12 +60,16 @@ func (d *Daemon) metricsHandler() http.Handler {
 	return d.metrics.Handler()
 }
 
-// requestObserver counts the API's requests; nil when metrics are off.
+// requestObserver counts the API's requests, where metrics are on, and
+// tells the settler of each (it settles once the API has been quiet).
 func (d *Daemon) requestObserver() func(route string, status int) {
 	if d.metrics == nil {
-		return nil
+		return func(string, int) { d.settle.Served() }
 	}
-	return d.metrics.Request
+	return func(route string, status int) {
+		d.metrics.Request(route, status)
+		d.settle.Served()
+	}
 }
 
 // listenMetrics serves the metrics on metrics_listen, if set.

@@ -113,3 +113,56 @@ func TestSettlerSoonDuringARun(t *testing.T) {
 		t.Error("armed again before After")
 	}
 }
+
+// TestSettlerAfterQuiet: requests answered settle the daemon once the API
+// has been quiet for Quiet after the last of them, once per quiet spell.
+func TestSettlerAfterQuiet(t *testing.T) {
+	clock := session.NewFakeClock(time.Unix(1e9, 0))
+	s := NewSettler(clock)
+	done := make(chan struct{}, 8)
+	s.free = func() { done <- struct{}{} }
+	settledSoon := func() bool {
+		select {
+		case <-done:
+			return true
+		case <-time.After(200 * time.Millisecond):
+			return false
+		}
+	}
+	s.Served()
+	clock.Advance(Quiet / 2)
+	s.Served()
+	s.Served()
+	if clock.Pending() != 1 {
+		t.Fatalf("%d timers after three requests, want 1", clock.Pending())
+	}
+	clock.Advance(Quiet / 2)
+	if settledSoon() {
+		t.Fatal("settled Quiet after the first request, with a later one")
+	}
+	clock.Advance(Quiet/2 - time.Millisecond)
+	if settledSoon() {
+		t.Fatal("settled before Quiet after the last request")
+	}
+	clock.Advance(time.Millisecond)
+	if !settledSoon() {
+		t.Fatal("never settled once quiet")
+	}
+	if n := s.Settled(); n != 1 {
+		t.Fatalf("settled %d times, want 1", n)
+	}
+	// Quiet goes on: no more settling until another request.
+	if clock.Pending() != 0 {
+		t.Fatalf("%d timers while quiet, want none", clock.Pending())
+	}
+	s.Served()
+	clock.Advance(Quiet)
+	if !settledSoon() {
+		t.Fatal("a later request and quiet did not settle")
+	}
+	// The count of starts and ends is left as it was.
+	s.Count(After - 1)
+	if clock.Pending() != 0 {
+		t.Error("armed by fewer than After starts after a quiet settling")
+	}
+}
