@@ -133,20 +133,19 @@ func TestQuietHolderRests(t *testing.T) {
 		}
 	}
 
-	h.mu.Lock()
-	h.handleOutput([]byte("$ "))
-	h.mu.Unlock()
-	if p := gc(); p != gcPercent {
-		t.Fatalf("working: the collector's target is %d, want %d", p, gcPercent)
+	output := func(what, text string) {
+		t.Helper()
+		h.mu.Lock()
+		h.handleOutput([]byte(text))
+		h.mu.Unlock()
+		if p := gc(); p != gcPercent {
+			t.Fatalf("%s: the collector's target is %d, want %d", what, p, gcPercent)
+		}
 	}
-	rest("quiet after output")
 
-	h.mu.Lock()
-	h.handleOutput([]byte("more\r\n"))
-	h.mu.Unlock()
-	if p := gc(); p != gcPercent {
-		t.Fatalf("output after a rest: the collector's target is %d, want %d", p, gcPercent)
-	}
+	output("working", "$ ")
+	rest("quiet after output")
+	output("output after a rest", "more\r\n")
 	rest("quiet again")
 
 	loopDone := make(chan struct{})
