@@ -330,6 +330,9 @@ func (d *Daemon) shutdown(srv *server.Server, hurry <-chan struct{}) {
 // close releases the shared services (a New that failed half way, or the
 // end of a shutdown).
 func (d *Daemon) close() {
+	if d.settle != nil {
+		d.settle.Stop()
+	}
 	if d.spares != nil {
 		d.spares.Close()
 	}

@@ -33,6 +33,8 @@ type Settler struct {
 	lastServed time.Time
 	// settled counts the settlings, for tests.
 	settled int
+	// stopped: the daemon is shutting down; nothing is armed any more.
+	stopped bool
 }
 
 // After and Delay: how many starts and ends make a settling worthwhile,
@@ -66,7 +68,7 @@ func (s *Settler) Count(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.n += n
-	if s.n < After {
+	if s.n < After || s.stopped {
 		return
 	}
 	if s.t != nil {
@@ -82,6 +84,9 @@ func (s *Settler) Count(n int) {
 func (s *Settler) Soon() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.stopped {
+		return
+	}
 	if s.t != nil {
 		s.t.Stop()
 	}
@@ -96,7 +101,7 @@ func (s *Settler) Served() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastServed = s.clock.Now()
-	if s.quiet == nil {
+	if s.quiet == nil && !s.stopped {
 		s.quiet = s.clock.AfterFunc(Quiet, s.settleIfQuiet)
 	}
 }
@@ -105,6 +110,10 @@ func (s *Settler) Served() {
 // for the rest of it otherwise.
 func (s *Settler) settleIfQuiet() {
 	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return
+	}
 	if wait := Quiet - s.clock.Now().Sub(s.lastServed); wait > 0 {
 		s.quiet = s.clock.AfterFunc(wait, s.settleIfQuiet)
 		s.mu.Unlock()
@@ -113,6 +122,20 @@ func (s *Settler) settleIfQuiet() {
 	s.quiet = nil
 	s.mu.Unlock()
 	s.settleKeeping(true)
+}
+
+// Stop disarms the settler for good: a daemon that shuts down settles no
+// more.
+func (s *Settler) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+	for _, t := range []session.Timer{s.t, s.quiet} {
+		if t != nil {
+			t.Stop()
+		}
+	}
+	s.t, s.quiet = nil, nil
 }
 
 // settleKeeping settles; the count starts again unless keep.

@@ -166,3 +166,28 @@ func TestSettlerAfterQuiet(t *testing.T) {
 		t.Error("armed by fewer than After starts after a quiet settling")
 	}
 }
+
+// TestSettlerStop: a stopped settler (a daemon shutting down) disarms what
+// was armed and arms nothing more.
+func TestSettlerStop(t *testing.T) {
+	clock := session.NewFakeClock(time.Unix(1e9, 0))
+	s := NewSettler(clock)
+	var freed atomic.Int32
+	s.free = func() { freed.Add(1) }
+	s.Served()
+	s.Count(After)
+	if clock.Pending() != 2 {
+		t.Fatalf("%d timers armed, want 2", clock.Pending())
+	}
+	s.Stop()
+	if clock.Pending() != 0 {
+		t.Fatalf("%d timers left after Stop, want none", clock.Pending())
+	}
+	s.Served()
+	s.Count(After)
+	s.Soon()
+	clock.Advance(2 * Quiet)
+	if clock.Pending() != 0 || freed.Load() != 0 {
+		t.Fatalf("after Stop: %d timers armed, %d settlings", clock.Pending(), freed.Load())
+	}
+}
