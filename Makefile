@@ -18,7 +18,7 @@ help: ## List the targets
 
 .PHONY: build
 build: ## Build sessiond, sessionctl and sessionctl's helpers into bin/
-	CGO_ENABLED=0 $(GO) build -trimpath -tags 'sessionctl_helpers $(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/sessiond ./cmd/sessionctl ./cmd/sessionctl/libexec/...
+	CGO_ENABLED=0 $(GO) build -trimpath -tags 'sessionctl_helpers $(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/sessiond ./cmd/sessiond/libexec/... ./cmd/sessionctl ./cmd/sessionctl/libexec/...
 
 .PHONY: run
 run: build ## Build, then run the daemon in the foreground on the embedded defaults

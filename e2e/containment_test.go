@@ -342,10 +342,8 @@ command = ["sh", "-c", "cat /proc/self/cgroup > svc.txt; exec sleep 7306"]
 			t.Errorf("%s: not born in %s/%s:\n%s", file, base, leaf, data)
 		}
 	}
-	for _, pid := range procsRunning("sessiond", "holder") {
-		if strings.HasPrefix(cgroupOf(t, pid), base) {
-			t.Errorf("the terminal holder %d is in the session's cgroup", pid)
-		}
+	if pid := d.holderPID(id); strings.HasPrefix(cgroupOf(t, pid), base) {
+		t.Errorf("the terminal holder %d is in the session's cgroup", pid)
 	}
 	d.mustCtl("stop", id)
 	d.waitEnded(id, 15*time.Second)

@@ -49,9 +49,9 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	// As make build and the packages build them: sessionctl's helpers
-	// binaries of their own.
-	build := exec.Command("go", "build", "-tags", "sessionctl_helpers", "-o", binDir+string(filepath.Separator), "./cmd/sessiond", "./cmd/sessionctl", "./cmd/sessionctl/libexec/...")
+	// As make build and the packages build them: the terminal holder and
+	// sessionctl's helpers binaries of their own.
+	build := exec.Command("go", "build", "-tags", "sessionctl_helpers", "-o", binDir+string(filepath.Separator), "./cmd/sessiond", "./cmd/sessiond/libexec/...", "./cmd/sessionctl", "./cmd/sessionctl/libexec/...")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: go build in %s: %v\n%s", root, err, out)

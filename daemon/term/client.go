@@ -26,9 +26,11 @@ const defaultTimeout = 10 * time.Second
 
 // StartOptions says how Start runs the holder process.
 type StartOptions struct {
-	// Executable is the sessiond binary; empty means this program.
+	// Executable is the holder's program; empty means sessiond-holder
+	// beside this program, else this program (holderCommand).
 	Executable string
-	// Args select the holder mode; nil means ["holder"].
+	// Args select the holder mode; nil means ["holder"] for sessiond and
+	// none for sessiond-holder.
 	Args []string
 	// Env is the holder's own environment, empty by default: the command's
 	// environment travels in the Spec, and the holder needs none.
@@ -60,14 +62,16 @@ func Start(ctx context.Context, spec Spec, opt StartOptions) (*Holder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode terminal spec: %w", err)
 	}
-	exe := opt.Executable
+	exe, args := opt.Executable, opt.Args
 	if exe == "" {
-		if exe, err = os.Executable(); err != nil {
-			return nil, fmt.Errorf("find the sessiond binary for the terminal holder: %w", err)
+		var found []string
+		if exe, found, err = selfHolder(); err != nil {
+			return nil, err
 		}
-	}
-	args := opt.Args
-	if args == nil {
+		if args == nil {
+			args = found
+		}
+	} else if args == nil {
 		args = []string{"holder"}
 	}
 	if err := state.EnsureDir(spec.SessionDir); err != nil {

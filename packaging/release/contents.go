@@ -25,6 +25,7 @@ func (g *generated) packageContents(bin string) []entry {
 	e := []entry{
 		{path: "/usr/bin/sessiond", src: filepath.Join(bin, "sessiond"), mode: 0o755},
 		{path: "/usr/bin/sessionctl", src: filepath.Join(bin, "sessionctl"), mode: 0o755},
+		{path: "/usr/libexec/sessiond/sessiond-holder", src: filepath.Join(bin, "sessiond-holder"), mode: 0o755},
 		{path: "/usr/libexec/sessiond/sessionctl-mcp", src: filepath.Join(bin, "sessionctl-mcp"), mode: 0o755},
 		{path: "/usr/libexec/sessiond/sessionctl-ui", src: filepath.Join(bin, "sessionctl-ui"), mode: 0o755},
 		{path: "/usr/lib/systemd/system/sessiond.service", src: g.units["package/system"], mode: 0o644},
@@ -62,6 +63,7 @@ func (g *generated) tarballContents(goos, bin string) []entry {
 	e := []entry{
 		{path: "bin/sessiond", src: filepath.Join(bin, "sessiond"), mode: 0o755},
 		{path: "bin/sessionctl", src: filepath.Join(bin, "sessionctl"), mode: 0o755},
+		{path: "libexec/sessiond/sessiond-holder", src: filepath.Join(bin, "sessiond-holder"), mode: 0o755},
 		{path: "libexec/sessiond/sessionctl-mcp", src: filepath.Join(bin, "sessionctl-mcp"), mode: 0o755},
 		{path: "libexec/sessiond/sessionctl-ui", src: filepath.Join(bin, "sessionctl-ui"), mode: 0o755},
 		{path: "etc/sessiond/sessiond.toml", src: g.config, mode: 0o644},

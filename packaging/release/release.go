@@ -216,13 +216,13 @@ func (b *builder) logf(format string, args ...any) {
 	fmt.Fprintf(b.Log, "%6.1fs  %s\n", time.Since(b.start).Seconds(), fmt.Sprintf(format, args...))
 }
 
-// compile builds the programs and sessionctl's helpers for t, static, -trimpath, the version
+// compile builds the programs and their helpers (sessiond-holder, sessionctl's) for t, static, -trimpath, the version
 // stamped, and returns their directory.
 func (b *builder) compile(ctx context.Context, t Target) (string, error) {
 	dir := filepath.Join(b.work, "bin", t.OS+"-"+t.Arch)
 	b.logf("build %s", t)
 	cmd := exec.CommandContext(ctx, b.Go, "build", "-trimpath", "-tags", "sessionctl_helpers", "-ldflags", "-s -w -X main.version="+b.Version,
-		"-o", dir+string(filepath.Separator), "./cmd/sessiond", "./cmd/sessionctl", "./cmd/sessionctl/libexec/...")
+		"-o", dir+string(filepath.Separator), "./cmd/sessiond", "./cmd/sessiond/libexec/...", "./cmd/sessionctl", "./cmd/sessionctl/libexec/...")
 	cmd.Dir = b.Root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+t.OS, "GOARCH="+t.Arch)
 	if out, err := cmd.CombinedOutput(); err != nil {
