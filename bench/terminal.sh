@@ -4,7 +4,8 @@
 #
 #   1. N (default 20) idle terminal sessions (a shell that printed a line
 #      and waits): each holder's RSS, PSS and anonymous memory once it has
-#      settled (its compaction runs 10 s after the last output), and the CPU
+#      settled (SETTLE, default 22 seconds: its compaction runs 10 to 20 s
+#      after the last output or request to it), and the CPU
 #      all holders and the daemon use over SECONDS (default 10) of idleness;
 #      beside them the floor, a Go process that only sleeps. Then the RSS
 #      again LONG_IDLE (default 150) seconds after the last output, past the
@@ -42,7 +43,11 @@ done
 wait_until 60 sd_all_running "$N" || die "not all $N terminal sessions running"
 for id in "${IDS[@]}"; do wait_until 20 sh -c "'$BIN/sessionctl' --socket '$SD_SOCK' screen $id | grep -q ready"; done
 log "$N terminal sessions running; letting the holders settle"
-sleep 12
+# A holder's compaction is armed for 10 s and, if output or a request came
+# meanwhile, once more: it runs 10 to 20 s after the last of them (the
+# screens read just above among them).
+SETTLE=${SETTLE:-22}
+sleep "$SETTLE"
 HOLDERS=()
 for id in "${IDS[@]}"; do HOLDERS+=("$(holder_pid "$id")"); done
 read -r rss pss anon maxrss < <(for p in "${HOLDERS[@]}"; do mem "$p"; done |
@@ -60,7 +65,7 @@ printf '  CPU over %ss: all holders %s %% of one core, the daemon %s %%\n' "$SEC
 printf '  daemon RSS  %s MiB\n' "$(rss_mib "$SD_PID")"
 LONG_IDLE=${LONG_IDLE:-150}
 if ((LONG_IDLE > 0)); then
-	sleep $((LONG_IDLE > 12 + SECS ? LONG_IDLE - 12 - SECS : 0))
+	sleep $((LONG_IDLE > SETTLE + SECS ? LONG_IDLE - SETTLE - SECS : 0))
 	read -r rss pss anon maxrss < <(for p in "${HOLDERS[@]}"; do mem "$p"; done |
 		awk '{ r += $1; p += $2; a += $3; if ($1 > m) m = $1 } END { printf "%d %d %d %d\n", r / NR, p / NR, a / NR, m }')
 	printf '  holder RSS  %.2f MiB average, %.2f MiB at most, %ss after the last output (PSS %.2f MiB, anonymous %.2f MiB)\n' \
