@@ -2,11 +2,9 @@ package e2e
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -547,53 +545,5 @@ exit 2
 	}
 	if logs := d.mustCtl("logs", id); !strings.Contains(logs, "name? Ada\nhello, Ada\n") {
 		t.Errorf("logs: %q", logs)
-	}
-}
-
-// A terminal's holder is sessiond-holder where it is installed beside
-// sessiond (bin/, the packages' libexec), and sessiond's own holder mode
-// where sessiond stands alone (a go install of cmd/sessiond): either holds
-// the terminal the same.
-func TestTerminalHolderExecutable(t *testing.T) {
-	alone := filepath.Join(t.TempDir(), "bin")
-	if err := os.Mkdir(alone, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(sessiondBin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(alone, "sessiond"), data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		name, bin, holder string
-		argv              []string
-	}{
-		{"beside sessiond", sessiondBin, filepath.Join(binDir, "sessiond-holder"), nil},
-		{"sessiond alone", filepath.Join(alone, "sessiond"), filepath.Join(alone, "sessiond"), []string{"holder"}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			d := startBuild(t, c.bin, nil, filepath.Join(t.TempDir(), "state"), newSocketPath(t), "")
-			dir := project(t)
-			id := d.start("--tty", dir, "--", "sh", "-c", "echo held on a terminal; read x; echo got $x")
-			d.waitScreen(id, "held on a terminal")
-			pid := d.holderPID(id)
-			if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err != nil || exe != c.holder {
-				t.Errorf("the holder %d runs %q (%v), want %s", pid, exe, err, c.holder)
-			}
-			cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if argv := strings.Split(strings.TrimSuffix(string(cmdline), "\x00"), "\x00")[1:]; !slices.Equal(argv, c.argv) {
-				t.Errorf("the holder runs with arguments %q, want %q", argv, c.argv)
-			}
-			d.mustCtl("send", id, "it", "--enter")
-			d.waitScreen(id, "got it")
-			if rec := d.waitEnded(id, 20*time.Second); rec.EndReason != "complete" {
-				t.Errorf("ended %s, want complete", rec.EndReason)
-			}
-		})
 	}
 }

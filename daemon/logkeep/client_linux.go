@@ -31,7 +31,8 @@ const pipeSize = 1 << 20
 type Options struct {
 	// Socket is the keeper's socket, in the daemon's state dir.
 	Socket string
-	// Executable is the sessiond binary, run as `sessiond logkeeper`.
+	// Executable is the sessiond binary: the keeper is sessiond-logkeeper
+	// where proc.Libexec finds it for it, else `sessiond logkeeper`.
 	Executable string
 	// Diag receives the keeper's own log (its stderr).
 	Diag   string
@@ -250,6 +251,9 @@ func (c *Client) spawn() error {
 	}
 	defer diag.Close()
 	cmd := exec.Command(c.opt.Executable, "logkeeper", "--socket", c.opt.Socket)
+	if path, ok := proc.Libexec(c.opt.Executable, KeeperName); ok {
+		cmd = exec.Command(path, "--socket", c.opt.Socket)
+	}
 	cmd.Dir = "/"
 	cmd.Env = []string{}
 	cmd.Stderr = diag
@@ -259,7 +263,7 @@ func (c *Client) spawn() error {
 		return fmt.Errorf("start the log keeper: %w", err)
 	}
 	if err := proc.Start(cmd); err != nil {
-		return fmt.Errorf("start the log keeper %s: %w", c.opt.Executable, err)
+		return fmt.Errorf("start the log keeper %s: %w", cmd.Path, err)
 	}
 	go func() { _ = proc.Wait(cmd) }()
 	ready := make(chan error, 1)

@@ -216,7 +216,7 @@ func TestTarball(t *testing.T) {
 		}
 	}
 	for rel, mode := range map[string]int64{
-		"bin/sessiond": 0o755, "bin/sessionctl": 0o755, "libexec/sessiond/sessiond-holder": 0o755, "libexec/sessiond/sessionctl-mcp": 0o755, "libexec/sessiond/sessionctl-ui": 0o755, "README.md": 0o644, "LICENSE": 0o644, "docs/operations.md": 0o644,
+		"bin/sessiond": 0o755, "bin/sessionctl": 0o755, "libexec/sessiond/sessiond-holder": 0o755, "libexec/sessiond/sessiond-logkeeper": 0o755, "libexec/sessiond/sessionctl-mcp": 0o755, "libexec/sessiond/sessionctl-ui": 0o755, "README.md": 0o644, "LICENSE": 0o644, "docs/operations.md": 0o644,
 		"etc/sessiond/sessiond.toml": 0o644, "lib/systemd/system/sessiond.service": 0o644, "lib/systemd/user/sessiond.service": 0o644,
 		"lib/sysusers.d/sessiond.conf": 0o644, "lib/tmpfiles.d/sessiond.conf": 0o644,
 		"share/man/man1/sessiond.1.gz": 0o644, "share/man/man1/sessionctl-ps.1.gz": 0o644, "share/man/man1/sessiond-install.1.gz": 0o644,
@@ -421,7 +421,7 @@ func TestDebInstall(t *testing.T) {
 	}
 	modes := map[string]fs.FileMode{
 		"/usr/bin/sessiond": 0o755, "/usr/bin/sessionctl": 0o755,
-		"/usr/libexec/sessiond/sessiond-holder": 0o755, "/usr/libexec/sessiond/sessionctl-mcp": 0o755, "/usr/libexec/sessiond/sessionctl-ui": 0o755,
+		"/usr/libexec/sessiond/sessiond-holder": 0o755, "/usr/libexec/sessiond/sessiond-logkeeper": 0o755, "/usr/libexec/sessiond/sessionctl-mcp": 0o755, "/usr/libexec/sessiond/sessionctl-ui": 0o755,
 		"/usr/lib/systemd/system/sessiond.service": 0o644, "/usr/lib/systemd/user/sessiond.service": 0o644,
 		"/usr/lib/sysusers.d/sessiond.conf": 0o644, "/usr/lib/tmpfiles.d/sessiond.conf": 0o644,
 		"/etc/sessiond/sessiond.toml": 0o644, "/usr/share/doc/sessiond/copyright": 0o644,
@@ -579,14 +579,19 @@ func TestRPMInstall(t *testing.T) {
 	}
 }
 
-// checkHolderInstalled runs the installed terminal holder, which the
-// daemon finds in /usr/libexec/sessiond (package term): it runs, and says
-// it is the daemon's to start.
+// checkHolderInstalled runs the installed terminal holder and log keeper,
+// which the daemon finds in /usr/libexec/sessiond (proc.Libexec): each
+// runs, and says it is the daemon's to start.
 func checkHolderInstalled(t *testing.T, o *overlay) {
 	t.Helper()
-	out, err := o.run(t, "/usr/libexec/sessiond/sessiond-holder", "--help")
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(out, "the daemon starts it for a terminal session") {
-		t.Errorf("/usr/libexec/sessiond/sessiond-holder --help: %v\n%s", err, out)
+	for prog, says := range map[string]string{
+		"/usr/libexec/sessiond/sessiond-holder":    "the daemon starts it for a terminal session",
+		"/usr/libexec/sessiond/sessiond-logkeeper": "the daemon starts it, as sessiond-logkeeper --socket PATH",
+	} {
+		out, err := o.run(t, prog, "--help")
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(out, says) {
+			t.Errorf("%s --help: %v\n%s", prog, err, out)
+		}
 	}
 }
 
