@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -56,6 +57,8 @@ func Serve(sock string, ready io.Writer, log *zap.Logger) error {
 	// by its path afterwards.
 	l.SetUnlinkOnClose(false)
 	k := &keeper{log: log, streams: map[string]*stream{}, done: make(chan struct{}), sock: sock}
+	k.rest.gc = debug.SetGCPercent(-1)
+	debug.SetGCPercent(k.rest.gc)
 	go k.accept(l)
 	if _, err := io.WriteString(ready, "ready\n"); err != nil {
 		log.Warn("tell the daemon the keeper is ready", zap.Error(err))
@@ -64,8 +67,11 @@ func Serve(sock string, ready io.Writer, log *zap.Logger) error {
 	// keeper never runs again: most of its resident set.
 	_, _ = exepages.Drop()
 	orphan := time.AfterFunc(orphanWait, k.checkExit)
+	resting := make(chan struct{})
+	go func() { k.rest.run(k.done); close(resting) }()
 	<-k.done
 	orphan.Stop()
+	<-resting
 	// The socket goes before the listener closes: a daemon that dials in
 	// between finds nothing and starts a new keeper, rather than one that
 	// is leaving.
@@ -77,6 +83,7 @@ func Serve(sock string, ready io.Writer, log *zap.Logger) error {
 type keeper struct {
 	log  *zap.Logger
 	sock string
+	rest rest
 
 	mu      sync.Mutex
 	streams map[string]*stream
@@ -116,6 +123,7 @@ func (k *keeper) serve(c *net.UnixConn) {
 			}
 			return
 		}
+		k.rest.busy()
 		if err := k.handle(c, req, files); err != nil {
 			k.log.Warn("log keeper reply", zap.Error(err))
 			return
@@ -352,6 +360,7 @@ func (s *stream) run() {
 				return false
 			}
 			if n > 0 {
+				s.k.rest.busy()
 				_, werr = s.out.Write(b[:n]) // all of it, or an error
 			}
 			return true

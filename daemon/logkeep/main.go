@@ -3,6 +3,7 @@ package logkeep
 import (
 	"fmt"
 	"os"
+	"runtime/debug"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -15,6 +16,9 @@ import (
 // proc.Libexec finds it, and `sessiond logkeeper` otherwise.
 const KeeperName = "sessiond-logkeeper"
 
+// memoryLimit is the keeper's soft memory limit.
+const memoryLimit = 256 << 20
+
 // Main runs a keeper on the socket sock, as `sessiond logkeeper --socket
 // PATH` and sessiond-logkeeper do, and returns its exit code. Its own log,
 // JSON lines, goes to stderr, which the daemon points at
@@ -23,6 +27,10 @@ func Main(name, sock string) int {
 	enc := zap.NewProductionEncoderConfig()
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
 	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(os.Stderr), zap.InfoLevel)).Named("logkeeper")
+	// While the keeper rests its collector is off (see rest): this bounds
+	// its heap then, far above what it holds (a buffer per stream busy at
+	// the time, 256 KiB each).
+	debug.SetMemoryLimit(memoryLimit)
 	if err := Serve(sock, os.Stdout, log); err != nil {
 		fmt.Fprintln(os.Stderr, name+":", err)
 		return 1
