@@ -19,6 +19,7 @@ import (
 	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/config/configfile"
 	"github.com/sessiond/sessiond/daemon"
+	"github.com/sessiond/sessiond/daemon/proc"
 	"github.com/sessiond/sessiond/ipc"
 	"github.com/sessiond/sessiond/packaging/manpage"
 )
@@ -157,6 +158,9 @@ func runDaemon(ctx context.Context, f runFlags) error {
 	hurry := make(chan struct{})
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	// Under nohup (SIGHUP ignored), the sessions' commands start with
+	// SIGHUP at its default all the same.
+	proc.DefaultSignalsForChildren()
 	defer signal.Stop(sigs)
 	go func() {
 		s := <-sigs

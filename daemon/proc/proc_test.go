@@ -30,6 +30,9 @@ func onMainThread(f func()) {
 }
 
 func TestMain(m *testing.M) {
+	if mode := os.Getenv(signalsTestEnv); mode != "" {
+		os.Exit(signalsChild(mode))
+	}
 	if err := EnableSubreaper(); err != nil {
 		panic(err)
 	}

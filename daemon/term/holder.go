@@ -70,6 +70,9 @@ type ready struct {
 // DiagName in the session directory.
 func RunHolder(ctx context.Context, stdin io.Reader, stdout *os.File) error {
 	tuneRuntime()
+	// The child starts with SIGHUP and SIGINT at their default, whatever
+	// the holder was started with; the holder ignores them once it runs.
+	proc.DefaultSignalsForChildren()
 	h, err := newHolder(stdin)
 	if err != nil {
 		_ = json.NewEncoder(stdout).Encode(ready{Error: err.Error()})
