@@ -547,3 +547,26 @@ exit 2
 		t.Errorf("logs: %q", logs)
 	}
 }
+
+// A daemon started ignoring SIGHUP and SIGINT (under nohup, or as a
+// script's background job) still starts sessions with them at their
+// default: a terminal session (its holder in between) and a plain one stop
+// at their stop signal, SIGHUP, not at the SIGKILL after their grace.
+func TestTerminalStopsUnderNohup(t *testing.T) {
+	wrapper := filepath.Join(t.TempDir(), "nohup-sessiond")
+	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\ntrap '' HUP INT\nexec "+sessiondBin+" \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := startBuild(t, wrapper, nil, filepath.Join(t.TempDir(), "state"), newSocketPath(t), "")
+	tty := d.start("--tty", project(t), "--", "sh", "-c", "echo up; while :; do sleep 0.1; done")
+	plain := d.start("--stop-signal", "SIGHUP", project(t), "--", "sh", "-c", "echo up; while :; do sleep 0.1; done")
+	d.waitScreen(tty, "up")
+	for _, c := range []struct{ id, signal string }{{tty, "SIGHUP"}, {plain, "SIGHUP"}} {
+		start := time.Now()
+		d.mustCtl("stop", c.id)
+		rec := d.waitEnded(c.id, 20*time.Second)
+		if rec.Signal != c.signal || time.Since(start) > 10*time.Second {
+			t.Errorf("session %s ended by %q after %v, want by its stop signal %s at once", c.id, rec.Signal, time.Since(start).Round(time.Millisecond), c.signal)
+		}
+	}
+}
