@@ -11,26 +11,31 @@ import (
 // (bin/, the release tarball) or in ../libexec/sessiond (the packages'
 // /usr/libexec/sessiond); false when it is in neither, and the caller runs
 // self in the mode the program stands for. A program is taken only if it
-// is a regular executable file owned by root or by self's owner and
-// writable by nobody else: never anything less trusted than self.
+// is a regular executable file, not a link, in a directory, each owned by
+// root or by self's owner and writable by nobody else: never anything
+// another user could have put or changed there.
 func Libexec(self, name string) (string, bool) {
 	if real, err := filepath.EvalSymlinks(self); err == nil {
 		self = real
 	}
 	dir := filepath.Dir(self)
 	for _, path := range []string{filepath.Join(dir, name), filepath.Join(filepath.Dir(dir), "libexec", "sessiond", name)} {
-		if trustedLike(path, self) {
+		if trustedLike(path, self, false) && trustedLike(filepath.Dir(path), self, true) {
 			return path, true
 		}
 	}
 	return "", false
 }
 
-// trustedLike reports whether path is a regular executable file, owned by
-// root or by the owner of ref, that no group or other user may write.
-func trustedLike(path, ref string) bool {
-	fi, err := os.Stat(path)
-	if err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o100 == 0 || fi.Mode()&0o022 != 0 {
+// trustedLike reports whether path is a directory (dir) or a regular
+// executable file, not a link, owned by root or by the owner of ref, that
+// no group or other user may write.
+func trustedLike(path, ref string, dir bool) bool {
+	fi, err := os.Lstat(path)
+	switch {
+	case err != nil, fi.Mode().Perm()&0o022 != 0:
+		return false
+	case dir && !fi.IsDir(), !dir && (!fi.Mode().IsRegular() || fi.Mode()&0o100 == 0):
 		return false
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)

@@ -27,7 +27,9 @@ func TestLibexec(t *testing.T) {
 		name   string
 		helper string // relative to the prefix; "" for none
 		mode   os.FileMode
-		dir    bool // the helper's path is a directory
+		dir    bool        // the helper's path is a directory
+		link   bool        // the helper is a symbolic link to sessiond
+		in     os.FileMode // the mode of the helper's directory; 0 for 0755
 		want   string
 	}{
 		{name: "beside sessiond", helper: "bin/" + name, mode: 0o755, want: "bin/" + name},
@@ -37,18 +39,31 @@ func TestLibexec(t *testing.T) {
 		{name: "writable by its group", helper: "bin/" + name, mode: 0o775, want: ""},
 		{name: "writable by anyone", helper: "libexec/sessiond/" + name, mode: 0o757, want: ""},
 		{name: "a directory", helper: "bin/" + name, dir: true, want: ""},
+		// A link could point at any root-owned program (a shell).
+		{name: "a link", helper: "bin/" + name, link: true, want: ""},
+		{name: "in a directory its group may write", helper: "libexec/sessiond/" + name, mode: 0o755, in: 0o775, want: ""},
+		{name: "in a directory anyone may write", helper: "libexec/sessiond/" + name, mode: 0o755, in: 0o1777, want: ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			prefix := t.TempDir()
 			self := filepath.Join(prefix, "bin", "sessiond")
 			exe(t, self, 0o755)
 			switch {
+			case c.link:
+				if err := os.Symlink(self, filepath.Join(prefix, c.helper)); err != nil {
+					t.Fatal(err)
+				}
 			case c.dir:
 				if err := os.MkdirAll(filepath.Join(prefix, c.helper), 0o755); err != nil {
 					t.Fatal(err)
 				}
 			case c.helper != "":
 				exe(t, filepath.Join(prefix, c.helper), c.mode)
+			}
+			if c.in != 0 {
+				if err := os.Chmod(filepath.Dir(filepath.Join(prefix, c.helper)), c.in); err != nil {
+					t.Fatal(err)
+				}
 			}
 			got, ok := Libexec(self, name)
 			if want := filepath.Join(prefix, c.want); c.want == "" && (ok || got != "") {
