@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+
+	"github.com/sessiond/sessiond/daemon/cgroup/cgroupfs"
 )
 
 // Modes: where a daemon's session cgroups come from.
@@ -15,15 +17,17 @@ const (
 )
 
 // Controllers are the controllers session limits use.
-var Controllers = []string{"memory", "pids", "cpu"}
+var Controllers = cgroupfs.Controllers
 
-// Leaves of a session's cgroup: its command (with its preflight and
-// setup commands) and its sidecars, apart so that the command's end can
-// kill what the command left while the sidecars still stop gracefully.
+// Leaves of a session's cgroup (package cgroupfs).
 const (
-	LeafCommand  = "cmd"
-	LeafSidecars = "svc"
+	LeafCommand  = cgroupfs.LeafCommand
+	LeafSidecars = cgroupfs.LeafSidecars
 )
+
+// Group is one session's cgroup (package cgroupfs): what a process is
+// started, counted, accounted, killed and waited for in.
+type Group = cgroupfs.Group
 
 // ErrLimit means a limit cannot be applied on this host.
 var ErrLimit = errors.New("limit not available")

@@ -62,7 +62,7 @@ func TestAChildIsBornInItsSessionsCgroups(t *testing.T) {
 	if !strings.Contains(string(data), "::"+strings.TrimPrefix(g.Dir(), h.mount)+"/"+LeafCommand+"\n") {
 		t.Errorf("the child is not in %s/%s:\n%s", g.Dir(), LeafCommand, data)
 	}
-	for c, d := range g.v1 {
+	for c, d := range g.Record().V1 {
 		if !strings.Contains(string(data), strings.TrimPrefix(d, h.v1mount[c])+"\n") {
 			t.Errorf("the child is not in the v1 %s cgroup %s:\n%s", c, d, data)
 		}
@@ -129,7 +129,7 @@ func TestSweepRemovesWhatADeadDaemonLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer live.Remove()
-	for _, d := range []string{g.dir + "/" + LeafCommand, g.dir} {
+	for _, d := range []string{g.Dir() + "/" + LeafCommand, g.Dir()} {
 		if err := os.Remove(d); err != nil {
 			t.Fatal(err)
 		}
@@ -138,10 +138,10 @@ func TestSweepRemovesWhatADeadDaemonLeft(t *testing.T) {
 	if len(swept) != 1 || swept[0] != "left" {
 		t.Errorf("swept %q, want [left]", swept)
 	}
-	if isDir(g.v1["memory"]) {
-		t.Errorf("the v1 cgroup %s is still there", g.v1["memory"])
+	if isDir(g.Record().V1["memory"]) {
+		t.Errorf("the v1 cgroup %s is still there", g.Record().V1["memory"])
 	}
-	if !isDir(live.dir) || !isDir(live.v1["memory"]) {
+	if !isDir(live.Dir()) || !isDir(live.Record().V1["memory"]) {
 		t.Error("the live session's cgroups were swept")
 	}
 }

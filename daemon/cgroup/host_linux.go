@@ -1,8 +1,6 @@
 package cgroup
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sessiond/sessiond/config"
+	"github.com/sessiond/sessiond/daemon/cgroup/cgroupfs"
 	"github.com/sessiond/sessiond/ipc"
 )
 
@@ -50,12 +49,12 @@ func Detect(opt Options) *Host {
 		h.info.Why = "containment is turned off in the daemon's configuration (cgroups = false)"
 		return h
 	}
-	mounts, err := readMounts()
+	mounts, err := cgroupfs.ReadMounts()
 	if err != nil {
 		h.info.Why = "cannot read /proc/self/mountinfo: " + err.Error()
 		return h
 	}
-	h.mount = mounts.v2
+	h.mount = mounts.V2
 	if h.mount == "" {
 		h.info.Why = "no cgroup v2 hierarchy is mounted"
 		h.info.Fix = "boot with a cgroup v2 hierarchy (systemd.unified_cgroup_hierarchy=1, or mount -t cgroup2 none /sys/fs/cgroup/unified)"
@@ -157,7 +156,7 @@ func (h *Host) makeBase(own, name string) error {
 // controllers settles where each controller of Controllers comes from:
 // the v2 hierarchy where the base's parent can give it, else a v1
 // hierarchy that has it.
-func (h *Host) controllers(m mounts, name string) {
+func (h *Host) controllers(m cgroupfs.Mounts, name string) {
 	dirs := []string{h.base}
 	if h.info.Mode == Cgroupfs {
 		// The base's parent is the daemon's own cgroup: it gives the base
@@ -167,10 +166,10 @@ func (h *Host) controllers(m mounts, name string) {
 	var enabled []string
 	if h.probe {
 		// What the base could be given: what its parent has.
-		enabled = strings.Fields(readString(filepath.Join(dirs[0], "cgroup.controllers")))
+		enabled = strings.Fields(cgroupfs.ReadString(filepath.Join(dirs[0], "cgroup.controllers")))
 	} else {
 		for _, dir := range dirs {
-			avail := strings.Fields(readString(filepath.Join(dir, "cgroup.controllers")))
+			avail := strings.Fields(cgroupfs.ReadString(filepath.Join(dir, "cgroup.controllers")))
 			for _, c := range Controllers {
 				// Each controller alone: one refused (a threaded
 				// subtree, say) leaves the others.
@@ -179,7 +178,7 @@ func (h *Host) controllers(m mounts, name string) {
 				}
 			}
 		}
-		enabled = strings.Fields(readString(filepath.Join(h.base, "cgroup.subtree_control")))
+		enabled = strings.Fields(cgroupfs.ReadString(filepath.Join(h.base, "cgroup.subtree_control")))
 	}
 	h.info.Controllers = map[string]string{}
 	var missing []string
@@ -188,9 +187,9 @@ func (h *Host) controllers(m mounts, name string) {
 		case slices.Contains(enabled, c):
 			h.v2[c] = true
 			h.info.Controllers[c] = "v2"
-		case m.v1[c] != "":
-			if dir, err := v1Base(m.v1[c], c, name, h.probe); err == nil {
-				h.v1[c], h.v1mount[c] = dir, m.v1[c]
+		case m.V1[c] != "":
+			if dir, err := v1Base(m.V1[c], c, name, h.probe); err == nil {
+				h.v1[c], h.v1mount[c] = dir, m.V1[c]
 				h.info.Controllers[c] = "v1"
 				continue
 			}
@@ -245,11 +244,11 @@ func v1Own(controller string) (string, error) {
 // Hierarchies are the cgroup hierarchies mounted: the v2 one ("" for
 // none) and the v1 ones of the limits' controllers.
 func Hierarchies() (v2 string, v1 map[string]string) {
-	m, err := readMounts()
+	m, err := cgroupfs.ReadMounts()
 	if err != nil {
 		return "", nil
 	}
-	return m.v2, m.v1
+	return m.V2, m.V1
 }
 
 // Fit checks limits l against what the host gives: an error (wrapping
@@ -338,47 +337,6 @@ func mapValues(m map[string]string) []string {
 	return out
 }
 
-// mounts are the cgroup hierarchies mounted: the v2 one, and the v1 ones
-// by controller.
-type mounts struct {
-	v2 string
-	v1 map[string]string
-}
-
-// readMounts reads /proc/self/mountinfo for cgroup hierarchies.
-func readMounts() (mounts, error) {
-	m := mounts{v1: map[string]string{}}
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return m, err
-	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		// id parent major:minor root mountpoint options [optional...] - fstype source superoptions
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok {
-			continue
-		}
-		f, g := strings.Fields(pre), strings.Fields(post)
-		if len(f) < 5 || len(g) < 3 {
-			continue
-		}
-		switch g[0] {
-		case "cgroup2":
-			if m.v2 == "" {
-				m.v2 = f[4]
-			}
-		case "cgroup":
-			for _, o := range strings.Split(g[2], ",") {
-				if slices.Contains(Controllers, o) && m.v1[o] == "" {
-					m.v1[o] = f[4]
-				}
-			}
-		}
-	}
-	return m, sc.Err()
-}
-
 // delegated reports whether systemd delegates the cgroup at dir: it marks
 // such cgroups with a trusted.delegate (system manager) or user.delegate
 // (user manager) attribute.
@@ -402,40 +360,4 @@ func ownUnit(own string) bool {
 func isDir(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.IsDir()
-}
-
-// readString reads a small file of the cgroupfs, "" if it cannot. The
-// file is opened with a bare open: os.ReadFile's also asks the poller to
-// take it (an epoll_ctl that fails, its fcntls) and stats it for its size,
-// which made most of the cost of the files a listing reads for each
-// contained session (BenchmarkSessionCgroup/measure).
-func readString(p string) string {
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	for err == unix.EINTR {
-		fd, err = unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	}
-	if err != nil {
-		return ""
-	}
-	defer unix.Close(fd)
-	// Read with bare system calls: an os.File would ask the descriptor's
-	// flags first, for every one of a thousand sessions' counters.
-	var small [512]byte
-	b := small[:0]
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := unix.Read(fd, b[len(b):cap(b)])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return ""
-		}
-		if n == 0 {
-			return strings.TrimSpace(string(b))
-		}
-		b = b[:len(b)+n]
-	}
 }

@@ -4,11 +4,10 @@ package cgroup
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/sessiond/sessiond/config"
+	"github.com/sessiond/sessiond/daemon/cgroup/cgroupfs"
 	"github.com/sessiond/sessiond/ipc"
 )
 
@@ -40,9 +39,6 @@ func (h *Host) New(id string, l config.Limits) (*Group, []string, error) {
 	return nil, nil, fmt.Errorf("%w: %s", ErrLimit, h.info.Why)
 }
 
-// Attach finds no cgroup.
-func Attach(*ipc.Cgroup) (*Group, error) { return nil, errors.New("no cgroups on this platform") }
-
 // Hierarchies finds none off Linux.
 func Hierarchies() (string, map[string]string) { return "", nil }
 
@@ -53,26 +49,7 @@ func (h *Host) Fit(l config.Limits) ([]string, error) {
 }
 
 // Open finds no cgroup.
-func (h *Host) Open(*ipc.Cgroup) (*Group, bool) { return nil, false }
+func (h *Host) Open(rec *ipc.Cgroup) (*Group, bool) { return cgroupfs.Open("", rec) }
 
 // Sweep has nothing to sweep.
 func (h *Host) Sweep(context.Context, func(string) bool) []string { return nil }
-
-// Group is a session's cgroup; there are none here.
-type Group struct{}
-
-func (g *Group) Record() *ipc.Cgroup                         { return nil }
-func (g *Group) Dir() string                                 { return "" }
-func (g *Group) Start(_ string, start func(int) error) error { return start(-1) }
-func (g *Group) EntersByThread() bool                        { return false }
-func (g *Group) Kill() error                                 { return nil }
-func (g *Group) KillLeaf(string) error                       { return nil }
-func (g *Group) Populated(string) bool                       { return false }
-func (g *Group) Procs(string) []int                          { return nil }
-func (g *Group) Wait(context.Context, ...string) error       { return nil }
-func (g *Group) Remove() error                               { return nil }
-func (g *Group) Memory() (ipc.Memory, bool)                  { return ipc.Memory{}, false }
-func (g *Group) MemoryNow() (int64, bool)                    { return 0, false }
-func (g *Group) MemoryAccounted() bool                       { return false }
-func (g *Group) CPU() time.Duration                          { return 0 }
-func (g *Group) Pressure() (avg10 float64, highEvents int64) { return 0, 0 }

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/sessiond/sessiond/daemon/cgroup"
+	"github.com/sessiond/sessiond/daemon/cgroup/cgroupfs"
 )
 
 // helpers is the set of pids of short-lived helper commands (git, hooks) that
@@ -62,7 +62,7 @@ func Wait(cmd *exec.Cmd) error {
 
 // RunIn is Run with cmd born in the leaf of a session's cgroup (g nil:
 // Run). cmd.SysProcAttr, if set, is kept.
-func RunIn(g *cgroup.Group, leaf string, cmd *exec.Cmd) error {
+func RunIn(g *cgroupfs.Group, leaf string, cmd *exec.Cmd) error {
 	if g == nil {
 		return Run(cmd)
 	}
@@ -76,13 +76,13 @@ func RunIn(g *cgroup.Group, leaf string, cmd *exec.Cmd) error {
 }
 
 // InCgroup runs start, which forks with attr, so that the child is born in
-// the leaf of g (cgroup.LeafCommand when empty); g nil runs start alone.
-func InCgroup(g *cgroup.Group, leaf string, attr *syscall.SysProcAttr, start func() error) error {
+// the leaf of g (cgroupfs.LeafCommand when empty); g nil runs start alone.
+func InCgroup(g *cgroupfs.Group, leaf string, attr *syscall.SysProcAttr, start func() error) error {
 	if g == nil {
 		return start()
 	}
 	if leaf == "" {
-		leaf = cgroup.LeafCommand
+		leaf = cgroupfs.LeafCommand
 	}
 	return g.Start(leaf, func(fd int) error {
 		intoCgroup(attr, fd)

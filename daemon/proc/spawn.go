@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sessiond/sessiond/daemon/cgroup"
+	"github.com/sessiond/sessiond/daemon/cgroup/cgroupfs"
 )
 
 // Spec says how to start a session's process.
@@ -29,8 +29,8 @@ type Spec struct {
 	// Credential, when set, runs the child as another user (root daemon only).
 	Credential *syscall.Credential
 	// Cgroup, when set, is the session's cgroup: the child is born in its
-	// Leaf (cgroup.LeafCommand when empty).
-	Cgroup *cgroup.Group
+	// Leaf (cgroupfs.LeafCommand when empty).
+	Cgroup *cgroupfs.Group
 	Leaf   string
 }
 

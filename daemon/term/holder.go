@@ -21,7 +21,7 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
-	"github.com/sessiond/sessiond/daemon/cgroup"
+	"github.com/sessiond/sessiond/daemon/cgroup/cgroupfs"
 	"github.com/sessiond/sessiond/daemon/proc"
 	"github.com/sessiond/sessiond/daemon/state"
 	"github.com/sessiond/sessiond/ipc"
@@ -243,14 +243,14 @@ func (h *holder) setUp() error {
 			return fmt.Errorf("give the terminal to uid %d: %w", c.UID, err)
 		}
 	}
-	var g *cgroup.Group
+	var g *cgroupfs.Group
 	if s.Cgroup != nil {
-		if g, err = cgroup.Attach(s.Cgroup); err != nil {
+		if g, err = cgroupfs.Attach(s.Cgroup); err != nil {
 			return fmt.Errorf("the session's cgroup: %w", err)
 		}
 	}
 	var child *os.Process
-	err = proc.InCgroup(g, cgroup.LeafCommand, attr, func() (err error) {
+	err = proc.InCgroup(g, cgroupfs.LeafCommand, attr, func() (err error) {
 		child, err = os.StartProcess(path, s.Argv, &os.ProcAttr{
 			Dir:   s.Dir,
 			Env:   s.childEnv(),
