@@ -32,8 +32,9 @@ type StartOptions struct {
 	// Args select the holder mode; nil means ["holder"] for sessiond and
 	// none for sessiond-holder.
 	Args []string
-	// Env is the holder's own environment, empty by default: the command's
-	// environment travels in the Spec, and the holder needs none.
+	// Env is the holder's own environment, only GOMAXPROCS=1 by default:
+	// the command's environment travels in the Spec, and the holder needs
+	// none.
 	Env []string
 }
 
@@ -86,7 +87,10 @@ func Start(ctx context.Context, spec Spec, opt StartOptions) (*Holder, error) {
 
 	cmd := exec.Command(exe, args...)
 	cmd.Dir = "/"
-	cmd.Env = append([]string{}, opt.Env...)
+	// The holder runs on one P (tuneRuntime); told so before its runtime
+	// starts, it never makes the second P's caches, some 70 KiB it would
+	// keep for its whole life.
+	cmd.Env = append([]string{"GOMAXPROCS=1"}, opt.Env...)
 	cmd.Stderr = diag
 	// A session of its own: no signal for the daemon's process group or
 	// terminal reaches it.

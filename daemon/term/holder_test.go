@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -64,13 +66,22 @@ func TestShellDialog(t *testing.T) {
 // The spec's environment reaches the child, TERM is set, HOME follows the
 // spec, and the environment is nowhere in the session dir.
 func TestChildEnvironment(t *testing.T) {
-	spec := testSpec(t, "/bin/sh", "-c", `echo "[$SECRET|$TERM|$HOME|$(tty)]"; read x`)
+	spec := testSpec(t, "/bin/sh", "-c", `echo "[$SECRET|$TERM|$HOME|$(tty)|${GOMAXPROCS-unset}]"; read x`)
 	spec.Env = append(spec.Env, "SECRET=hunter2-secret")
 	spec.Home = "/home/someone"
 	h := startHolder(t, spec)
 	scr := waitScreen(t, h, "hunter2-secret")
-	if !strings.Contains(scr.Text(), "[hunter2-secret|xterm-256color|/home/someone|/dev/pts/") {
+	if !strings.Contains(scr.Text(), "[hunter2-secret|xterm-256color|/home/someone|/dev/pts/") || !strings.Contains(scr.Text(), "|unset]") {
 		t.Fatalf("screen %q", scr.Text())
+	}
+	// The holder runs with one P from its start; the child gets none of
+	// the holder's own environment.
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", h.Info().HolderPID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(strings.Split(string(env), "\x00"), "GOMAXPROCS=1") {
+		t.Errorf("the holder's environment %q lacks GOMAXPROCS=1", env)
 	}
 	entries, _ := os.ReadDir(spec.SessionDir)
 	for _, e := range entries {
