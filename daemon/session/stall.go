@@ -52,9 +52,13 @@ func (s *Session) checkStall() {
 	if r := rec.Retrying; r != nil {
 		why = fmt.Sprintf("retrying its API since %s (%s)", r.Since.Format(time.TimeOnly), r.Reason)
 	}
-	s.setAgentState(ipc.AgentStalled, "", now)
 	text := fmt.Sprintf("sessiond: the agent has made no progress for %s (%s): no transcript, no output, no file change (stall_timeout %s). If it is stuck, stop or restart it.",
 		now.Sub(last).Round(time.Second), why, s.spec.StallTimeout)
-	s.emit(ipc.EventAgentStalled, text, map[string]any{"agent": rec.Name, "since": last, "stall_timeout": s.spec.StallTimeout.String()})
+	// The warning first (state, file, signal), then the agent's state:
+	// whoever sees the agent stalled finds the session warned and the
+	// warning file written.
 	s.give(warning{reason: warnStalled, deadline: s.rec.Deadline, text: text})
+	s.setAgentState(ipc.AgentStalled, "", now)
+	s.recDirty = true
+	s.emit(ipc.EventAgentStalled, text, map[string]any{"agent": rec.Name, "since": last, "stall_timeout": s.spec.StallTimeout.String()})
 }
