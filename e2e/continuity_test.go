@@ -598,6 +598,12 @@ sessionctl report --summary "Set up the repository layout" --next "Implement the
 			t.Errorf("context.md of the second session does not mention %q:\n%s", want, ctx2)
 		}
 	}
+	// The project's recent history, newest first, as git log gave it
+	// when the session started.
+	head, first := repo.git("log", "-1", "--format=%h add run.sh"), repo.git("log", "-1", "--format=%h initial", "HEAD~1")
+	if _, commits, ok := strings.Cut(string(ctx2), "## Recent commits"); !ok || !strings.Contains(commits, head+"\n"+first+"\n") {
+		t.Errorf("context.md of the second session does not list the commits %q then %q:\n%s", head, first, ctx2)
+	}
 
 	// Permissions.
 	if got := perm(t, pdir); got != 0o700 {

@@ -44,6 +44,15 @@ func (s *Session) Start() {
 // preflight checks, the sidecars, the watch, the command. It runs on a
 // worker, which owns the session meanwhile.
 func (s *Session) start() (err error) {
+	// The project's recent git log is a process of its own: it runs while
+	// the session's directory, record and cgroup are made, and
+	// prepareProject waits for it (a start that fails first stops it).
+	ctx, cancel := context.WithTimeout(s.startCtx, gitTimeout)
+	defer cancel()
+	gitLog := make(chan []string, 1)
+	go func(cred *checkpoint.Credential) {
+		gitLog <- checkpoint.RecentLog(ctx, checkpoint.LogRequest{Dir: s.projectDir, N: 10, Credential: cred})
+	}(s.gitCredential())
 	synced, err := s.deps.Records.MakeDir(s.dir)
 	if err != nil {
 		return fmt.Errorf("create session directory: %w", err)
@@ -69,7 +78,7 @@ func (s *Session) start() (err error) {
 	if err := s.prepareAgent(); err != nil {
 		return err
 	}
-	if err := s.prepareProject(); err != nil {
+	if err := s.prepareProject(gitLog); err != nil {
 		return err
 	}
 	// The preflight writes into the log itself; the command, through the
@@ -228,9 +237,10 @@ const gitTimeout = 10 * time.Second
 
 // prepareProject readies the project before the command starts, with the
 // session's user's rights: .sessiond, the restore summary, the previous
-// handoff, the feature list, context.md. Problems with earlier files are
-// notices, never a failed start.
-func (s *Session) prepareProject() error {
+// handoff, the feature list, context.md (with the project's recent git log,
+// which gitLog gives). Problems with earlier files are notices, never a
+// failed start.
+func (s *Session) prepareProject(gitLog <-chan []string) error {
 	p := s.proj
 	notice := func(err error) {
 		s.startInfo.Notices = append(s.startInfo.Notices, err.Error())
@@ -246,11 +256,9 @@ func (s *Session) prepareProject() error {
 	// below, which run in one Hold (one opening of the project and its
 	// .sessiond, and for another user's project one thread with that
 	// user's rights, rather than one per step).
-	ctx, cancel := context.WithTimeout(s.startCtx, gitTimeout)
-	defer cancel()
-	gitLog := checkpoint.RecentLog(ctx, checkpoint.LogRequest{Dir: s.projectDir, N: 10, Credential: s.gitCredential()})
+	log := <-gitLog
 	return p.Hold(func(p *state.Project) error {
-		return s.prepareFiles(p, now, gitLog, notice)
+		return s.prepareFiles(p, now, log, notice)
 	})
 }
 
