@@ -55,6 +55,62 @@ func rssBytes() int64 {
 	return 0
 }
 
+// benchRepo makes a git repository of 100 directories (10 with 9
+// subdirectories each) and 1,000 files, all committed, with a .gitignore
+// and an ignored build directory: the size of a project an agent works in.
+func benchRepo(b *testing.B) string {
+	b.Helper()
+	root := b.TempDir()
+	mkfile(b, filepath.Join(root, ".gitignore"), "*.o\nbuild/\n")
+	for i := range 10 {
+		for j := range 10 {
+			dir := filepath.Join(root, fmt.Sprintf("d%d", i))
+			if j > 0 {
+				dir = filepath.Join(dir, fmt.Sprintf("s%d", j))
+			}
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				b.Fatal(err)
+			}
+			for k := range 10 {
+				mkfile(b, filepath.Join(dir, fmt.Sprintf("f%d.go", k)), "package x\n")
+			}
+		}
+	}
+	for i := range 20 {
+		mkfile(b, filepath.Join(root, "build", fmt.Sprintf("o%d", i), "a.o"), "")
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=b", "-c", "user.email=b@example.com", "commit", "-q", "-m", "one"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	return root
+}
+
+// BenchmarkWatchReadyRepo measures the time from Watch to ready on
+// benchRepo's repository: git's rules decide what is ignored there.
+func BenchmarkWatchReadyRepo(b *testing.B) {
+	root := benchRepo(b)
+	h, _ := newHub(b)
+	dirs := 0
+	b.ResetTimer()
+	for range b.N {
+		w, err := h.Watch(root, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		dirs = w.Stats().Dirs
+		if err := w.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(dirs), "dirs")
+}
+
 // BenchmarkWatchReady measures the time from Watch to ready on a 50k-file,
 // 5k-directory tree, and the heap and RSS the watch adds.
 func BenchmarkWatchReady(b *testing.B) {

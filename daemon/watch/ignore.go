@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path"
@@ -231,15 +232,19 @@ type checker struct {
 	rel string // domain root relative to the project root
 
 	configured bool
-	dir        string // the domain's directory; paths are relative to it
-	gitDir     string
-	workTree   string
-	excludes   string
-	infoExcl   string          // the repository's info/exclude, "" for none
-	infoSig    fileSig         // its state when the domain was configured
-	index      string          // the repository's index, "" for none
-	indexSig   fileSig         // its state when the coprocess started
-	tracked    map[string]bool // tracked files that ignore rules match, then
+	// unchecked: the repository was taken for one from its layout, without
+	// asking git (see plainRepo); noRepo: git refused it, and the domain
+	// uses the hub's empty repository.
+	unchecked, noRepo bool
+	dir               string // the domain's directory; paths are relative to it
+	gitDir            string
+	workTree          string
+	excludes          string
+	infoExcl          string          // the repository's info/exclude, "" for none
+	infoSig           fileSig         // its state when the domain was configured
+	index             string          // the repository's index, "" for none
+	indexSig          fileSig         // its state when the coprocess started
+	tracked           map[string]bool // tracked files that ignore rules match, then
 
 	cmd    *exec.Cmd
 	in     io.WriteCloser
@@ -258,7 +263,16 @@ func (c *checker) configure() error {
 	if c.rel != "" {
 		top = c.dir
 	}
-	if paths, ok := validRepo(filepath.Join(top, ".git"), top); top != "" && ok {
+	var paths [2]string
+	ok := false
+	if top != "" && !c.noRepo {
+		if paths, ok = plainRepo(filepath.Join(top, ".git")); ok {
+			c.unchecked = true
+		} else {
+			paths, ok = validRepo(filepath.Join(top, ".git"), top)
+		}
+	}
+	if ok {
 		c.gitDir, c.workTree = filepath.Join(top, ".git"), top
 		c.infoExcl, c.infoSig = paths[0], statSig(paths[0])
 		c.index = paths[1]
@@ -323,6 +337,25 @@ func findRepoTop(dir string) string {
 		}
 		d = parent
 	}
+}
+
+// plainRepo returns the paths of the info/exclude and the index of gitDir
+// when it is a repository's own directory (not a gitfile, not a linked
+// worktree's), where git keeps them; it saves asking git (validRepo), a
+// process of its own at every watch's start. Whether git accepts the
+// repository shows at its first command (checker.start).
+func plainRepo(gitDir string) (paths [2]string, ok bool) {
+	fi, err := os.Lstat(gitDir)
+	if err != nil || !fi.IsDir() {
+		return paths, false
+	}
+	if _, err := os.Lstat(filepath.Join(gitDir, "commondir")); !errors.Is(err, fs.ErrNotExist) {
+		return paths, false
+	}
+	if fi, err := os.Lstat(filepath.Join(gitDir, "HEAD")); err != nil || !fi.Mode().IsRegular() {
+		return paths, false
+	}
+	return [2]string{filepath.Join(gitDir, "info", "exclude"), filepath.Join(gitDir, "index")}, true
 }
 
 // validRepo reports whether git accepts gitDir (a directory or a gitfile)
@@ -406,6 +439,15 @@ func (c *checker) start() error {
 	if c.index != "" {
 		c.indexSig = statSig(c.index) // before git reads it
 		tracked, err := c.trackedIgnored(args)
+		if err != nil && c.unchecked {
+			// A repository by its layout that git may refuse: asked now.
+			c.unchecked = false
+			if _, ok := validRepo(c.gitDir, c.workTree); !ok {
+				c.close()
+				c.noRepo = true
+				return c.start()
+			}
+		}
 		if err != nil {
 			return err
 		}
@@ -465,6 +507,7 @@ func (c *checker) close() {
 		_ = os.Remove(c.excludes)
 	}
 	c.excludes, c.configured = "", false
+	c.unchecked, c.noRepo = false, false
 }
 
 // query asks git about paths (relative to the domain). A path that makes git

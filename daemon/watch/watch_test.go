@@ -50,15 +50,24 @@ func ignoreTree(t *testing.T, root string) {
 }
 
 func TestIgnores(t *testing.T) {
-	for _, git := range []bool{false, true} {
-		t.Run(fmt.Sprintf("git=%v", git), func(t *testing.T) {
-			h, _ := newHub(t)
+	for _, repo := range []string{"none", "git", "refused"} {
+		t.Run("repo="+repo, func(t *testing.T) {
+			h, logs := newHub(t)
 			root := t.TempDir()
-			if git {
+			switch repo {
+			case "git":
 				gitInit(t, root)
+			case "refused":
+				// A repository by its layout that git refuses: the
+				// ignore files still hold, without it.
+				gitInit(t, root)
+				runGit(t, root, "config", "core.repositoryformatversion", "99")
 			}
 			ignoreTree(t, root)
 			w := watchDir(t, h, root, Options{})
+			if warned := logs.FilterMessage("not a usable git repository; using ignore files without it").Len(); (repo == "refused") != (warned > 0) {
+				t.Errorf("warned of an unusable repository %d times", warned)
+			}
 			// root, src, src/pkg, sub, sub/deep, sub/deep/gen ("/gen/" is anchored
 			// to sub); never node_modules, sub/gen, .git or .sessiond.
 			if got := w.Stats().Dirs; got != 6 {
