@@ -91,6 +91,8 @@ func (e *events) types() string {
 
 type noWatcher struct{}
 
+func (noWatcher) Prepare(string, watch.Options) *watch.Prepared { return nil }
+
 func (noWatcher) Watch(string, watch.Options) (*watch.Watch, error) {
 	return nil, errors.New("not watched in this test")
 }

@@ -80,8 +80,11 @@ type RecordWriter interface {
 	WriteRecord(rec *ipc.Session) error
 }
 
-// Watcher watches project directories; *watch.Hub is one.
+// Watcher watches project directories; *watch.Hub is one. Prepare begins
+// ahead what a watch waits for longest at its start (nil: nothing to
+// begin), for Watch to take over through Options.Prepared.
 type Watcher interface {
+	Prepare(root string, opt watch.Options) *watch.Prepared
 	Watch(root string, opt watch.Options) (*watch.Watch, error)
 }
 

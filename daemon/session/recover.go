@@ -195,7 +195,7 @@ func (s *Session) lastSign() time.Time {
 func (s *Session) adopt(child *proc.Child) {
 	s.child, s.adopted = child, true
 	go func() {
-		s.watchProject()
+		s.watchProject(nil)
 		s.unwatchLog = s.watchLog()
 		if s.term == nil {
 			s.warnRecord("adopted after a daemon restart: the exit status will be unknown")

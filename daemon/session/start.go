@@ -40,9 +40,11 @@ func (s *Session) Start() {
 }
 
 // start brings the session from starting to running, in the order of
-// DESIGN §4: the session's record, the project's files (context.md), the
-// preflight checks, the sidecars, the watch, the command. It runs on a
-// worker, which owns the session meanwhile.
+// DESIGN §4: the session's directory and the project's .sessiond, the
+// session's record, the project's files (context.md), the preflight
+// checks, the sidecars, the watch, the command; the git the project's
+// files and the watch need runs meanwhile. It runs on a worker, which owns
+// the session meanwhile.
 func (s *Session) start() (err error) {
 	// The project's recent git log is a process of its own: it runs while
 	// the session's directory, record and cgroup are made, and
@@ -64,6 +66,15 @@ func (s *Session) start() (err error) {
 			err = serr
 		}
 	}()
+	// The project's .sessiond, and its line in git's info/exclude, before
+	// the watch's git reads the ignore rules: that git (its view of them)
+	// runs meanwhile too, and the watch takes it over before the command
+	// starts.
+	if err := s.ensureStateDir(); err != nil {
+		return err
+	}
+	prepared := s.deps.Watches.Prepare(s.projectDir, s.watchOptions(nil))
+	defer prepared.Close()
 	if err := s.saveEnviron(); err != nil {
 		return err
 	}
@@ -99,7 +110,7 @@ func (s *Session) start() (err error) {
 	}
 	// Watch before the command starts, so that no change it makes goes
 	// unseen.
-	s.watchProject()
+	s.watchProject(prepared)
 	if err := s.startCtx.Err(); err != nil {
 		return ipc.Conflict("session %s was stopped while starting", s.id)
 	}
@@ -236,21 +247,12 @@ func (s *Session) fail(err error) {
 const gitTimeout = 10 * time.Second
 
 // prepareProject readies the project before the command starts, with the
-// session's user's rights: .sessiond, the restore summary, the previous
-// handoff, the feature list, context.md (with the project's recent git log,
+// session's user's rights (its .sessiond made already): the restore
+// summary, the previous handoff, the feature list, context.md (with the project's recent git log,
 // which gitLog gives). Problems with earlier files are notices, never a
 // failed start.
 func (s *Session) prepareProject(gitLog <-chan []string) error {
 	p := s.proj
-	notice := func(err error) {
-		s.startInfo.Notices = append(s.startInfo.Notices, err.Error())
-		s.logger().Warn("project file", zap.Error(err))
-	}
-	if err := p.EnsureStateDir(); errors.Is(err, state.ErrGitExclude) {
-		notice(err)
-	} else if err != nil {
-		return ipc.BadRequest("prepare %s: %w", s.projectDir, err)
-	}
 	now := s.deps.Clock.Now()
 	// The git log first: a process of its own, not one of the file steps
 	// below, which run in one Hold (one opening of the project and its
@@ -258,8 +260,26 @@ func (s *Session) prepareProject(gitLog <-chan []string) error {
 	// user's rights, rather than one per step).
 	log := <-gitLog
 	return p.Hold(func(p *state.Project) error {
-		return s.prepareFiles(p, now, log, notice)
+		return s.prepareFiles(p, now, log, s.notice)
 	})
+}
+
+// ensureStateDir makes the project's .sessiond (start's first step in the
+// project); that git could not be told to leave it out is a notice.
+func (s *Session) ensureStateDir() error {
+	if err := s.proj.EnsureStateDir(); errors.Is(err, state.ErrGitExclude) {
+		s.notice(err)
+	} else if err != nil {
+		return ipc.BadRequest("prepare %s: %w", s.projectDir, err)
+	}
+	return nil
+}
+
+// notice tells the starting user of a problem with the project's earlier
+// files, which never fails a start.
+func (s *Session) notice(err error) {
+	s.startInfo.Notices = append(s.startInfo.Notices, err.Error())
+	s.logger().Warn("project file", zap.Error(err))
 }
 
 // prepareFiles is prepareProject's file steps, in the Hold of p.
@@ -326,10 +346,17 @@ func (s *Session) prepareFiles(p *state.Project, now time.Time, gitLog []string,
 	return nil
 }
 
-// watchProject starts watching the project; without a watch, idle
-// detection sees output only and checkpoints run at every schedule tick.
-func (s *Session) watchProject() {
-	w, err := s.deps.Watches.Watch(s.projectDir, watch.Options{Ignore: s.spec.Watch.Ignore, LeaveOut: s.deps.LeaveOut, OnActivity: s.onActivity, User: s.owner})
+// watchOptions are the options of the project's watch; prepared is what
+// of it was begun ahead, or nil.
+func (s *Session) watchOptions(prepared *watch.Prepared) watch.Options {
+	return watch.Options{Ignore: s.spec.Watch.Ignore, LeaveOut: s.deps.LeaveOut, OnActivity: s.onActivity, User: s.owner, Prepared: prepared}
+}
+
+// watchProject starts watching the project (taking over prepared, begun
+// ahead, when it is not nil); without a watch, idle detection sees output
+// only and checkpoints run at every schedule tick.
+func (s *Session) watchProject(prepared *watch.Prepared) {
+	w, err := s.deps.Watches.Watch(s.projectDir, s.watchOptions(prepared))
 	if err != nil {
 		s.logger().Warn("project not watched: idle detection sees output only, checkpoints run on every schedule tick", zap.Error(err))
 		return

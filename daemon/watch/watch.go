@@ -70,6 +70,10 @@ type Options struct {
 	// the watch lists its directories and runs its git with that user's
 	// rights, so that it never sees what the user could not.
 	User *identity.User
+	// Prepared, if set, is git's view of the project's ignore rules begun
+	// ahead (Hub.Prepare with the same root, Ignore and User): the watch
+	// takes it over rather than start its own git.
+	Prepared *Prepared
 }
 
 func (o Options) withDefaults() Options {
@@ -209,6 +213,7 @@ type change struct {
 // Watch starts watching root, an absolute directory, and returns once every
 // directory of it that is not ignored is watched.
 func (h *Hub) Watch(root string, opt Options) (*Watch, error) {
+	defer opt.Prepared.Close() // one not taken below
 	if !filepath.IsAbs(root) {
 		return nil, fmt.Errorf("watch %q: not an absolute path", root)
 	}
@@ -224,6 +229,13 @@ func (h *Hub) Watch(root string, opt Options) (*Watch, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("watch %s: not a directory", root)
 	}
+	// Git's view of the ignore rules, when it was begun ahead: its git
+	// stops when the watch does.
+	ign, quit := opt.Prepared.take(real, opt.Ignore, opt.User)
+	if ign == nil {
+		quit = make(chan struct{})
+	}
+	opt.Prepared = nil
 	w := &Watch{
 		hub:      h,
 		uid:      watchIDs.Add(1),
@@ -233,8 +245,9 @@ func (h *Hub) Watch(root string, opt Options) (*Watch, error) {
 		dirs:     make(map[string]dirID),
 		wake:     make(chan struct{}, 1),
 		flush:    make(chan chan struct{}, 8),
-		quit:     make(chan struct{}),
+		quit:     quit,
 		done:     make(chan struct{}),
+		ign:      ign,
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		w.rootDev, w.rootIno = uint64(st.Dev), st.Ino
@@ -243,9 +256,15 @@ func (h *Hub) Watch(root string, opt Options) (*Watch, error) {
 	// come meanwhile wait in the queue.
 	w.running.Store(true)
 	if err := h.register(w); err != nil {
+		if w.ign != nil {
+			close(w.quit)
+			w.ign.close()
+		}
 		return nil, fmt.Errorf("watch %s: %w", root, err)
 	}
-	w.ign = newIgnorer(h, w.logger, real, w.opt.Ignore, fmt.Sprintf("w%d", w.id), opt.User, w.quit)
+	if w.ign == nil {
+		w.ign = newIgnorer(h, w.logger, real, w.opt.Ignore, fmt.Sprintf("w%d", w.id), opt.User, w.quit)
+	}
 	w.started = time.Now()
 	w.lastPoll = w.started
 	if err := w.scan("", scanQuiet, time.Time{}, false); err != nil {

@@ -50,13 +50,25 @@ func ignoreTree(t *testing.T, root string) {
 }
 
 func TestIgnores(t *testing.T) {
-	for _, repo := range []string{"none", "git", "refused"} {
+	for _, repo := range []string{"none", "git", "refused", "prepared"} {
 		t.Run("repo="+repo, func(t *testing.T) {
 			h, logs := newHub(t)
 			root := t.TempDir()
+			var opt Options
 			switch repo {
+			case "none":
+				if p := h.Prepare(root, opt); p != nil {
+					t.Errorf("Prepare outside a repository began git's view of it")
+				}
 			case "git":
 				gitInit(t, root)
+			case "prepared":
+				// Git's view begun ahead, which the watch takes over.
+				gitInit(t, root)
+				ignoreTree(t, root)
+				if opt.Prepared = h.Prepare(root, opt); opt.Prepared == nil {
+					t.Fatal("Prepare in a repository began nothing")
+				}
 			case "refused":
 				// A repository by its layout that git refuses: the
 				// ignore files still hold, without it.
@@ -64,7 +76,10 @@ func TestIgnores(t *testing.T) {
 				runGit(t, root, "config", "core.repositoryformatversion", "99")
 			}
 			ignoreTree(t, root)
-			w := watchDir(t, h, root, Options{})
+			w := watchDir(t, h, root, opt)
+			if p := opt.Prepared; p != nil && w.ign != p.ign {
+				t.Errorf("the watch did not take over the prepared view")
+			}
 			if warned := logs.FilterMessage("not a usable git repository; using ignore files without it").Len(); (repo == "refused") != (warned > 0) {
 				t.Errorf("warned of an unusable repository %d times", warned)
 			}
@@ -732,5 +747,81 @@ func TestIgnoresOfAnotherUser(t *testing.T) {
 	defer ig2.close()
 	if got := ig2.ignored([]string{"c.log"}); !slices.Equal(got, []bool{true}) {
 		t.Errorf("second checker: ignored = %v, want [true]; logs: %v", got, logs.All())
+	}
+}
+
+// TestPreparedNotTaken: a prepared view that no watch takes (let go, or
+// begun for other patterns) has its git stopped, and a watch with other
+// patterns answers by its own.
+func TestPreparedNotTaken(t *testing.T) {
+	h, _ := newHub(t)
+	root := t.TempDir()
+	gitInit(t, root)
+	mkfile(t, filepath.Join(root, "a.go"), "")
+	if p := h.Prepare(root, Options{}); p != nil {
+		t.Error("Prepare began git's view of a repository with no directory to ask about")
+	}
+	ignoreTree(t, root)
+	coprocess := func(p *Prepared) *os.Process {
+		t.Helper()
+		<-p.ready
+		c := p.ign.domains[""]
+		if c == nil || c.cmd == nil {
+			t.Fatal("the prepared view has no check-ignore running")
+		}
+		return c.cmd.Process
+	}
+	gone := func(pr *os.Process) {
+		t.Helper()
+		waitFor(t, "the prepared check-ignore to end", func() bool {
+			return syscall.Kill(pr.Pid, 0) != nil
+		})
+	}
+
+	p := h.Prepare(root, Options{})
+	pr := coprocess(p)
+	p.Close()
+	p.Close()
+	gone(pr)
+	if w := watchDir(t, h, root, Options{Prepared: p}); w.ign == p.ign {
+		t.Error("a watch took a prepared view let go")
+	}
+
+	p = h.Prepare(root, Options{})
+	pr = coprocess(p)
+	w := watchDir(t, h, root, Options{Ignore: []string{"src/"}, Prepared: p})
+	if w.ign == p.ign {
+		t.Error("a watch with other patterns took the prepared view")
+	}
+	gone(pr)
+	// root, sub, sub/deep, sub/deep/gen: src by the watch's own pattern.
+	if got := w.Stats().Dirs; got != 4 {
+		t.Errorf("Dirs = %d, want 4", got)
+	}
+}
+
+// TestPreparedAfterExcludeChange: info/exclude changed between the
+// prepared view and its watch (a session's start adds .sessiond there):
+// the watch follows the file as it is, from its first scan.
+func TestPreparedAfterExcludeChange(t *testing.T) {
+	h, logs := newHub(t)
+	root := t.TempDir()
+	gitInit(t, root)
+	ignoreTree(t, root)
+	p := h.Prepare(root, Options{})
+	<-p.ready
+	mkfile(t, filepath.Join(root, ".git", "info", "exclude"), "/src/\n")
+	w := watchDir(t, h, root, Options{Prepared: p})
+	// root, sub, sub/deep, sub/deep/gen: src by info/exclude.
+	if got := w.Stats().Dirs; got != 4 {
+		t.Errorf("Dirs = %d, want 4", got)
+	}
+	mkfile(t, filepath.Join(root, "src", "pkg", "x.go"), "")
+	mkfile(t, filepath.Join(root, "zz-marker"), "")
+	if st := waitChanged(t, w, "zz-marker"); !slices.Equal(st.FilesChanged, []string{"zz-marker"}) {
+		t.Errorf("FilesChanged = %q, want [zz-marker]", st.FilesChanged)
+	}
+	if logged(logs, "info/exclude changed") {
+		t.Error("the watch re-read the tree for a change made before it began")
 	}
 }
