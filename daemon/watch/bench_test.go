@@ -21,8 +21,16 @@ func benchTree(b *testing.B) string {
 	b.Helper()
 	root := b.TempDir()
 	mkfile(b, filepath.Join(root, ".gitignore"), "*.o\nbuild/\n")
-	for i := range 50 {
-		for j := range 100 {
+	mkTree(b, root, 50, 100, 10, "")
+	return root
+}
+
+// mkTree makes top directories under root, each with sub-1
+// subdirectories, and files Go files in each of them, holding content.
+func mkTree(b *testing.B, root string, top, sub, files int, content string) {
+	b.Helper()
+	for i := range top {
+		for j := range sub {
 			dir := filepath.Join(root, fmt.Sprintf("d%02d", i))
 			if j > 0 {
 				dir = filepath.Join(dir, fmt.Sprintf("s%02d", j))
@@ -30,14 +38,13 @@ func benchTree(b *testing.B) string {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				b.Fatal(err)
 			}
-			for k := range 10 {
-				if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d.go", k)), nil, 0o644); err != nil {
+			for k := range files {
+				if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d.go", k)), []byte(content), 0o644); err != nil {
 					b.Fatal(err)
 				}
 			}
 		}
 	}
-	return root
 }
 
 // rssBytes reads the process's resident set size.
@@ -62,20 +69,7 @@ func benchRepo(b *testing.B) string {
 	b.Helper()
 	root := b.TempDir()
 	mkfile(b, filepath.Join(root, ".gitignore"), "*.o\nbuild/\n")
-	for i := range 10 {
-		for j := range 10 {
-			dir := filepath.Join(root, fmt.Sprintf("d%d", i))
-			if j > 0 {
-				dir = filepath.Join(dir, fmt.Sprintf("s%d", j))
-			}
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				b.Fatal(err)
-			}
-			for k := range 10 {
-				mkfile(b, filepath.Join(dir, fmt.Sprintf("f%d.go", k)), "package x\n")
-			}
-		}
-	}
+	mkTree(b, root, 10, 10, 10, "package x\n")
 	for i := range 20 {
 		mkfile(b, filepath.Join(root, "build", fmt.Sprintf("o%d", i), "a.o"), "")
 	}
