@@ -205,6 +205,58 @@ func TestLifecycleComplete(t *testing.T) {
 	}
 }
 
+// TestLifecycleInRepository: a session in a git repository, whose watch
+// takes over git's view of the ignore rules begun with the start: the
+// change it sees is the one the rules let through, and context.md holds
+// the repository's log.
+func TestLifecycleInRepository(t *testing.T) {
+	h := start(t, nil)
+	dir := project(t)
+	for _, f := range []string{"src/main.go", "build/out.o"} {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".gitignore"), []byte("build/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "the first commit"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	s := h.start(dir, ipc.StartRequest{Command: []string{"sh", "-c", "echo y > build/out.o; echo y > src/main.go; sleep 100"}})
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		rec, err := h.client.Session(context.Background(), s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rec.FilesChanged) > 0 {
+			if !slices.Equal(rec.FilesChanged, []string{"src/main.go"}) {
+				t.Errorf("files changed %q, want [src/main.go] (build/ is ignored)", rec.FilesChanged)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no change seen: %+v", rec)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ctx, err := os.ReadFile(filepath.Join(dir, ".sessiond", "context.md"))
+	if err != nil || !strings.Contains(string(ctx), "the first commit") {
+		t.Errorf("context.md (%v) does not hold the repository's log:\n%s", err, ctx)
+	}
+	if _, err := h.client.Stop(context.Background(), s.ID, ipc.StopRequest{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestLifecycleError(t *testing.T) {
 	h := start(t, nil)
 	s := h.start(project(t), ipc.StartRequest{Command: []string{"sh", "-c", "exit 3"}})
