@@ -224,10 +224,14 @@ func TestLifecycleInRepository(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "the first commit"}} {
+		// Through proc, as every process of this test binary: the
+		// daemon's reaper shares its children.
+		var out strings.Builder
 		cmd := exec.Command("git", args...)
 		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := proc.Run(cmd); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out.String())
 		}
 	}
 	s := h.start(dir, ipc.StartRequest{Command: []string{"sh", "-c", "echo y > build/out.o; echo y > src/main.go; sleep 100"}})

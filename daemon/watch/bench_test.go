@@ -73,13 +73,9 @@ func benchRepo(b *testing.B) string {
 	for i := range 20 {
 		mkfile(b, filepath.Join(root, "build", fmt.Sprintf("o%d", i), "a.o"), "")
 	}
-	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=b", "-c", "user.email=b@example.com", "commit", "-q", "-m", "one"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
+	gitInit(b, root)
+	runGit(b, root, "add", "-A")
+	runGit(b, root, "-c", "user.name=b", "-c", "user.email=b@example.com", "commit", "-q", "-m", "one")
 	return root
 }
 
