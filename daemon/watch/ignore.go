@@ -269,7 +269,7 @@ func (c *checker) configure() error {
 		if paths, ok = plainRepo(filepath.Join(top, ".git")); ok {
 			c.unchecked = true
 		} else {
-			paths, ok = validRepo(filepath.Join(top, ".git"), top)
+			paths, ok = ig.validRepo(filepath.Join(top, ".git"), top)
 		}
 	}
 	if ok {
@@ -358,10 +358,10 @@ func plainRepo(gitDir string) (paths [2]string, ok bool) {
 	return [2]string{filepath.Join(gitDir, "info", "exclude"), filepath.Join(gitDir, "index")}, true
 }
 
-// validRepo reports whether git accepts gitDir (a directory or a gitfile)
-// as a repository with workTree as its work tree, and returns the paths of
-// its info/exclude and its index.
-func validRepo(gitDir, workTree string) (paths [2]string, ok bool) {
+// validRepo reports whether git, run as the project's user, accepts gitDir
+// (a directory or a gitfile) as a repository with workTree as its work
+// tree, and returns the paths of its info/exclude and its index.
+func (ig *ignorer) validRepo(gitDir, workTree string) (paths [2]string, ok bool) {
 	if workTree == "" {
 		return paths, false
 	}
@@ -370,6 +370,7 @@ func validRepo(gitDir, workTree string) (paths [2]string, ok bool) {
 	cmd := exec.Command("git", append(args, "rev-parse", "--path-format=absolute", "--git-path", "info/exclude", "--git-path", "index")...)
 	cmd.Dir = workTree
 	cmd.Env = gitEnv()
+	cmd.SysProcAttr = ig.sysProcAttr()
 	cmd.Stdout = &out
 	if proc.Run(cmd) != nil {
 		return paths, false
@@ -442,7 +443,7 @@ func (c *checker) start() error {
 		if err != nil && c.unchecked {
 			// A repository by its layout that git may refuse: asked now.
 			c.unchecked = false
-			if _, ok := validRepo(c.gitDir, c.workTree); !ok {
+			if _, ok := c.ig.validRepo(c.gitDir, c.workTree); !ok {
 				c.close()
 				c.noRepo = true
 				return c.start()

@@ -825,3 +825,51 @@ func TestPreparedAfterExcludeChange(t *testing.T) {
 		t.Error("the watch re-read the tree for a change made before it began")
 	}
 }
+
+// TestValidRepoAsTheUser: the watcher asks git whether a repository is one
+// (a gitfile's, here) with the project user's rights, not the daemon's: a
+// repository whose config includes a file only root may read is one the
+// user's git refuses, and its ignore files apply without it.
+func TestValidRepoAsTheUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: runs git as another uid")
+	}
+	h, logs := newHub(t)
+	user := &identity.User{UID: 54322, GID: 54322}
+	base, err := os.MkdirTemp("", "watch-user-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(base, "root-only", "config")
+	mkfile(t, secret, "[core]\n")
+	if err := os.Chmod(filepath.Dir(secret), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(base, "work")
+	runGit(t, base, "init", "-q", "--separate-git-dir", filepath.Join(base, "repo.git"), root)
+	runGit(t, root, "config", "include.path", secret)
+	mkfile(t, filepath.Join(root, ".gitignore"), "*.log\n")
+	for _, top := range []string{root, filepath.Join(base, "repo.git")} {
+		err := filepath.WalkDir(top, func(p string, _ fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(p, user.UID, user.GID)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ig := newIgnorer(h, func() *zap.Logger { return h.log }, root, nil, "t", user, nil)
+	defer ig.close()
+	if got := ig.ignored([]string{"a.log", "b.txt"}); !slices.Equal(got, []bool{true, false}) {
+		t.Errorf("ignored = %v, want [true false]; logs: %v", got, logs.All())
+	}
+	if !logged(logs, "not a usable git repository") {
+		t.Errorf("git read the repository with rights the user has not: %v", logs.All())
+	}
+}
