@@ -712,16 +712,7 @@ func TestNoInotifyInstance(t *testing.T) {
 // checked against its ignore files and patterns: the user's directory in
 // the hub's own is the daemon's to make and the user's to write in.
 func TestIgnoresOfAnotherUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: checks ignores as another uid")
-	}
-	h, logs := newHub(t)
-	user := &identity.User{UID: 54321, GID: 54321}
-	root, err := os.MkdirTemp("", "watch-user-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(root) })
+	h, logs, user, root := otherUser(t, 54321, "checks ignores as another uid")
 	mkfile(t, filepath.Join(root, ".gitignore"), "*.log\n")
 	for _, p := range []string{root, filepath.Join(root, ".gitignore")} {
 		if err := os.Chown(p, user.UID, user.GID); err != nil {
@@ -831,16 +822,7 @@ func TestPreparedAfterExcludeChange(t *testing.T) {
 // repository whose config includes a file only root may read is one the
 // user's git refuses, and its ignore files apply without it.
 func TestValidRepoAsTheUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: runs git as another uid")
-	}
-	h, logs := newHub(t)
-	user := &identity.User{UID: 54322, GID: 54322}
-	base, err := os.MkdirTemp("", "watch-user-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
+	h, logs, user, base := otherUser(t, 54322, "runs git as another uid")
 	if err := os.Chmod(base, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -872,4 +854,21 @@ func TestValidRepoAsTheUser(t *testing.T) {
 	if !logged(logs, "not a usable git repository") {
 		t.Errorf("git read the repository with rights the user has not: %v", logs.All())
 	}
+}
+
+// otherUser skips the test unless it runs as root, and returns a hub, its
+// logs, the user uid (a throwaway id, no account) and a directory outside
+// the test's temporary one, removed at its end.
+func otherUser(t *testing.T, uid int, why string) (*Hub, *observer.ObservedLogs, *identity.User, string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: " + why)
+	}
+	h, logs := newHub(t)
+	dir, err := os.MkdirTemp("", "watch-user-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return h, logs, &identity.User{UID: uid, GID: uid}, dir
 }
