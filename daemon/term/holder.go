@@ -612,6 +612,7 @@ func (h *holder) compactMemory() {
 func (h *holder) rest() {
 	h.resting = true
 	debug.SetGCPercent(-1)
+	h.scr.rest()
 	releaseMemory()
 }
 

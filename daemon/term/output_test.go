@@ -101,8 +101,8 @@ func TestFloodFedOncePaused(t *testing.T) {
 
 // A quiet holder rests: once it has compacted, its collector is off until
 // output or a request comes, so that the runtime's periodic collection does
-// not fault the executable back in (see rest). Output and requests turn it
-// on again.
+// not fault the executable back in (see rest), and its screen's cells rest
+// (see screen.rest). Output and requests turn it on again.
 func TestQuietHolderRests(t *testing.T) {
 	// As tuneRuntime sets it in a holder.
 	defer debug.SetGCPercent(debug.SetGCPercent(gcPercent))
@@ -145,7 +145,16 @@ func TestQuietHolderRests(t *testing.T) {
 
 	output("working", "$ ")
 	rest("quiet after output")
+	if h.scr.resting == nil {
+		t.Fatal("a resting holder's screen kept its cells")
+	}
 	output("output after a rest", "more\r\n")
+	h.mu.Lock()
+	lines := h.screenNow().snapshot(0).Lines
+	h.mu.Unlock()
+	if lines[0] != "$ more" || h.scr.resting != nil {
+		t.Fatalf("the screen after a rest and more output: %q (resting %v)", lines[:2], h.scr.resting != nil)
+	}
 	rest("quiet again")
 
 	loopDone := make(chan struct{})

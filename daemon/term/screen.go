@@ -26,7 +26,11 @@ type screen struct {
 	// cols and rows are the terminal's size.
 	alt        *vt.Screen
 	cols, rows int
-	callbacks  vt.Callbacks
+	// main is the emulator's main screen (nil as alt), whose cells rest
+	// in resting while the holder is quiet (rest.go).
+	main      *vt.Screen
+	resting   *restingGrid
+	callbacks vt.Callbacks
 	// pending is output the emulator has not seen yet, and skipped counts
 	// what was dropped from its front (see queue).
 	pending []byte
@@ -61,7 +65,7 @@ func newScreen(size ipc.TermSize, scrollback int) *screen {
 		AltScreen:   s.altScreen,
 	}
 	s.emu.SetCallbacks(s.callbacks)
-	s.alt = trimEmulator(s.emu)
+	s.main, s.alt = trimEmulator(s.emu)
 	s.parkAlt()
 	return s
 }
@@ -117,24 +121,26 @@ const parserData = 64 << 10
 
 // trimEmulator makes the emulator fit a small holder: it turns off the
 // alternate screen's scrollback, shrinks the parser's string buffer, and
-// returns the alternate screen (nil if it is not where it was).
+// returns the main and alternate screens (nil if they are not where they
+// were).
 // The emulator gives each of its two screens a scrollback of 10,000 lines
 // but exposes only the main one's; lines a full-screen program scrolls on
 // the alternate screen would pile up there out of reach, at over 100 bytes
 // a cell. Neither the screens nor the parser are exported, hence reflect;
 // a test checks that this still finds them.
-func trimEmulator(e *vt.Emulator) *vt.Screen {
+func trimEmulator(e *vt.Emulator) (main, alt *vt.Screen) {
 	ev := reflect.ValueOf(e).Elem()
 	scrs := ev.FieldByName("scrs")
 	if !scrs.IsValid() || scrs.Kind() != reflect.Array || scrs.Len() != 2 || scrs.Type().Elem() != reflect.TypeFor[vt.Screen]() {
-		return nil
+		return nil, nil
 	}
-	alt := (*vt.Screen)(unsafe.Pointer(scrs.Index(1).UnsafeAddr()))
+	main = (*vt.Screen)(unsafe.Pointer(scrs.Index(0).UnsafeAddr()))
+	alt = (*vt.Screen)(unsafe.Pointer(scrs.Index(1).UnsafeAddr()))
 	alt.SetScrollback(nil)
 	if p := ev.FieldByName("parser"); p.IsValid() && p.Type() == reflect.TypeFor[*ansi.Parser]() && !p.IsNil() {
 		(*ansi.Parser)(p.UnsafePointer()).SetDataSize(parserData)
 	}
-	return alt
+	return main, alt
 }
 
 // maxPending bounds the output that waits for the emulator.
@@ -159,6 +165,7 @@ func (s *screen) queue(p []byte) {
 // flush feeds the pending output to the emulator. After a drop it starts
 // at a line boundary, and the scrollback says that lines are missing.
 func (s *screen) flush() {
+	s.wake()
 	p := s.pending
 	if s.skipped > 0 {
 		// Output is being dropped already: only the end matters for the
@@ -196,6 +203,7 @@ func (s *screen) dropping() bool { return s.skipped > 0 }
 // write feeds terminal output to the emulator and moves what scrolled off
 // the top into the text scrollback.
 func (s *screen) write(p []byte) {
+	s.wake()
 	for len(p) > 0 {
 		n := min(len(p), feedPiece)
 		_, _ = s.emu.Write(p[:n])
@@ -222,6 +230,7 @@ func (s *screen) drainScrollback() {
 func (s *screen) replies() io.Reader { return s.emu }
 
 func (s *screen) resize(size ipc.TermSize) {
+	s.wake()
 	if size.Cols != s.cols || size.Rows != s.rows {
 		s.cols, s.rows = size.Cols, size.Rows
 		s.emu.Resize(size.Cols, size.Rows) // both screens
@@ -236,6 +245,7 @@ func (s *screen) size() ipc.TermSize {
 
 // lineText is row y as text: wide characters once, trailing spaces removed.
 func (s *screen) lineText(y int) string {
+	s.wake()
 	var b strings.Builder
 	for x := 0; x < s.emu.Width(); x++ {
 		c := s.emu.CellAt(x, y)
@@ -254,6 +264,7 @@ func (s *screen) lineText(y int) string {
 // snapshot is the screen as text, with up to scrollback lines of history,
 // cut so that the whole answer fits in one frame.
 func (s *screen) snapshot(scrollback int) ipc.TermScreen {
+	s.wake()
 	pos := s.emu.CursorPosition()
 	out := ipc.TermScreen{
 		Size:      s.size(),
@@ -277,6 +288,7 @@ func (s *screen) snapshot(scrollback int) ipc.TermScreen {
 // child drew it, its modes, the cursor, so that the live output that follows
 // lands where the child expects.
 func (s *screen) repaint() []byte {
+	s.wake()
 	var b strings.Builder
 	// Every mode is stated, on or off: a viewer that lagged behind may have
 	// missed the change either way.

@@ -17,7 +17,7 @@ import (
 // string buffer is small.
 func TestTrimEmulator(t *testing.T) {
 	s := newScreen(ipc.TermSize{Cols: 20, Rows: 5}, 100)
-	if trimEmulator(vt.NewEmulator(10, 10)) == nil {
+	if main, alt := trimEmulator(vt.NewEmulator(10, 10)); main == nil || alt == nil || screenBuffer(main) == nil {
 		t.Fatal("trimEmulator no longer finds the emulator's screens and parser")
 	}
 	p := reflect.ValueOf(s.emu).Elem().FieldByName("parser").Elem().FieldByName("data")
