@@ -333,6 +333,11 @@ func (d *Daemon) close() {
 	if d.settle != nil {
 		d.settle.Stop()
 	}
+	// First: its tidying removes ended sessions' cgroups, before the
+	// daemon's own.
+	if d.later != nil {
+		d.later.Close()
+	}
 	if d.spares != nil {
 		d.spares.Close()
 	}
@@ -341,9 +346,6 @@ func (d *Daemon) close() {
 	}
 	if d.cron != nil {
 		d.cron.Stop()
-	}
-	if d.later != nil {
-		d.later.Close()
 	}
 	if d.hub != nil {
 		_ = d.hub.Close()

@@ -170,9 +170,47 @@ func TestContainedStopLeavesNothingEscaped(t *testing.T) {
 	if rec.Cgroup == nil || !rec.Cgroup.Empty || rec.Cgroup.Killed < 1 {
 		t.Errorf("the end's account of the cgroup is %+v, want empty, with the escaped process killed", rec.Cgroup)
 	}
-	if _, err := os.Stat(rec.Cgroup.Path); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the session's cgroup %s is still there: %v", rec.Cgroup.Path, err)
+	cgroupGone(t, rec.Cgroup.Path)
+}
+
+// Ended sessions' cgroups are removed once ends pause, and a daemon stopped
+// before that removes them as it stops: nothing of its cgroups is left, its
+// own included.
+func TestContainedStopAllThenShutdownLeavesNoCgroup(t *testing.T) {
+	d, c := containedDaemon(t, "")
+	var paths []string
+	for i := range 4 {
+		dir := filepath.Join(t.TempDir(), fmt.Sprint("p", i))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		id := d.start(dir, "--", "sleep", "7330")
+		rec := d.inspectContained(id)
+		if rec.Cgroup == nil {
+			t.Fatalf("session %s has no cgroup", id)
+		}
+		paths = append(paths, rec.Cgroup.Path)
 	}
+	d.mustCtl("stop", "--all")
+	// At once, before the removals' turn.
+	if code := d.stop(); code != 0 {
+		t.Fatalf("sessiond exited %d", code)
+	}
+	for _, p := range append(paths, c.Path) {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is left after the daemon stopped: %v", p, err)
+		}
+	}
+}
+
+// cgroupGone waits for an ended session's cgroup to be removed: once ends
+// pause, soon after the end.
+func cgroupGone(t *testing.T, dir string) {
+	t.Helper()
+	waitFor(t, 5*time.Second, "the ended session's cgroup "+dir+" to be removed", func() (bool, string) {
+		_, err := os.Stat(dir)
+		return errors.Is(err, os.ErrNotExist), fmt.Sprint(err)
+	})
 }
 
 // mountOf is the cgroup v2 mount a cgroup directory is under.
@@ -291,9 +329,7 @@ func TestPidsMaxBoundsAForkLoop(t *testing.T) {
 	if n := procsWith("fork loop 7310"); len(n) > 0 {
 		t.Errorf("%d processes of the fork loop outlived the stop", len(n))
 	}
-	if _, err := os.Stat(rec.Cgroup.Path); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the cgroup is still there: %v", err)
-	}
+	cgroupGone(t, rec.Cgroup.Path)
 }
 
 // A daemon killed with SIGKILL, then restarted, finds its session's cgroup

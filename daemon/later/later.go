@@ -1,6 +1,7 @@
 // Package later runs work that can wait until the daemon is quiet: the
 // files a session's end writes into, made ready after its start, not
-// while a thousand more starts wait behind them.
+// while a thousand more starts wait behind them; an ended session's empty
+// cgroup, removed after a thousand ends, not among them.
 package later
 
 import (
@@ -19,39 +20,61 @@ type Queue struct {
 	quiet time.Duration
 
 	mu      sync.Mutex
-	jobs    []func()
+	jobs    []job
 	last    time.Time
 	running bool
 	closed  bool
 	wg      sync.WaitGroup
 }
 
+// job is work queued; tidy: Close runs it if it has not run.
+type job struct {
+	f    func()
+	tidy bool
+}
+
 // New returns a queue that waits quiet after the last work queued.
 func New(quiet time.Duration) *Queue { return &Queue{quiet: quiet} }
 
 // Do queues f. After Close, f is dropped.
-func (q *Queue) Do(f func()) {
+func (q *Queue) Do(f func()) { q.queue(job{f: f}) }
+
+// Tidy queues f as Do does, but f is not dropped: Close runs it if it has
+// not run yet, and after Close, Tidy runs it at once. It is for clearing
+// up what would otherwise be left behind.
+func (q *Queue) Tidy(f func()) {
+	if !q.queue(job{f: f, tidy: true}) {
+		f()
+	}
+}
+
+// queue adds j; false if the queue is closed.
+func (q *Queue) queue(j job) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
-		return
+		return false
 	}
-	q.jobs = append(q.jobs, f)
+	q.jobs = append(q.jobs, j)
 	q.last = time.Now()
 	if !q.running {
 		q.running = true
 		q.wg.Add(1)
 		go q.run()
 	}
+	return true
 }
 
 func (q *Queue) run() {
 	defer q.wg.Done()
 	for {
 		q.mu.Lock()
-		if q.closed || len(q.jobs) == 0 {
-			q.running = false
+		if len(q.jobs) == 0 {
 			q.jobs = nil
+		}
+		if q.closed || len(q.jobs) == 0 {
+			// Close takes what is left.
+			q.running = false
 			q.mu.Unlock()
 			return
 		}
@@ -60,18 +83,28 @@ func (q *Queue) run() {
 			time.Sleep(wait)
 			continue
 		}
-		f := q.jobs[0]
-		q.jobs[0] = nil
+		j := q.jobs[0]
+		q.jobs[0] = job{}
 		q.jobs = q.jobs[1:]
 		q.mu.Unlock()
-		f()
+		j.f()
 	}
 }
 
-// Close drops the work not begun and waits for the one running.
+// Close waits for the work running, runs the tidying not begun (Tidy) and
+// drops the rest.
 func (q *Queue) Close() {
 	q.mu.Lock()
 	q.closed = true
 	q.mu.Unlock()
 	q.wg.Wait()
+	q.mu.Lock()
+	left := q.jobs
+	q.jobs = nil
+	q.mu.Unlock()
+	for _, j := range left {
+		if j.tidy {
+			j.f()
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package later
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -73,5 +74,24 @@ func TestCloseDropsWhatWaits(t *testing.T) {
 	}
 	if len(got) != 1 || got[0] != 0 {
 		t.Errorf("ran %v, want only the work that was running", got)
+	}
+}
+
+// TestTidyRunsAtClose: tidying not yet begun runs at Close, the other
+// work does not, and tidying queued after Close runs at once.
+func TestTidyRunsAtClose(t *testing.T) {
+	q := New(time.Hour)
+	var got []string
+	q.Do(func() { got = append(got, "do") })
+	q.Tidy(func() { got = append(got, "tidy 1") })
+	q.Tidy(func() { got = append(got, "tidy 2") })
+	q.Close()
+	if fmt.Sprint(got) != "[tidy 1 tidy 2]" {
+		t.Fatalf("Close ran %q, want the tidying alone, in order", got)
+	}
+	q.Tidy(func() { got = append(got, "after") })
+	q.Do(func() { got = append(got, "do after") })
+	if fmt.Sprint(got) != "[tidy 1 tidy 2 after]" {
+		t.Fatalf("after Close: %q", got)
 	}
 }

@@ -113,7 +113,7 @@ func (s *Session) killContained(ctx context.Context) bool {
 
 // closeCgroup ends the session's cgroup once its command and sidecars are
 // gone: whatever is left in it is killed, its account taken into the
-// record, and the cgroup removed.
+// record, and the cgroup removed soon after.
 func (s *Session) closeCgroup() {
 	g := s.cg
 	if g == nil {
@@ -136,9 +136,24 @@ func (s *Session) closeCgroup() {
 		s.warnRecord(fmt.Sprintf("the session's cgroup %s still held processes (%v) after it was killed; it is left in place", g.Dir(), g.Procs("")))
 		return
 	}
-	if err := g.Remove(); err != nil {
-		s.logger().Warn("remove the session's cgroup", zap.Error(err))
+	s.emptied = g
+}
+
+// removeCgroup removes the cgroup the end emptied, once ends pause or the
+// daemon stops: its rmdir costs the kernel more than any other step of an
+// end (bench/README.md, the fifteenth pass), and nothing waits for it. One
+// that a crash leaves is the next daemon's sweep's.
+func (s *Session) removeCgroup() {
+	g := s.emptied
+	if g == nil {
+		return
 	}
+	s.emptied = nil
+	s.tidy(func() {
+		if err := g.Remove(); err != nil {
+			s.logger().Warn("remove the session's cgroup", zap.Error(err))
+		}
+	})
 }
 
 // oomReason says whether the kernel's OOM killer killed in the session

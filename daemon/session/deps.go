@@ -44,8 +44,8 @@ type Deps struct {
 	Terminal TerminalDeps
 	// Cgroups is what the host offers to contain sessions (nil: nothing).
 	Cgroups *cgroup.Host
-	// Later runs work that can wait until starts pause (*later.Queue);
-	// nil runs it at once.
+	// Later runs work that can wait until starts and ends pause
+	// (*later.Queue); nil runs it at once.
 	Later Deferrer
 
 	// Live reports whether the session with an id is live (a lock file
@@ -64,7 +64,11 @@ type Deps struct {
 
 // Deferrer runs work that can wait, on a goroutine of its own.
 type Deferrer interface {
+	// Do runs f once starts and ends pause, or never if the daemon stops
+	// first.
 	Do(f func())
+	// Tidy runs f once starts and ends pause, or as the daemon stops.
+	Tidy(f func())
 }
 
 // Publisher sends events to the event stream.

@@ -271,6 +271,7 @@ func (s *Session) ended() {
 	if s.deps.OnEnd != nil {
 		s.deps.OnEnd(s)
 	}
+	s.removeCgroup()
 	s.phase = phaseOver
 }
 

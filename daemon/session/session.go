@@ -126,8 +126,10 @@ type Session struct {
 	child   *proc.Child
 	adopted bool
 	// cg is the session's cgroup (nil: none); cgWatch the account of its
-	// memory while it runs.
+	// memory while it runs. emptied is the cgroup its end emptied, to be
+	// removed once the end is on disk.
 	cg         *cgroup.Group
+	emptied    *cgroup.Group
 	watch      *watch.Watch
 	unschedule func()
 	unwatchLog func()

@@ -391,11 +391,26 @@ func (s *Session) writeLock() {
 		s.logger().Warn("write session lock", zap.Error(err))
 		return
 	}
+	s.later(s.prepareEnd)
+}
+
+// later runs f once starts and ends pause (deps.Later), at once without
+// a queue.
+func (s *Session) later(f func()) {
 	if s.deps.Later == nil {
-		s.prepareEnd()
+		f()
 		return
 	}
-	s.deps.Later.Do(s.prepareEnd)
+	s.deps.Later.Do(f)
+}
+
+// tidy is later for work that the daemon's stop does not drop.
+func (s *Session) tidy(f func()) {
+	if s.deps.Later == nil {
+		f()
+		return
+	}
+	s.deps.Later.Tidy(f)
 }
 
 // prepareEnd makes ready, in the project, the files the session's end
