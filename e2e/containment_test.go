@@ -173,9 +173,9 @@ func TestContainedStopLeavesNothingEscaped(t *testing.T) {
 	cgroupGone(t, rec.Cgroup.Path)
 }
 
-// Ended sessions' cgroups are removed once ends pause, and a daemon stopped
-// before that removes them as it stops: nothing of its cgroups is left, its
-// own included.
+// Ended sessions' cgroups, and those of starts that failed, are removed
+// once ends pause, and a daemon stopped before that removes them as it
+// stops: nothing of its cgroups is left, its own included.
 func TestContainedStopAllThenShutdownLeavesNoCgroup(t *testing.T) {
 	d, c := containedDaemon(t, "")
 	var paths []string
@@ -190,6 +190,18 @@ func TestContainedStopAllThenShutdownLeavesNoCgroup(t *testing.T) {
 			t.Fatalf("session %s has no cgroup", id)
 		}
 		paths = append(paths, rec.Cgroup.Path)
+	}
+	// A start that fails once its cgroup is made: a service that exits
+	// before it is ready.
+	bad := filepath.Join(t.TempDir(), "bad")
+	if err := os.Mkdir(bad, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bad, "sessiond.toml"), []byte("[[service]]\nname = \"db\"\ncommand = [\"sh\", \"-c\", \"exit 4\"]\nready = \"tcp://127.0.0.1:1\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := d.ctl("start", bad, "--", "sleep", "7331"); r.code == 0 || !strings.Contains(r.stderr, "exited before it was ready") {
+		t.Fatalf("a start whose service fails: %+v", r)
 	}
 	d.mustCtl("stop", "--all")
 	// At once, before the removals' turn.

@@ -217,6 +217,7 @@ func (s *Session) undoStart() {
 	if s.cg != nil {
 		s.killAll()
 		s.closeCgroup()
+		s.removeCgroup()
 	}
 	if s.watch != nil {
 		_ = s.watch.Close()
