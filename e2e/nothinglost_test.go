@@ -359,45 +359,66 @@ func TestARecordsLastWriteOutlivesALostExchange(t *testing.T) {
 	}
 }
 
-// TestEndArchivesIntoTheSpare: a session's directory is made with a spare
-// for its handoff's archive, and its end writes the archive into it: the
-// archive is that very file (the end makes no file), whole, and no spare
-// or temporary file is left beside it.
+// TestEndArchivesIntoTheSpare: the handoff's archive in the session's
+// directory is written into the spare made ahead, not a new file: the one
+// a spare directory brings, or, for a directory made when none was ready
+// (a batch that used them up), the one made once starts pause.
 func TestEndArchivesIntoTheSpare(t *testing.T) {
 	t.Parallel()
 	stateDir, sock := filepath.Join(t.TempDir(), "state"), newSocketPath(t)
 	d := startDaemonAt(t, stateDir, sock)
+	sessions := filepath.Join(stateDir, "sessions")
 	waitFor(t, 10*time.Second, "spare session directories", func() (bool, string) {
-		s := spareDirs(filepath.Join(stateDir, "sessions"))
+		s := spareDirs(sessions)
 		return len(s) > 0, fmt.Sprint(s)
 	})
-	id := d.start(project(t), "--", "sleep", "1000")
-	dir := filepath.Join(stateDir, "sessions", id)
-	spare, err := os.Lstat(filepath.Join(dir, ".handoff.json.spare"))
-	if err != nil {
-		t.Fatalf("a running session's directory has no spare for its archive: %v", err)
-	}
-	d.mustCtl("stop", id)
-	d.waitEnded(id, 10*time.Second)
-	archive, err := os.Lstat(filepath.Join(dir, "handoff.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !os.SameFile(spare, archive) {
-		t.Errorf("the archive is a new file, not the spare written into")
-	}
-	var h struct {
-		SessionID string `json:"session_id"`
-	}
-	if data, err := os.ReadFile(filepath.Join(dir, "handoff.json")); err != nil || json.Unmarshal(data, &h) != nil || h.SessionID != id {
-		t.Errorf("the archive (%v): %s", err, data)
-	}
-	files, _ := os.ReadDir(dir)
-	for _, f := range files {
-		if strings.HasPrefix(f.Name(), ".handoff.json") {
-			t.Errorf("left beside the archive: %s", f.Name())
+	archived := func(t *testing.T, id string) {
+		t.Helper()
+		dir := filepath.Join(sessions, id)
+		var spare os.FileInfo
+		waitFor(t, 10*time.Second, "the spare of the session's archive", func() (bool, string) {
+			var err error
+			spare, err = os.Lstat(filepath.Join(dir, ".handoff.json.spare"))
+			return err == nil, fmt.Sprint(err)
+		})
+		d.mustCtl("stop", id)
+		d.waitEnded(id, 10*time.Second)
+		archive, err := os.Lstat(filepath.Join(dir, "handoff.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !os.SameFile(spare, archive) {
+			t.Errorf("the archive is a new file, not the spare written into")
+		}
+		var h struct {
+			SessionID string `json:"session_id"`
+		}
+		if data, err := os.ReadFile(filepath.Join(dir, "handoff.json")); err != nil || json.Unmarshal(data, &h) != nil || h.SessionID != id {
+			t.Errorf("the archive (%v): %s", err, data)
+		}
+		files, _ := os.ReadDir(dir)
+		for _, f := range files {
+			if strings.HasPrefix(f.Name(), ".handoff.json") {
+				t.Errorf("left beside the archive: %s", f.Name())
+			}
 		}
 	}
+	t.Run("a spare directory", func(t *testing.T) {
+		id := d.start(project(t), "--", "sleep", "1000")
+		if _, err := os.Lstat(filepath.Join(sessions, id, ".handoff.json.spare")); err != nil {
+			t.Fatalf("a session's directory taken from the spares has no spare for its archive: %v", err)
+		}
+		archived(t, id)
+	})
+	t.Run("a directory made", func(t *testing.T) {
+		for _, s := range spareDirs(sessions) {
+			if err := os.RemoveAll(filepath.Join(sessions, s)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		id := d.start(project(t), "--", "sleep", "1000")
+		archived(t, id)
+	})
 }
 
 // TestEndWritesIntoTheProjectsSpares: a session's start makes ready, in

@@ -428,6 +428,11 @@ func (s *Session) prepareEnd() {
 	if err := s.proj.PrepareEnd(s.spec.ProgressFile); err != nil {
 		s.logger().Debug("make the end's files ready", zap.Error(err))
 	}
+	// The handoff's archive, where the session's directory was made
+	// rather than taken from the spares (a batch that used them up).
+	if err := state.MakeSpare(s.dir, state.HandoffFile); err != nil {
+		s.logger().Debug("make the archive's spare", zap.Error(err))
+	}
 }
 
 // preflightTimeout bounds each preflight command.

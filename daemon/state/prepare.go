@@ -51,6 +51,21 @@ func stateDirFile(rel string) (string, bool) {
 	return name, true
 }
 
+// MakeSpare makes the empty spare of name in dir, one of the daemon's own
+// directories, unless something is there already: the file a later
+// WriteJSONReusing or SaveHandoff of name writes into, no inode made then.
+func MakeSpare(dir, name string) error {
+	if !canExchange {
+		return nil
+	}
+	dfd, err := openDir(dir)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dfd)
+	return makeEmpty(dfd, dir, SpareName(name))
+}
+
 // makeEmpty makes the empty file name (mode 0600) in dirfd, the directory
 // dir, unless something is there already.
 func makeEmpty(dirfd int, dir, name string) error {

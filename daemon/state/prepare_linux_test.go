@@ -203,3 +203,41 @@ func TestProgressSpareThatIsNotOne(t *testing.T) {
 		}
 	}
 }
+
+// TestMakeSpareIsTheArchive: the spare MakeSpare makes is the very file
+// SaveHandoff writes the archive into; made again, it is left alone.
+func TestMakeSpareIsTheArchive(t *testing.T) {
+	dir := t.TempDir()
+	if err := MakeSpare(dir, HandoffFile); err != nil {
+		t.Fatal(err)
+	}
+	spare, err := os.Lstat(filepath.Join(dir, SpareName(HandoffFile)))
+	if err != nil || spare.Size() != 0 || spare.Mode() != 0o600 {
+		t.Fatalf("the spare: %v, %v", spare, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, SpareName(HandoffFile)), []byte("kept"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := MakeSpare(dir, HandoffFile); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, SpareName(HandoffFile))); string(b) != "kept" {
+		t.Fatalf("MakeSpare again changed the spare: %q", b)
+	}
+	if err := os.Truncate(filepath.Join(dir, SpareName(HandoffFile)), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := SaveHandoff(filepath.Join(dir, HandoffFile), &Handoff{SessionID: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	archive, err := os.Lstat(filepath.Join(dir, HandoffFile))
+	if err != nil || !os.SameFile(spare, archive) {
+		t.Fatalf("the archive is not the spare made ahead: %v", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.Name() != HandoffFile && e.Name() != SpareName(HandoffFile) {
+			t.Errorf("%s beside the archive", e.Name())
+		}
+	}
+}
