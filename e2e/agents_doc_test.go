@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,6 +56,19 @@ func docRecipes(t *testing.T) []string {
 // its prompt.
 func TestAgentRecipesReadTheirOwnContext(t *testing.T) {
 	t.Parallel()
+	// What went wrong is said after the daemon's log, which a failure
+	// dumps: the end of the output is what is read first.
+	var wrong []string
+	t.Cleanup(func() {
+		for _, w := range wrong {
+			t.Error(w)
+		}
+	})
+	fail := func(format string, args ...any) {
+		t.Helper()
+		wrong = append(wrong, fmt.Sprintf(format, args...))
+		t.Fail()
+	}
 	d := startDaemon(t)
 	stand := t.TempDir()
 	script(t, stand, "codex", `printf '%s\n' "$@" > "$SESSIOND_PROJECT_DIR/prompt.txt"`+"\n")
@@ -80,7 +94,8 @@ func TestAgentRecipesReadTheirOwnContext(t *testing.T) {
 		cmd.Env = append(cleanEnv(), "HOME="+home, "PATH="+path)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			t.Fatalf("recipe %d: %s\n%v\n%s", i, recipe, err, out)
+			fail("recipe %d: %s\n%v\n%s", i, recipe, err, out)
+			return
 		}
 		id := strings.TrimSpace(string(out))
 		d.waitEnded(id, 20*time.Second)
@@ -92,15 +107,17 @@ func TestAgentRecipesReadTheirOwnContext(t *testing.T) {
 		} else {
 			prompt, err := os.ReadFile(filepath.Join(dir, "prompt.txt"))
 			if err != nil {
-				t.Fatalf("recipe %d did not run its agent: %v\n%s", i, err, recipe)
+				fail("recipe %d did not run its agent: %v\n%s", i, err, recipe)
+				continue
 			}
 			told = string(prompt)
 		}
 		if !strings.Contains(told, "Session `"+id+"`") {
-			t.Errorf("recipe %d: the agent was not given its own session's context (%s):\n%s", i, id, told)
+			fail("the agent was told:\n%s\nrecipe %d: that is not the context of its own session %s (the previous one was %s); it names %q",
+				told, i, id, prev, regexp.MustCompile("Session `[^`]*`").FindAllString(told, -1))
 		}
 		if regexp.MustCompile("Session `"+prev+"`").MatchString(told) && !strings.Contains(told, "Previous session") {
-			t.Errorf("recipe %d: the agent was given the previous session's context", i)
+			fail("the agent was told:\n%s\nrecipe %d: that is the previous session's context (%s)", told, i, prev)
 		}
 	}
 }
