@@ -101,13 +101,19 @@ type noSchedule struct{}
 
 func (noSchedule) Schedule(string, func()) (func(), error) { return func() {}, nil }
 
-// output lets the test say when the log was written.
+// output lets the test say when the log was written; a test that sets
+// hold keeps the start on its last step, the log's watch, until it is
+// closed.
 type output struct {
 	mu      sync.Mutex
 	onWrite func(time.Time)
+	hold    chan struct{}
 }
 
 func (o *output) WatchLog(_ string, f func(time.Time)) func() {
+	if o.hold != nil {
+		<-o.hold
+	}
 	o.mu.Lock()
 	o.onWrite = f
 	o.mu.Unlock()
@@ -307,6 +313,70 @@ func TestStopDuringStart(t *testing.T) {
 	if rec := s.Snapshot(); rec.State != ipc.StateFailed || r.recs.last(s.ID()).State != ipc.StateFailed {
 		t.Errorf("record = %s, want failed on disk and in the snapshot", rec.State)
 	}
+	<-r.ended
+}
+
+// TestCommandAsksBeforeTheStartIsOver: the command may ask about its
+// session the moment it runs, while its start still has steps to take
+// here (an agent's first hook on a busy machine). The session says it is
+// launching from then on, and what the command asks is answered once the
+// start is over, never refused. Before the command, during the preflight,
+// it is not launching.
+func TestCommandAsksBeforeTheStartIsOver(t *testing.T) {
+	r := newRig(t)
+	r.out.hold = make(chan struct{})
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	spec := testSpec("sleep", "100")
+	spec.Preflight = []string{"sleep 0.2"}
+	s := New(Params{ID: "asksearly", UID: os.Geteuid(), Project: openProject(t, dir), Spec: spec}, &r.deps)
+	s.Start()
+	if s.Launching() {
+		t.Fatal("launching before the preflight ran")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !s.Launching() {
+		if time.Now().After(deadline) {
+			t.Fatal("the start never reached its command")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if st := s.Snapshot().State; st != ipc.StateStarting {
+		t.Fatalf("state %s while the start is held", st)
+	}
+	type answer struct {
+		rep ipc.Report
+		err error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		rep, err := s.Report(context.Background(), ipc.Report{Summary: "first words"}, 0, true)
+		got <- answer{rep, err}
+	}()
+	select {
+	case a := <-got:
+		t.Fatalf("answered before the start was over: %+v", a)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(r.out.hold)
+	select {
+	case a := <-got:
+		if a.err != nil || a.rep.Summary != "first words" {
+			t.Fatalf("report during the start: %+v, %v", a.rep, a.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the report was not answered after the start")
+	}
+	<-s.Started()
+	if err := s.TakeStartInfo().Err; err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	if rec := s.Snapshot(); rec.State != ipc.StateRunning || rec.Report == nil || rec.Report.Summary != "first words" {
+		t.Errorf("after the start: %s, report %+v", rec.State, rec.Report)
+	}
+	if err := s.Stop(context.Background(), Interrupted, 0); err != nil {
+		t.Fatal(err)
+	}
+	<-s.Done()
 	<-r.ended
 }
 

@@ -88,6 +88,9 @@ type Session struct {
 	lastOutput atomic.Int64
 	// lastActivityEvent is when the last activity event went out (Unix ns).
 	lastActivityEvent atomic.Int64
+	// launching says that the start has reached its command (see
+	// Launching).
+	launching atomic.Bool
 
 	// started is closed once the start's outcome is known.
 	started chan struct{}
@@ -383,6 +386,14 @@ func (s *Session) Done() <-chan struct{} { return s.done }
 func (s *Session) Exited() <-chan struct{} { return s.exited }
 
 func (s *Session) logPath() string { return filepath.Join(s.dir, "output.log") }
+
+// Launching reports whether the start has reached its command: from then
+// on the command may ask about its session (an agent's first hooks, its
+// first report) before the start is over here, and what it asks waits for
+// the start's end rather than being refused as a request during the
+// preflight or the sidecars is (one that waited there would wait for the
+// start that waits for it).
+func (s *Session) Launching() bool { return s.launching.Load() }
 
 // State returns the session's state, as Snapshot would, without copying
 // its record.

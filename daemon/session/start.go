@@ -114,6 +114,7 @@ func (s *Session) start() (err error) {
 	if err := s.startCtx.Err(); err != nil {
 		return ipc.Conflict("session %s was stopped while starting", s.id)
 	}
+	s.launching.Store(true)
 	var child *proc.Child
 	if s.spec.OnTerminal() {
 		child, err = s.spawnOnTerminal(s.command)

@@ -369,14 +369,16 @@ func (d *Service) remove(s *session.Session) error {
 const removedPrefix = ".removed-"
 
 // running returns the live session id for a request that needs one that
-// runs: a session still starting or already ended is a conflict.
+// runs: a session still in its preflight or sidecars, or already ended, is
+// a conflict. One whose start has reached its command takes the request
+// once the start is over: the command may ask the moment it runs.
 func (d *Service) running(c ipc.Caller, id, what string) (*session.Session, error) {
 	s, err := d.reg.Lookup(c, id)
 	if err != nil {
 		return nil, err
 	}
 	switch st := s.Snapshot().State; {
-	case st == ipc.StateStarting:
+	case st == ipc.StateStarting && !s.Launching():
 		return nil, ipc.Conflict("session %s is still starting (preflight, sidecars); %s once it runs", s.ID(), what)
 	case !ipc.Live(st):
 		return nil, ipc.Conflict("session %s has ended; %s", s.ID(), what)
