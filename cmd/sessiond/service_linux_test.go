@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/kardianos/service"
+
+	sdcgroup "github.com/sessiond/sessiond/daemon/cgroup"
 )
 
 // TestOnlySystemdIsChosen: with kardianos/service restricted, a host
@@ -396,6 +398,12 @@ func TestUserServiceLifecycle(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(home, ".config", "systemd")); err == nil {
 		t.Error("uninstall left the empty ~/.config/systemd it made")
 	}
+	// The daemon's own cgroups went with it: systemd's unit cgroup is
+	// systemd's, and what the daemon made beside it (the v1 hierarchies of
+	// a hybrid host, such as this one) it removed at its stop.
+	if left := cgroupsNamed(sdcgroup.NameFor(stateDir)); len(left) > 0 {
+		t.Errorf("the stopped daemon left its cgroups: %q", left)
+	}
 	ns.sessiond(t, env, exe, "status", "--user").want(t, "status after uninstall", statusUnknown, "not installed")
 	ns.sessiond(t, env, exe, "uninstall", "--user").want(t, "uninstall again", 0, "not installed", "Nothing to remove")
 
@@ -409,6 +417,23 @@ func TestUserServiceLifecycle(t *testing.T) {
 		_ = sd.Process.Kill()
 		<-done
 	}
+}
+
+// cgroupsNamed lists the cgroups called name in every hierarchy under
+// /sys/fs/cgroup.
+func cgroupsNamed(name string) []string {
+	var found []string
+	_ = filepath.WalkDir("/sys/fs/cgroup", func(p string, e fs.DirEntry, err error) error {
+		if err != nil || !e.IsDir() {
+			return nil
+		}
+		if e.Name() == name {
+			found = append(found, p)
+			return fs.SkipDir
+		}
+		return nil
+	})
+	return found
 }
 
 // cgroup is a cgroup of the test's own in every hierarchy systemd uses,

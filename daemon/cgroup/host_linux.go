@@ -278,13 +278,17 @@ func (h *Host) Info() ipc.Containment {
 	return c
 }
 
-// Close removes the daemon's cgroups of a cgroupfs where no session runs
-// any more (a cgroup with sessions in it stays: it is not empty).
+// Close removes the cgroups the daemon made where no session runs any
+// more (a cgroup with sessions in it stays: it is not empty): its base in
+// a cgroupfs, and in every mode the cgroups of the v1 hierarchies (a
+// systemd unit's cgroup, the base of the other modes, is systemd's).
 func (h *Host) Close() {
-	if h.info.Mode != Cgroupfs {
+	if h.probe {
 		return
 	}
-	_ = unix.Rmdir(h.base)
+	if h.info.Mode == Cgroupfs {
+		_ = unix.Rmdir(h.base)
+	}
 	for _, d := range h.v1 {
 		_ = unix.Rmdir(d)
 	}
