@@ -327,7 +327,7 @@ func TestCommandAsksBeforeTheStartIsOver(t *testing.T) {
 	r.out.hold = make(chan struct{})
 	dir, _ := filepath.EvalSymlinks(t.TempDir())
 	spec := testSpec("sleep", "100")
-	spec.Preflight = []string{"sleep 0.2"}
+	spec.Preflight = []string{"sleep 1"}
 	s := New(Params{ID: "asksearly", UID: os.Geteuid(), Project: openProject(t, dir), Spec: spec}, &r.deps)
 	s.Start()
 	if s.Launching() {
