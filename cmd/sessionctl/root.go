@@ -193,6 +193,10 @@ func (a *app) newRootFor(args []string) *cobra.Command {
 	for _, c := range commands {
 		if c.name == name {
 			root := a.bareRoot()
+			// Completion and help are words of their own, which take
+			// the whole tree: cobra need not make either for this one.
+			root.CompletionOptions.DisableDefaultCmd = true
+			root.SetHelpCommand(&cobra.Command{Use: "help", Hidden: true})
 			root.AddCommand(c.make(a))
 			return root
 		}
