@@ -114,28 +114,33 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 
 // marshalJSON is the one encoding of every JSON file: two-space indent and a
 // trailing newline, so that files diff well and cat cleanly. It is
-// json.MarshalIndent's output with the newline, made in a reused encoder:
-// the end of a session writes half a dozen such files, and a thousand ends
-// at once would otherwise allocate each twice over (encoded, then indented).
+// json.MarshalIndent's output with the newline: encoded compact and
+// indented in reused buffers (the end of a session writes half a dozen
+// such files, and a thousand ends at once would otherwise allocate each
+// twice over), then copied once.
 func marshalJSON(v any) ([]byte, error) {
 	e := jsonEncoders.Get().(*jsonEncoder)
 	defer e.put()
 	if err := e.enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return bytes.Clone(e.buf.Bytes()), nil
+	// Encode ends the value with a newline.
+	compact := bytes.TrimSuffix(e.buf.Bytes(), []byte{'\n'})
+	e.indented = append(appendIndented(e.indented[:0], compact), '\n')
+	return bytes.Clone(e.indented), nil
 }
 
-// jsonEncoder is an indenting encoder and the buffer it writes into.
+// jsonEncoder is an encoder, the buffer it writes into and the one the
+// indent goes to.
 type jsonEncoder struct {
-	buf bytes.Buffer
-	enc *json.Encoder
+	buf      bytes.Buffer
+	enc      *json.Encoder
+	indented []byte
 }
 
 var jsonEncoders = sync.Pool{New: func() any {
 	e := &jsonEncoder{}
 	e.enc = json.NewEncoder(&e.buf)
-	e.enc.SetIndent("", "  ")
 	return e
 }}
 
@@ -143,7 +148,7 @@ var jsonEncoders = sync.Pool{New: func() any {
 const maxKeptEncoding = 256 << 10
 
 func (e *jsonEncoder) put() {
-	if e.buf.Cap() > maxKeptEncoding {
+	if e.buf.Cap() > maxKeptEncoding || cap(e.indented) > maxKeptEncoding {
 		return
 	}
 	e.buf.Reset()
