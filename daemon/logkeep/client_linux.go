@@ -61,6 +61,9 @@ type Client struct {
 	// sideSlots bounds how many there are.
 	side      chan *net.UnixConn
 	sideSlots chan struct{}
+
+	// releases gathers the releases asked while one is on its way.
+	releases batcher
 }
 
 // sideConns bounds the side connections: enough that ends overlap on two
@@ -362,15 +365,78 @@ func (c *Client) Drain(path string) {
 }
 
 // Release drains the pipe of path into its log and lets it go: the
-// session is over.
+// session is over. The releases asked while one is on its way go together
+// in the next request: the sessions of a stop --all of a thousand end in
+// a few dozen round trips to the keeper, not a thousand.
 func (c *Client) Release(path string) {
-	c.do("release", path)
+	c.mu.Lock()
+	held := c.pipes[path] != nil && c.conn != nil
+	c.mu.Unlock()
+	if held {
+		c.releases.do(path, c.releaseAll)
+	}
 	c.mu.Lock()
 	if h := c.pipes[path]; h != nil {
 		_ = unix.Close(h.fd)
 		delete(c.pipes, path)
 	}
 	c.mu.Unlock()
+}
+
+// releaseAll releases the pipes of paths in one request on a side
+// connection; the keeper answers for each as its drain ends, so that a log
+// slow to take its rest holds up none of the others. What it could not
+// release so (no side connection, one that broke, a keeper started by an
+// earlier sessiond that does not know the request) is released one at a
+// time.
+func (c *Client) releaseAll(paths []string, answered func(i int)) {
+	left := make(map[string]int, len(paths))
+	for i, p := range paths {
+		left[p] = i
+	}
+	if len(paths) > 1 {
+		if conn, ok := c.sideConn(); ok {
+			broken := c.releaseOn(conn, paths, left, answered)
+			c.putSide(conn, broken)
+		}
+	}
+	for i, p := range paths {
+		if _, ok := left[p]; ok {
+			c.do("release", p)
+			answered(i)
+		}
+	}
+}
+
+// releaseOn asks the keeper on conn to release paths, and takes from left
+// those it answers for; it reports whether conn broke.
+func (c *Client) releaseOn(conn *net.UnixConn, paths []string, left map[string]int, answered func(i int)) (broken bool) {
+	if err := send(conn, request{Op: "release-all", Paths: paths}); err != nil {
+		return true
+	}
+	for len(left) > 0 {
+		_ = conn.SetReadDeadline(time.Now().Add(sideTimeout))
+		var r reply
+		fds, err := receive(conn, &r)
+		closeFDs(fds)
+		if err != nil {
+			return true
+		}
+		if r.Error != "" {
+			c.log.Debug("log keeper: releasing one at a time", zap.String("error", r.Error))
+			return false
+		}
+		for _, p := range r.Paths {
+			if i, ok := left[p]; ok {
+				delete(left, p)
+				answered(i)
+			}
+		}
+		if !r.More {
+			return false
+		}
+	}
+	return false
 }
 
 func (c *Client) do(op, path string) {
@@ -380,7 +446,10 @@ func (c *Client) do(op, path string) {
 		return
 	}
 	c.mu.Unlock()
-	if c.doSide(request{Op: op, Path: path}) {
+	if r, ok := c.doSide(request{Op: op, Path: path}); ok {
+		if r.Error != "" {
+			c.log.Warn("log keeper", zap.String("op", op), zap.String("path", path), zap.String("error", r.Error))
+		}
 		return
 	}
 	c.mu.Lock()
@@ -393,21 +462,15 @@ func (c *Client) do(op, path string) {
 	}
 }
 
-// doSide sends req on a side connection and waits for its reply; false
+// doSide sends req on a side connection and returns the reply; false
 // means it could not (no keeper to dial, a connection that broke), and
 // the caller asks on the main connection, which replaces a keeper that
 // went away. The keeper serves every connection of its user, each in
 // turn, and the streams of different logs apart.
-func (c *Client) doSide(req request) bool {
-	var conn *net.UnixConn
-	select {
-	case conn = <-c.side:
-	case c.sideSlots <- struct{}{}:
-		var err error
-		if conn, err = c.dialSide(); err != nil {
-			<-c.sideSlots
-			return false
-		}
+func (c *Client) doSide(req request) (reply, bool) {
+	conn, ok := c.sideConn()
+	if !ok {
+		return reply{}, false
 	}
 	var r reply
 	err := send(conn, req)
@@ -417,24 +480,38 @@ func (c *Client) doSide(req request) bool {
 		fds, err = receive(conn, &r)
 		closeFDs(fds)
 	}
-	if err != nil {
-		conn.Close()
-		<-c.sideSlots
-		return false
+	c.putSide(conn, err != nil)
+	return r, err == nil
+}
+
+// sideConn is an idle side connection, or a new one while there are
+// fewer than sideConns; false when none can be dialled.
+func (c *Client) sideConn() (*net.UnixConn, bool) {
+	select {
+	case conn := <-c.side:
+		return conn, true
+	case c.sideSlots <- struct{}{}:
+		conn, err := c.dialSide()
+		if err != nil {
+			<-c.sideSlots
+			return nil, false
+		}
+		return conn, true
 	}
+}
+
+// putSide gives back a side connection for the next request, or closes
+// it: it broke, or the client is closed.
+func (c *Client) putSide(conn *net.UnixConn, broken bool) {
 	c.mu.Lock()
 	closed := c.closed
 	c.mu.Unlock()
-	if closed {
+	if broken || closed {
 		conn.Close()
 		<-c.sideSlots
-	} else {
-		c.side <- conn
+		return
 	}
-	if r.Error != "" {
-		c.log.Warn("log keeper", zap.String("op", req.Op), zap.String("path", req.Path), zap.String("error", r.Error))
-	}
-	return true
+	c.side <- conn
 }
 
 // sideTimeout bounds a side request: a drain is bounded by the keeper

@@ -158,9 +158,51 @@ func (k *keeper) handle(c *net.UnixConn, req request, files []int) error {
 			}
 		}
 		return send(c, reply{})
+	case "release-all":
+		closeFDs(files)
+		return k.releaseAll(c, req.Paths)
 	}
 	closeFDs(files)
 	return send(c, reply{Error: fmt.Sprintf("unknown log keeper request %q", req.Op)})
+}
+
+// releaseAll releases the streams of paths as release does each, their
+// drains at once. It answers for each as its drain ends, those that end
+// together in one reply (More while some are left), so that a log slow to
+// take its rest holds up none of the others.
+func (k *keeper) releaseAll(c *net.UnixConn, paths []string) error {
+	released := make(chan string, len(paths))
+	k.mu.Lock()
+	for _, p := range paths {
+		s := k.streams[p]
+		if s == nil {
+			released <- p
+			continue
+		}
+		go func() {
+			s.drain()
+			s.close()
+			released <- p
+		}()
+	}
+	k.mu.Unlock()
+	for left := len(paths); left > 0; {
+		r := reply{Paths: []string{<-released}}
+		for left--; left > 0; left-- {
+			select {
+			case p := <-released:
+				r.Paths = append(r.Paths, p)
+				continue
+			default:
+			}
+			break
+		}
+		r.More = left > 0
+		if err := send(c, r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // hello makes c the daemon: the keeper stops rotating the logs itself

@@ -201,11 +201,17 @@ func TestKeeperHoldsTheCap(t *testing.T) {
 }
 
 // TestReleasesDoNotWaitForEachOther: the release of one session's log
-// does not wait behind another's drain. A log left full (the daemon is
-// connected, so the keeper leaves rotation to it, and nobody rotates)
-// holds its drain until drainTimeout; meanwhile other logs are released
-// at once, each with its last line in it.
+// does not wait behind another's drain or release. A log left full (the
+// daemon is connected, so the keeper leaves rotation to it, and nobody
+// rotates) holds its drain until drainTimeout; meanwhile other logs are
+// released at once, each with its last line in it.
 func TestReleasesDoNotWaitForEachOther(t *testing.T) {
+	for _, op := range []string{"drain", "release"} {
+		t.Run(op, func(t *testing.T) { testReleasesDoNotWait(t, op) })
+	}
+}
+
+func testReleasesDoNotWait(t *testing.T, op string) {
 	dir := t.TempDir()
 	sock, served := serve(t, dir)
 	c, err := Connect(Options{Socket: sock, Executable: "/nonexistent", Diag: filepath.Join(dir, "diag")})
@@ -247,7 +253,14 @@ func TestReleasesDoNotWaitForEachOther(t *testing.T) {
 	}
 	drained := make(chan time.Duration, 1)
 	t0 := time.Now()
-	go func() { c.Drain(full); drained <- time.Since(t0) }()
+	go func() {
+		if op == "release" {
+			c.Release(full)
+		} else {
+			c.Drain(full)
+		}
+		drained <- time.Since(t0)
+	}()
 	time.Sleep(100 * time.Millisecond) // the drain is under way
 
 	var wg sync.WaitGroup

@@ -13,10 +13,12 @@ import (
 
 // request is one message from the daemon.
 type request struct {
-	Op   string `json:"op"` // hello, add, drain, release
+	Op   string `json:"op"` // hello, add, drain, release, release-all
 	Path string `json:"path,omitempty"`
-	Max  int64  `json:"max,omitempty"`
-	Keep int    `json:"keep,omitempty"`
+	// Paths are release-all's: the pipes of sessions that ended together.
+	Paths []string `json:"paths,omitempty"`
+	Max   int64    `json:"max,omitempty"`
+	Keep  int      `json:"keep,omitempty"`
 }
 
 // reply answers a request; a hello's reply comes in batches (More) of
