@@ -130,9 +130,11 @@ type Session struct {
 	adopted bool
 	// cg is the session's cgroup (nil: none); cgWatch the account of its
 	// memory while it runs. emptied is the cgroup its end emptied, to be
-	// removed once the end is on disk.
+	// removed once the end is on disk; cgGone says it was found empty
+	// (groupGone).
 	cg         *cgroup.Group
 	emptied    *cgroup.Group
+	cgGone     bool
 	watch      *watch.Watch
 	unschedule func()
 	unwatchLog func()

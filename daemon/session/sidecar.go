@@ -167,7 +167,7 @@ func (s *Session) stopSidecars() (wereRunning bool) {
 		}
 		s.stopSidecar(sc)
 	}
-	if s.cg != nil && s.cg.Populated(cgroup.LeafSidecars) {
+	if s.cg != nil && !s.groupGone() && s.cg.Populated(cgroup.LeafSidecars) {
 		// Whatever the services (or the setup) left goes with them.
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_ = s.cg.KillLeaf(cgroup.LeafSidecars)
