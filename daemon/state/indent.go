@@ -60,19 +60,21 @@ func appendIndented(dst, src []byte) []byte {
 }
 
 // stringEnd is the index just past the string that begins at src[i], a
-// quote: escapes (a backslash and what it escapes) stay inside it.
+// quote: a quote after an odd run of backslashes is escaped, inside it.
 func stringEnd(src []byte, i int) int {
-	j := i + 1
-	for j < len(src) {
-		k := bytes.IndexAny(src[j:], `"\`)
+	for j := i + 1; j < len(src); j++ {
+		k := bytes.IndexByte(src[j:], '"')
 		if k < 0 {
-			return len(src)
+			break
 		}
 		j += k
-		if src[j] == '"' {
+		backslashes := 0
+		for b := j - 1; b > i && src[b] == '\\'; b-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
 			return j + 1
 		}
-		j += 2
 	}
 	return len(src)
 }
