@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // factsTimeout bounds each git command of Facts; the handoff must not wait
@@ -139,8 +141,9 @@ func RecentLog(ctx context.Context, req LogRequest) []string {
 
 // inWorkTree reports whether dir or one of its parents holds a .git.
 func inWorkTree(dir string) bool {
+	var st unix.Stat_t // not os.Lstat: each of its answers is an allocation, and every end asks
 	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
-		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+		if unix.Lstat(filepath.Join(d, ".git"), &st) == nil {
 			return true
 		}
 		if d == filepath.Dir(d) {

@@ -68,12 +68,11 @@ func (r *Restarter) Consider(s *session.Session) {
 	if rec.State != ipc.StateEnded {
 		return
 	}
-	log := r.log.With(zap.String("session", s.ID()))
 	exitKnown := rec.ExitCode != nil || rec.Signal != ""
 	dec := session.RestartDecision(s.Spec(), session.Reason(rec.EndReason), exitKnown, s.RestartHistory(), r.clock.Now())
 	if !dec.Yes {
 		if dec.Why != "" {
-			log.Warn(dec.Why)
+			r.log.Warn(dec.Why, zap.String("session", s.ID()))
 		}
 		if dec.Limited {
 			r.events.Publish(ipc.Event{Type: ipc.EventFailed, SessionID: s.ID(), ProjectID: rec.ProjectID, UID: s.UID(), Message: dec.Why, Time: r.clock.Now(),
@@ -87,7 +86,7 @@ func (r *Restarter) Consider(s *session.Session) {
 		return
 	}
 	r.pending[s.ID()] = r.clock.AfterFunc(dec.Delay, func() { r.fire(s, rec, dec.History) })
-	log.Info("restarting", zap.Duration("in", dec.Delay), zap.String("reason", rec.EndReason))
+	r.log.Info("restarting", zap.String("session", s.ID()), zap.Duration("in", dec.Delay), zap.String("reason", rec.EndReason))
 }
 
 // fire launches the restart of old that was pending, unless it was

@@ -114,20 +114,34 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 
 // marshalJSON is the one encoding of every JSON file: two-space indent and a
 // trailing newline, so that files diff well and cat cleanly. It is
-// json.MarshalIndent's output with the newline: encoded compact and
-// indented in reused buffers (the end of a session writes half a dozen
-// such files, and a thousand ends at once would otherwise allocate each
-// twice over), then copied once.
+// json.MarshalIndent's output with the newline, copied out of encodeJSON's
+// reused buffers.
 func marshalJSON(v any) ([]byte, error) {
-	e := jsonEncoders.Get().(*jsonEncoder)
+	e, err := encodeJSON(v)
+	if err != nil {
+		return nil, err
+	}
 	defer e.put()
+	return bytes.Clone(e.indented), nil
+}
+
+// encodeJSON encodes v as marshalJSON does, compact and then indented in
+// reused buffers (the end of a session writes half a dozen such files, and
+// a thousand ends at once would otherwise allocate each twice over): the
+// caller writes e.indented, then gives e back with put, after which the
+// bytes are not its own. The records, written three times an end, were a
+// sixth of what the daemon allocated over a stop of a thousand when each
+// was copied out.
+func encodeJSON(v any) (*jsonEncoder, error) {
+	e := jsonEncoders.Get().(*jsonEncoder)
 	if err := e.enc.Encode(v); err != nil {
+		e.put()
 		return nil, err
 	}
 	// Encode ends the value with a newline.
 	compact := bytes.TrimSuffix(e.buf.Bytes(), []byte{'\n'})
 	e.indented = append(appendIndented(e.indented[:0], compact), '\n')
-	return bytes.Clone(e.indented), nil
+	return e, nil
 }
 
 // jsonEncoder is an encoder, the buffer it writes into and the one the
@@ -158,11 +172,12 @@ func (e *jsonEncoder) put() {
 // WriteJSON writes v to path as pretty-printed JSON (two-space indent,
 // trailing newline), mode 0600, atomically as WriteFile does.
 func WriteJSON(path string, v any) error {
-	data, err := marshalJSON(v)
+	e, err := encodeJSON(v)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", path, err)
 	}
-	return WriteFile(path, data, 0o600)
+	defer e.put()
+	return WriteFile(path, e.indented, 0o600)
 }
 
 // ReadJSON decodes the JSON file at path into v. The file is read as every

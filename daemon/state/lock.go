@@ -33,9 +33,10 @@ func (p *Project) WriteLock(l *Lock) error {
 	if l == nil {
 		return errors.New("write lock: nil lock")
 	}
-	data, err := marshalJSON(l)
+	e, err := encodeJSON(l)
 	if err == nil {
-		err = p.writeStateReusingWith(LockFile, data, contentOnly)
+		err = p.writeStateReusingWith(LockFile, e.indented, contentOnly)
+		e.put()
 	}
 	if err != nil {
 		return fmt.Errorf("write lock: %w", err)
@@ -131,9 +132,10 @@ func (p *Project) WriteWarning(w *Warning) error {
 	}
 	w.TimeLeftSeconds = max(0, int64(w.Deadline.Sub(w.WarnedAt).Round(time.Second)/time.Second))
 	w.Message = storeEscape(w.Message)
-	data, err := marshalJSON(w)
+	e, err := encodeJSON(w)
 	if err == nil {
-		err = p.writeStateReusing(WarningFile, data)
+		err = p.writeStateReusing(WarningFile, e.indented)
+		e.put()
 	}
 	if err != nil {
 		return fmt.Errorf("write warning: %w", err)

@@ -57,11 +57,12 @@ func WriteJSONReusingVisible(path string, v any) error {
 }
 
 func writeJSONReusing(path string, v any, d durability) error {
-	data, err := marshalJSON(v)
+	e, err := encodeJSON(v)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", path, err)
 	}
-	return writeFileReusing(path, data, d)
+	defer e.put()
+	return writeFileReusing(path, e.indented, d)
 }
 
 // writeFileReusing replaces path with data (mode 0600) with the

@@ -160,11 +160,12 @@ func (p *Project) SaveSessionState(s *SessionState) error {
 		return errors.New("save session state: nil state")
 	}
 	BoundSessionState(s)
-	data, err := marshalJSON(s)
+	e, err := encodeJSON(s)
 	if err != nil {
 		return fmt.Errorf("save session state: %w", err)
 	}
-	if err := p.writeStateReusing(SessionStateFile, data); err != nil {
+	defer e.put()
+	if err := p.writeStateReusing(SessionStateFile, e.indented); err != nil {
 		return fmt.Errorf("save session state: %w", err)
 	}
 	return nil
