@@ -43,5 +43,10 @@
 // with duplicates of their read ends, in batches), add (path, cap, keep;
 // the pipe's read end and the log's O_APPEND descriptor), drain (until what
 // the pipe held when asked is in the log, or its writers are gone), and
-// release (drain, then close the pipe and the log).
+// release (drain, then close the pipe and the log). Drains and releases go
+// on side connections (no hello), several at once. release-all (paths) is
+// release for the sessions that ended together, their drains at once: its
+// replies name the paths released as their drains end, More while some are
+// left. A keeper of an earlier sessiond answers it with an error, and the
+// daemon then releases them one at a time.
 package logkeep
