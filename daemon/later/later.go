@@ -18,6 +18,8 @@ const Quiet = 100 * time.Millisecond
 // use New.
 type Queue struct {
 	quiet time.Duration
+	// closing is closed by Close: the wait for quiet ends at once.
+	closing chan struct{}
 
 	mu      sync.Mutex
 	jobs    []job
@@ -34,7 +36,7 @@ type job struct {
 }
 
 // New returns a queue that waits quiet after the last work queued.
-func New(quiet time.Duration) *Queue { return &Queue{quiet: quiet} }
+func New(quiet time.Duration) *Queue { return &Queue{quiet: quiet, closing: make(chan struct{})} }
 
 // Do queues f. After Close, f is dropped.
 func (q *Queue) Do(f func()) { q.queue(job{f: f}) }
@@ -67,6 +69,12 @@ func (q *Queue) queue(j job) bool {
 
 func (q *Queue) run() {
 	defer q.wg.Done()
+	var quiet *time.Timer
+	defer func() {
+		if quiet != nil {
+			quiet.Stop()
+		}
+	}()
 	for {
 		q.mu.Lock()
 		if len(q.jobs) == 0 {
@@ -80,7 +88,15 @@ func (q *Queue) run() {
 		}
 		if wait := q.quiet - time.Since(q.last); wait > 0 {
 			q.mu.Unlock()
-			time.Sleep(wait)
+			if quiet == nil {
+				quiet = time.NewTimer(wait)
+			} else {
+				quiet.Reset(wait)
+			}
+			select {
+			case <-quiet.C:
+			case <-q.closing:
+			}
 			continue
 		}
 		j := q.jobs[0]
@@ -91,11 +107,14 @@ func (q *Queue) run() {
 	}
 }
 
-// Close waits for the work running, runs the tidying not begun (Tidy) and
-// drops the rest.
+// Close waits for the work running (not for the quiet the queue waits
+// for), runs the tidying not begun (Tidy) and drops the rest.
 func (q *Queue) Close() {
 	q.mu.Lock()
-	q.closed = true
+	if !q.closed {
+		q.closed = true
+		close(q.closing)
+	}
 	q.mu.Unlock()
 	q.wg.Wait()
 	q.mu.Lock()

@@ -95,3 +95,25 @@ func TestTidyRunsAtClose(t *testing.T) {
 		t.Fatalf("after Close: %q", got)
 	}
 }
+
+// TestCloseDoesNotWaitForQuiet: Close returns at once while the queue
+// waits for quiet, its tidying run, though the quiet is an hour away.
+func TestCloseDoesNotWaitForQuiet(t *testing.T) {
+	q := New(time.Hour)
+	tidied := make(chan struct{})
+	q.Tidy(func() { close(tidied) })
+	// The queue's goroutine is under way, waiting for the quiet.
+	time.Sleep(50 * time.Millisecond)
+	closed := make(chan struct{})
+	go func() { q.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waited for the queue's quiet")
+	}
+	select {
+	case <-tidied:
+	default:
+		t.Fatal("Close did not run the tidying")
+	}
+}
