@@ -58,10 +58,26 @@ func main() {
 	}
 }
 
+// unfinishedLines bounds what is shown of a test its package's failure
+// ended: a timeout's goroutine dump runs to thousands of lines, and its
+// head says which tests ran and why the package stopped.
+const unfinishedLines = 60
+
+// printUnfinished shows the output of test, which was running when pkg
+// failed.
+func printUnfinished(w io.Writer, test, pkg string, out []string) {
+	fmt.Fprintf(w, "--- UNFINISHED: %s (running when %s failed)\n", test, pkg)
+	fmt.Fprint(w, strings.Join(out[:min(len(out), unfinishedLines)], ""))
+	if n := len(out) - unfinishedLines; n > 0 {
+		fmt.Fprintf(w, "    ... %d more lines\n", n)
+	}
+}
+
 // report copies the events of r to w as go test would print them, plus
 // the skipped tests, whose names it returns.
 func report(r io.Reader, w io.Writer) (skipped []string) {
 	held := map[string][]string{} // a running test's output, by package and name
+	var running []string          // the keys of held, in the order the tests began
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
@@ -83,8 +99,21 @@ func report(r io.Reader, w io.Writer) (skipped []string) {
 			if strings.HasPrefix(ev.Output, "=== ") {
 				continue // RUN, PAUSE, CONT, NAME: -v's own
 			}
+			if _, ok := held[key]; !ok {
+				running = append(running, key)
+			}
 			if len(held[key]) < 10000 {
 				held[key] = append(held[key], ev.Output)
+			}
+		case ev.Action == "fail" && ev.Test == "":
+			// A package that failed as a whole (a timeout, a crash) ends
+			// the tests it was running without an end of their own: what
+			// they wrote, the panic among it, is the only word of why.
+			for _, k := range running {
+				if out, ok := held[k]; ok && strings.HasPrefix(k, ev.Package+"\x00") {
+					printUnfinished(w, k[len(ev.Package)+1:], ev.Package, out)
+					delete(held, k)
+				}
 			}
 		case ev.Action == "fail":
 			fmt.Fprint(w, strings.Join(held[key], ""))
