@@ -18,8 +18,12 @@ import (
 type Bus struct {
 	mu   sync.Mutex
 	subs map[chan ipc.Event]ipc.Caller
-	// history holds the last historySize events, oldest first.
+	// history holds the last historySize events: a ring whose oldest is
+	// at next once it is full (a thousand sessions ending at once publish
+	// three thousand events, each of which moved the whole history down
+	// by one under the bus's lock when it was a slice kept in order).
 	history []ipc.Event
+	next    int
 	// observers see every event as it is published, before the
 	// subscribers, on the publisher's goroutine, and must not block.
 	observers []func(ipc.Event)
@@ -51,11 +55,12 @@ func (b *Bus) Publish(ev ipc.Event) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.history) == historySize {
-		copy(b.history, b.history[1:])
-		b.history = b.history[:historySize-1]
+	if len(b.history) < historySize {
+		b.history = append(b.history, ev)
+	} else {
+		b.history[b.next] = ev
+		b.next = (b.next + 1) % historySize
 	}
-	b.history = append(b.history, ev)
 	for ch, c := range b.subs {
 		if !c.Root() && c.UID != ev.UID {
 			continue
@@ -105,9 +110,11 @@ func (b *Bus) recent(c ipc.Caller) <-chan ipc.Event {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	ch := make(chan ipc.Event, len(b.history))
-	for _, ev := range b.history {
-		if c.Root() || c.UID == ev.UID {
-			ch <- ev
+	for _, part := range [][]ipc.Event{b.history[b.next:], b.history[:b.next]} {
+		for _, ev := range part {
+			if c.Root() || c.UID == ev.UID {
+				ch <- ev
+			}
 		}
 	}
 	close(ch)
