@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strconv"
@@ -644,6 +645,42 @@ func TestRecentEvents(t *testing.T) {
 	}
 	if strings.Join(types, ",") != "started,ended" {
 		t.Errorf("recent events = %v, want started,ended", types)
+	}
+}
+
+// TestEndedEventCarriesTheRecord: the ended event's data is the session's
+// final record, as its session.json holds it.
+func TestEndedEventCarriesTheRecord(t *testing.T) {
+	h := start(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	w, err := h.client.Events(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	s := h.start(project(t), ipc.StartRequest{Command: []string{"sleep", "100"}})
+	if _, err := h.client.Stop(ctx, s.ID, ipc.StopRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	var ended ipc.Event
+	for ended.Type != ipc.EventEnded || ended.SessionID != s.ID {
+		if ended, err = w.Next(); err != nil {
+			t.Fatalf("no ended event: %v", err)
+		}
+	}
+	var got, onDisk ipc.Session
+	if err := json.Unmarshal(ended.Data, &got); err != nil {
+		t.Fatalf("ended event data %q: %v", ended.Data, err)
+	}
+	if err := state.ReadJSON(filepath.Join(h.cfg.StateDir, "sessions", s.ID, "session.json"), &onDisk); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, onDisk) {
+		t.Errorf("the ended event carries\n%+v\nsession.json holds\n%+v", got, onDisk)
+	}
+	if got.State != ipc.StateEnded || got.EndReason != ipc.EndInterrupted || got.Spec == nil {
+		t.Errorf("the ended event's record: state %s, reason %s, spec %v", got.State, got.EndReason, got.Spec)
 	}
 }
 

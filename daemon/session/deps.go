@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"time"
 
@@ -82,6 +83,13 @@ type Publisher interface {
 type RecordWriter interface {
 	MakeDir(dir string) (synced func() error, err error)
 	WriteRecord(rec *ipc.Session) error
+}
+
+// RecordJSONWriter is a RecordWriter that can also give back the compact
+// encoding of the record it wrote, which the event that follows carries
+// rather than encode the record again.
+type RecordJSONWriter interface {
+	WriteRecordJSON(rec *ipc.Session) (json.RawMessage, error)
 }
 
 // Watcher watches project directories; *watch.Hub is one. Prepare begins

@@ -263,11 +263,16 @@ func (s *Session) writeAccountNow() {
 func (s *Session) ended() {
 	s.rec.Error = ""
 	s.rec.State = ipc.StateEnded
-	_ = s.commit()
+	encoded := s.commitJSON()
 	rec := s.Snapshot()
 	s.logger().Info("session ended", zap.String("reason", string(s.end.reason)), zap.Intp("exit_code", rec.ExitCode), zap.String("signal", rec.Signal))
 	close(s.done)
-	s.emit(ipc.EventEnded, "ended: "+describeEnd(rec.EndReason, rec.ExitCode, rec.Signal), rec)
+	// The event carries the record as written, encoded once.
+	var data any = rec
+	if encoded != nil {
+		data = encoded
+	}
+	s.emit(ipc.EventEnded, "ended: "+describeEnd(rec.EndReason, rec.ExitCode, rec.Signal), data)
 	if s.deps.OnEnd != nil {
 		s.deps.OnEnd(s)
 	}

@@ -111,6 +111,9 @@ func (s *Session) warnRecord(msg string) {
 }
 
 func eventData(v any) json.RawMessage {
+	if raw, ok := v.(json.RawMessage); ok {
+		return raw
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil

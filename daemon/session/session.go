@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -463,6 +464,19 @@ func (s *Session) publish() {
 // publishes it. A failed write is logged and kept in the record's error;
 // the caller decides whether it is fatal.
 func (s *Session) commit() error {
+	_, err := s.commitRecord(false)
+	return err
+}
+
+// commitJSON is commit that also returns the record's compact encoding as
+// it was written, when the record writer gives it (nil otherwise), for
+// the event that carries the record.
+func (s *Session) commitJSON() json.RawMessage {
+	data, _ := s.commitRecord(true)
+	return data
+}
+
+func (s *Session) commitRecord(encoded bool) (data json.RawMessage, err error) {
 	// The watcher's findings go to disk with every write of the record,
 	// so that a crash loses only what changed since.
 	if s.watch != nil && ipc.Live(s.rec.State) {
@@ -470,12 +484,17 @@ func (s *Session) commit() error {
 	}
 	s.rec.Seq++
 	s.recDirty = false
-	err := s.deps.Records.WriteRecord(&s.rec)
+	if w, ok := s.deps.Records.(RecordJSONWriter); ok && encoded {
+		data, err = w.WriteRecordJSON(&s.rec)
+	} else {
+		err = s.deps.Records.WriteRecord(&s.rec)
+	}
 	if err != nil {
+		data = nil
 		s.logger().Error("write session record", zap.Error(err))
 	}
 	s.publish()
-	return err
+	return data, err
 }
 
 // emit publishes an event of the session, after the record as it stands:

@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"sync"
 	"time"
@@ -132,4 +133,14 @@ func (w *RecordWriter) WriteRecord(rec *ipc.Session) error {
 		return state.WriteJSONReusingUnsynced(path, rec)
 	}
 	return state.WriteRecord(path, rec)
+}
+
+// WriteRecordJSON is WriteRecord for a record of a session that is not
+// starting, and returns the record's compact encoding, for the event that
+// carries it (session.RecordJSONWriter).
+func (w *RecordWriter) WriteRecordJSON(rec *ipc.Session) (json.RawMessage, error) {
+	if rec.State == ipc.StateStarting {
+		return nil, w.WriteRecord(rec)
+	}
+	return state.WriteRecordCompact(filepath.Join(w.StateDir, "sessions", rec.ID, "session.json"), rec)
 }

@@ -37,24 +37,7 @@ func TestIndentMatchesEncodingJSON(t *testing.T) {
 // json.MarshalIndent gives, with a trailing newline, for the largest files
 // the daemon writes: a record with its spec, a handoff, a session state.
 func TestMarshalJSONOfTheLargestFiles(t *testing.T) {
-	now := time.Date(2026, 12, 6, 10, 30, 0, 123456789, time.UTC)
-	code := 3
-	spec := config.Spec{
-		Command: []string{"claude", "--print", `a "prompt" with <tags> & {braces}`},
-		Timeout: config.Duration{Duration: 4 * time.Hour}, WarnBefore: config.Duration{Duration: 10 * time.Minute},
-		StopGrace: config.Duration{Duration: 30 * time.Second}, Checkpoint: "*/15 * * * *", Restart: "on-failure",
-		MaxRestarts: 3, Preflight: []string{"make check"}, MaxCostUSD: 2.5, CheckpointOn: []string{},
-		Services: []config.Service{{Name: "web", Command: []string{"npm", "run", "dev"}}},
-	}
-	rec := &ipc.Session{
-		ID: "abcd1234", Name: "web", ProjectDir: "/home/ana/web", ProjectID: "0123456789ab",
-		Command: spec.Command, State: ipc.StateEnded, PID: 4242, StartedAt: now, EndedAt: &now,
-		Deadline: now.Add(time.Hour), WarnAt: now.Add(50 * time.Minute), EndReason: "stopped",
-		ExitCode: &code, Signal: "SIGTERM", FilesChanged: []string{"a.go", "dir/b.go"},
-		LogPath: "/var/lib/sessiond/sessions/abcd1234/output.log", Seq: 7, UID: 1000,
-		Warnings: []string{}, EnvKeys: []string{"A", "B"}, Spec: &spec,
-		Cgroup: &ipc.Cgroup{Path: "/sys/fs/cgroup/sessiond/abcd1234"},
-	}
+	rec := fullRecord()
 	for name, v := range map[string]any{"record": rec, "handoff": fullHandoff(), "session state": fullState()} {
 		want, err := json.MarshalIndent(v, "", jsonIndent)
 		if err != nil {
@@ -67,6 +50,29 @@ func TestMarshalJSONOfTheLargestFiles(t *testing.T) {
 		if string(got) != string(want)+"\n" {
 			t.Errorf("%s:\n%s\nwant:\n%s", name, got, want)
 		}
+	}
+}
+
+// fullRecord is a session record with its spec and most of its fields
+// set, strings among them that JSON escapes.
+func fullRecord() *ipc.Session {
+	now := time.Date(2026, 12, 6, 10, 30, 0, 123456789, time.UTC)
+	code := 3
+	spec := config.Spec{
+		Command: []string{"claude", "--print", `a "prompt" with <tags> & {braces}`},
+		Timeout: config.Duration{Duration: 4 * time.Hour}, WarnBefore: config.Duration{Duration: 10 * time.Minute},
+		StopGrace: config.Duration{Duration: 30 * time.Second}, Checkpoint: "*/15 * * * *", Restart: "on-failure",
+		MaxRestarts: 3, Preflight: []string{"make check"}, MaxCostUSD: 2.5, CheckpointOn: []string{},
+		Services: []config.Service{{Name: "web", Command: []string{"npm", "run", "dev"}}},
+	}
+	return &ipc.Session{
+		ID: "abcd1234", Name: "web", ProjectDir: "/home/ana/web", ProjectID: "0123456789ab",
+		Command: spec.Command, State: ipc.StateEnded, PID: 4242, StartedAt: now, EndedAt: &now,
+		Deadline: now.Add(time.Hour), WarnAt: now.Add(50 * time.Minute), EndReason: "stopped",
+		ExitCode: &code, Signal: "SIGTERM", FilesChanged: []string{"a.go", "dir/b.go"},
+		LogPath: "/var/lib/sessiond/sessions/abcd1234/output.log", Seq: 7, UID: 1000,
+		Warnings: []string{}, EnvKeys: []string{"A", "B"}, Spec: &spec,
+		Cgroup: &ipc.Cgroup{Path: "/sys/fs/cgroup/sessiond/abcd1234"},
 	}
 }
 

@@ -240,3 +240,42 @@ func TestWriteRecordOneSyncAndTheNewerOfTwo(t *testing.T) {
 		t.Errorf("an empty record and spare: %v, want ErrEmpty", err)
 	}
 }
+
+// TestWriteRecordCompact: the record goes to disk as WriteRecord writes it,
+// its previous version to the spare, and what comes back is json.Marshal's
+// encoding of it, the caller's to keep.
+func TestWriteRecordCompact(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "session.json")
+	rec := fullRecord()
+	if err := WriteRecord(path, map[string]int{"seq": 6}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := WriteRecordCompact(path, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(rec)
+	if string(got) != string(want) {
+		t.Errorf("returned:\n%s\nwant json.Marshal's:\n%s", got, want)
+	}
+	indented, _ := json.MarshalIndent(rec, "", jsonIndent)
+	if data, err := os.ReadFile(path); err != nil || string(data) != string(indented)+"\n" {
+		t.Errorf("on disk (%v):\n%s\nwant:\n%s", err, data, indented)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, ".session.json"+spareMark)); err != nil || !strings.Contains(string(data), `"seq": 6`) {
+		t.Errorf("the spare holds %q (%v), want the write before", data, err)
+	}
+	// The next encoding reuses the encoder's buffers: what was returned
+	// stays as it was.
+	kept := string(got)
+	if _, err := WriteRecordCompact(path, map[string]string{"other": strings.Repeat("y", len(got))}); err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != kept {
+		t.Error("the returned encoding changed with the next write")
+	}
+	if _, err := WriteRecordCompact(path, func() {}); err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("a value JSON cannot encode: %v, want an error naming the file", err)
+	}
+}
