@@ -414,8 +414,13 @@ func (h *holder) loop(ctx context.Context) {
 			return
 		case <-h.compact.C:
 			h.mu.Lock()
-			h.compactMemory()
+			rest := h.compactMemory()
 			h.mu.Unlock()
+			if rest {
+				// Outside the lock: its sleeps hold up no output and no
+				// request but the loop's own.
+				releaseMemory()
+			}
 		case <-h.emuTimer.C:
 			h.mu.Lock()
 			h.feedEmulator(time.Now())
@@ -587,18 +592,19 @@ func (h *holder) screenNow() *screen {
 
 func (h *holder) repaint() []byte { return h.screenNow().repaint() }
 
-// compactMemory gives memory back once the holder has been quiet for a
-// while, and lets it rest.
-func (h *holder) compactMemory() {
+// compactMemory lets the holder rest once it has been quiet for a while;
+// true if it does, and the caller then gives memory back (releaseMemory).
+func (h *holder) compactMemory() bool {
 	if h.workSinceArm {
 		h.workSinceArm = false
 		h.compact.Reset(compactAfter)
-		return
+		return false
 	}
 	h.compactArmed = false
 	h.flushLog()
 	h.logBuf = nil
 	h.rest()
+	return true
 }
 
 // rest turns the collector off until the next work (busy), then gives
@@ -608,12 +614,12 @@ func (h *holder) compactMemory() {
 // executable back in (the kernel maps a faulting page's neighbours along
 // with it), which releaseMemory had let go of, and took the idle holder
 // from 4 MiB to over 7. The memory limit (tuneRuntime) still bounds the
-// heap while the collector rests.
+// heap while the collector rests. The memory goes back after rest, once
+// the holder's lock is let go (releaseMemory).
 func (h *holder) rest() {
 	h.resting = true
 	debug.SetGCPercent(-1)
 	h.scr.rest()
-	releaseMemory()
 }
 
 // writeInput is the one writer of the master, so that keystrokes, sends and

@@ -126,8 +126,11 @@ func TestQuietHolderRests(t *testing.T) {
 	rest := func(what string) {
 		t.Helper()
 		h.mu.Lock()
-		h.compactMemory()
+		rested := h.compactMemory()
 		h.mu.Unlock()
+		if !rested {
+			t.Fatalf("%s: the holder did not rest", what)
+		}
 		if p := gc(); p >= 0 {
 			t.Fatalf("%s: the collector's target is %d, want it off", what, p)
 		}
