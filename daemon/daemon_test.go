@@ -25,6 +25,7 @@ import (
 
 	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/config/configfile"
+	"github.com/sessiond/sessiond/daemon/cgroup"
 	"github.com/sessiond/sessiond/daemon/proc"
 	"github.com/sessiond/sessiond/daemon/session"
 	"github.com/sessiond/sessiond/daemon/state"
@@ -103,6 +104,13 @@ func run(t testing.TB, cfg *config.Config, clock *session.FakeClock) *harness {
 		t.Fatal("daemon not ready after 10s")
 	}
 	h := &harness{t: t, cfg: cfg, client: &ipc.Client{Socket: cfg.Socket}}
+	// The cgroup the daemon made for its sessions, if it made one.
+	var base string
+	if v, err := h.client.Version(context.Background()); err != nil {
+		t.Fatal(err)
+	} else if c := v.Containment; c != nil && c.Mode == cgroup.Cgroupfs {
+		base = c.Path
+	}
 	stopped := false
 	h.stop = func() {
 		if stopped {
@@ -112,6 +120,10 @@ func run(t testing.TB, cfg *config.Config, clock *session.FakeClock) *harness {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("daemon Run: %v", err)
+		}
+		// Its sessions' cgroups and its own went with it.
+		if _, err := os.Stat(base); base != "" && err == nil {
+			t.Errorf("the stopped daemon left its cgroup %s", base)
 		}
 	}
 	t.Cleanup(h.stop)

@@ -266,6 +266,11 @@ func (s *Session) ended() {
 	encoded := s.commitJSON()
 	rec := s.Snapshot()
 	s.logger().Info("session ended", zap.String("reason", string(s.end.reason)), zap.Intp("exit_code", rec.ExitCode), zap.String("signal", rec.Signal))
+	// The cgroup's removal is queued before anyone learns of the end: a
+	// daemon that shuts down once its sessions have ended runs what is
+	// queued, then removes its own cgroup, which the session's, queued
+	// after that, would have kept.
+	s.removeCgroup()
 	close(s.done)
 	// The event carries the record as written, encoded once.
 	var data any = rec
@@ -276,7 +281,6 @@ func (s *Session) ended() {
 	if s.deps.OnEnd != nil {
 		s.deps.OnEnd(s)
 	}
-	s.removeCgroup()
 	s.phase = phaseOver
 }
 
