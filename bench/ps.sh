@@ -9,6 +9,8 @@
 #   - the floor, a Go hello-world process: back to back, and interleaved
 #     with sessionctl ps, inspect, remaining and report (bench/interleave.py),
 #     each command's ratio to it; what a page fault costs here
+#   - the start's floor (bench/startfloor.go): N durable starts with nothing
+#     around them, in the loop the sequential starts run in
 #   - daemon RSS (VmRSS) with the N children live
 #   - time to stop them all (sessiond: stop --all, which returns once every
 #     handoff is written; the handoffs are then counted on disk)
@@ -94,12 +96,37 @@ t0=$(now_ns)
 for ((i = 1; i <= N; i++)); do "$BENCH_TMP/hello/hello" >/dev/null; done
 t1=$(now_ns)
 R[floor.loop]=$(ns_s "$t0" "$t1")
+# The start's floor (bench/startfloor.go), in the same loop: N clients,
+# each a process as small as the hello world, asking a server that forks
+# and executes the command, waits for the exec, and writes the session's
+# record in a directory of its own with one sync before it answers.
+R[floor.start]=—
+if CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$BENCH_TMP/startfloor" "$BENCH_DIR/startfloor.go"; then
+	mkprojects "$BENCH_TMP/sfloor/p" "$N"
+	mkdir -p "$BENCH_TMP/sfloor/state"
+	"$BENCH_TMP/startfloor" serve -sock "$BENCH_TMP/sfloor/s.sock" -dir "$BENCH_TMP/sfloor/state" -sleep "$SLEEP" &
+	sf=$!
+	if wait_until 10 test -S "$BENCH_TMP/sfloor/s.sock"; then
+		t0=$(now_ns)
+		for ((i = 1; i <= N; i++)); do
+			"$BENCH_TMP/startfloor" start -sock "$BENCH_TMP/sfloor/s.sock" "$BENCH_TMP/sfloor/p/$i" || break
+		done
+		t1=$(now_ns)
+		[ "$i" -gt "$N" ] && R[floor.start]=$(ns_s "$t0" "$t1")
+		"$BENCH_TMP/startfloor" stop -sock "$BENCH_TMP/sfloor/s.sock" || kill "$sf"
+	else
+		kill "$sf"
+	fi
+	wait "$sf" 2>/dev/null || true
+else
+	log "cannot build bench/startfloor.go: no floor for the start"
+fi
 # The same RSS in use: after the list, inspect, remaining and report above
 # (a daemon lets go of its executable's pages once a run of starts is
 # over; what serving uses comes back).
 R[sessiond.rss_use]=$(rss_mib "$SD_PID")
 log "sessiond: RSS ${R[sessiond.rss_use]} MiB in use (after the commands timed above)"
-log "floor (Go hello world) ${R[floor.med]} ms, $N in a loop ${R[floor.loop]} s, a page's first touch ${R[floor.fault_us]} µs; interleaved: ps ${R[ps.med]} ms (${R[ps.ratio]}×), inspect ${R[inspect.med]} ms (${R[inspect.ratio]}×), remaining ${R[remaining.med]} ms (${R[remaining.ratio]}×), report ${R[report.med]} ms (${R[report.ratio]}×)"
+log "floor (Go hello world) ${R[floor.med]} ms, $N in a loop ${R[floor.loop]} s, $N durable starts in the loop ${R[floor.start]} s, a page's first touch ${R[floor.fault_us]} µs; interleaved: ps ${R[ps.med]} ms (${R[ps.ratio]}×), inspect ${R[inspect.med]} ms (${R[inspect.ratio]}×), remaining ${R[remaining.med]} ms (${R[remaining.ratio]}×), report ${R[report.med]} ms (${R[report.ratio]}×)"
 t0=$(now_ns)
 sctl stop --all >"$SD_DIR/stop.out"
 t1=$(now_ns)
@@ -290,6 +317,8 @@ cat <<EOF
 | the stop's floor (s), bench/stopfloor.go: $N children signalled and reaped, nothing written / and each end's files written before \`stop --all\` returns, atomically and durably, group-committed, nothing else | ${R[floor.stop_false]} / ${R[floor.stop_true]} | | | | |
 | \`stop --all\` ÷ the durable floor: first / second / third round | $(ratio "${R[sessiond.stop]}" "${R[floor.stop_true]}") / $(ratio "${R[sessiond.stop_par]}" "${R[floor.stop_true]}") / $(ratio "${R[sessiond.stop_batch]}" "${R[floor.stop_true]}") | $(ratio "${R[supervisord.stop]}" "${R[floor.stop_true]}") | $(ratio "${R[pm2.stop]}" "${R[floor.stop_true]}") | | |
 | Go hello-world process, whole process, median (ms): run back to back as the list above / $N of them in a loop, as the sequential starts above (s) / a page's first touch (µs) | ${R[floor.b2b]} / ${R[floor.loop]} / ${R[floor.fault_us]} | | | | |
+| the start's floor (s), bench/startfloor.go: $N durable starts in the same loop, each a client as small as the hello world whose server forks and executes the command and writes its record with one sync, nothing else | ${R[floor.start]} | | | | |
+| $N sequential \`sessionctl start\` ÷ the start's floor | $(ratio "${R[sessiond.up]}" "${R[floor.start]}") | | | | |
 | \`sessionctl ps\` ÷ the floor, each run back to back (hyperfine medians) | $(awk -v a="${R[sessiond.ps_med]}" -v b="${R[floor.b2b]}" 'BEGIN { printf "%.2f", a / b }') | | | | |
 | the floor interleaved with the commands below, median (ms) | ${R[floor.med]} | | | | |
 | interleaved with the floor, median (ms): \`sessionctl ps\` / \`inspect\` / \`remaining\` / \`report\` | ${R[ps.med]} / ${R[inspect.med]} / ${R[remaining.med]} / ${R[report.med]} | | | | |
