@@ -79,7 +79,11 @@ func ErrorBodyOf(err error) *ErrorBody {
 // StartBatch starts a session for each request, at once; the results are
 // in the order of the requests.
 func (c *Client) StartBatch(ctx context.Context, reqs []StartRequest) ([]StartResult, error) {
-	return do[[]StartResult](ctx, c, "POST", "/sessions", nil, reqs)
+	body, err := encodeStartRequests(make([]byte, 0, 512*len(reqs)), reqs)
+	if err != nil {
+		return nil, err
+	}
+	return do[[]StartResult](ctx, c, "POST", "/sessions", nil, encoded(body))
 }
 
 // StopBatch stops the sessions req names and returns once each end is on

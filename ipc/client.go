@@ -85,9 +85,12 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 		req.Target += "?" + query.Encode()
 	}
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
+		b, ok := body.(encoded)
+		if !ok {
+			var err error
+			if b, err = json.Marshal(body); err != nil {
+				return nil, err
+			}
 		}
 		req.Body = b
 		req.Header = textproto.MIMEHeader{"Content-Type": {"application/json"}}
@@ -237,14 +240,26 @@ func (c *Client) Prune(ctx context.Context, req PruneRequest) (*PruneResponse, e
 	return do[*PruneResponse](ctx, c, "POST", "/sessions/prune", nil, req)
 }
 
+// encoded is a request's body already encoded as JSON, which send passes
+// on as it is.
+type encoded []byte
+
 // Start starts a session.
 func (c *Client) Start(ctx context.Context, req StartRequest) (*StartResponse, error) {
-	return do[*StartResponse](ctx, c, "POST", "/sessions", nil, req)
+	body, err := startBody(&req)
+	if err != nil {
+		return nil, err
+	}
+	return do[*StartResponse](ctx, c, "POST", "/sessions", nil, body)
 }
 
 // StartJSON is Start's answer as the daemon sent it, undecoded.
 func (c *Client) StartJSON(ctx context.Context, req StartRequest) ([]byte, error) {
-	return c.raw(ctx, "POST", "/sessions", nil, req)
+	body, err := startBody(&req)
+	if err != nil {
+		return nil, err
+	}
+	return c.raw(ctx, "POST", "/sessions", nil, body)
 }
 
 // StartBrief is what a start's answer says to whoever started it: the
