@@ -16,20 +16,26 @@ import (
 // what JSON escapes, a time beyond year 9999) it leaves to encoding/json;
 // an error is encoding/json's.
 func AppendRows(dst []byte, rows []SessionRow) ([]byte, error) {
-	if rows == nil {
-		return append(dst, "null"...), nil
+	return appendArray(dst, rows, appendRow)
+}
+
+// appendArray appends items as a JSON array, as json.Marshal does (nil is
+// null), each by appendItem.
+func appendArray[T any](b []byte, items []T, appendItem func([]byte, *T) ([]byte, error)) ([]byte, error) {
+	if items == nil {
+		return append(b, "null"...), nil
 	}
-	dst = append(dst, '[')
+	b = append(b, '[')
 	var err error
-	for i := range rows {
+	for i := range items {
 		if i > 0 {
-			dst = append(dst, ',')
+			b = append(b, ',')
 		}
-		if dst, err = appendRow(dst, &rows[i]); err != nil {
+		if b, err = appendItem(b, &items[i]); err != nil {
 			return nil, err
 		}
 	}
-	return append(dst, ']'), nil
+	return append(b, ']'), nil
 }
 
 func appendRow(b []byte, r *SessionRow) ([]byte, error) {

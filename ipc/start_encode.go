@@ -72,20 +72,7 @@ func encodeStartRequest(b []byte, r *StartRequest) ([]byte, error) {
 
 // encodeStartRequests is json.Marshal(rs), as encodeStartRequest.
 func encodeStartRequests(b []byte, rs []StartRequest) ([]byte, error) {
-	if rs == nil {
-		return append(b, "null"...), nil
-	}
-	b = append(b, '[')
-	var err error
-	for i := range rs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		if b, err = encodeStartRequest(b, &rs[i]); err != nil {
-			return nil, err
-		}
-	}
-	return append(b, ']'), nil
+	return appendArray(b, rs, encodeStartRequest)
 }
 
 // startBody is the body of a start of one session.
