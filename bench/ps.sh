@@ -109,7 +109,7 @@ if CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$BENCH_TMP/startfloor" 
 	if wait_until 10 test -S "$BENCH_TMP/sfloor/s.sock"; then
 		t0=$(now_ns)
 		for ((i = 1; i <= N; i++)); do
-			"$BENCH_TMP/startfloor" start -sock "$BENCH_TMP/sfloor/s.sock" "$BENCH_TMP/sfloor/p/$i" || break
+			"$BENCH_TMP/startfloor" start -sock "$BENCH_TMP/sfloor/s.sock" "$BENCH_TMP/sfloor/p/$i" >/dev/null || break
 		done
 		t1=$(now_ns)
 		[ "$i" -gt "$N" ] && R[floor.start]=$(ns_s "$t0" "$t1")

@@ -6,7 +6,7 @@
 //
 //	go build -o startfloor bench/startfloor.go
 //	startfloor serve -sock SOCK -dir DIR [-sleep /bin/sleep] &
-//	startfloor start -sock SOCK PROJECT    # one start, as a client
+//	startfloor start -sock SOCK PROJECT    # one start, as a client: prints the child's pid
 //	startfloor stop -sock SOCK             # the children killed, the server gone
 //
 // A start is a client process, built as sessionctl is, that connects to the
@@ -62,7 +62,11 @@ func main() {
 		if len(rest) != 1 {
 			usage()
 		}
-		_, err = ask(opt["-sock"], rest[0])
+		// The child's pid, as sessionctl start -q prints the session's id.
+		var pid string
+		if pid, err = ask(opt["-sock"], rest[0]); err == nil {
+			_, err = os.Stdout.WriteString(pid + "\n")
+		}
 	case "stop":
 		_, err = ask(opt["-sock"], "")
 	default:
