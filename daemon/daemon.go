@@ -159,7 +159,7 @@ func New(opt Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.sessions = sessions.New(sessions.Options{Config: cfg, Log: log, Registry: d.reg, Deps: deps,
-		Worktrees: d.worktrees, Notifications: d.notes, Events: d.bus})
+		Worktrees: d.worktrees, Notifications: d.notes, Events: d.bus, Relax: memory.Relax})
 	notes.Sessions = d.sessions
 	d.logs = logs.NewService(d.reg, d.watcher, cfg.LogKeep, log.Named("logs"))
 	d.projects = projects.New(d.reg, d.sessions, d.ckpt, cfg.Defaults, clock, log.Named("projects"))

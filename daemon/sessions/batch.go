@@ -77,6 +77,7 @@ func (d *Service) StopSessions(ctx context.Context, c ipc.Caller, req ipc.StopBa
 	default:
 		return nil, ipc.BadRequest("view %q: want %q or none", req.View, ipc.StopViewBrief)
 	}
+	defer d.relax(len(ids))()
 	out := make([]ipc.StopResult, len(ids))
 	var wg sync.WaitGroup
 	for i, id := range ids {

@@ -42,6 +42,10 @@ type Options struct {
 	Notifications Notifications
 	// Events is where the restart policy's events go.
 	Events restart.Publisher
+	// Relax is told of a run of n ends at once (a stop of many, a
+	// shutdown); what it returns is called once the run is over. Nil:
+	// nothing is done.
+	Relax func(n int) (restore func())
 }
 
 // Service is the sessions API and the terminals API.
@@ -57,6 +61,7 @@ type Service struct {
 	usage     *usageMeter
 	trim      historyTrimmer
 	queue     *queue
+	relax     func(n int) (restore func())
 
 	// starts are the start allowances of the users other than root.
 	starts  startLimiter
@@ -84,6 +89,9 @@ func New(opt Options) *Service {
 	opt.Deps.OnEnd = s.ended
 	opt.Deps.OnLimit = s.limited
 	s.queue = newQueue(s)
+	if s.relax = opt.Relax; s.relax == nil {
+		s.relax = func(int) func() { return func() {} }
+	}
 	return s
 }
 
@@ -129,6 +137,9 @@ func (s *Service) MaxGrace() time.Duration {
 // periods.
 func (s *Service) EndAll(ctx context.Context, leave bool, hurry <-chan struct{}) {
 	live := s.reg.Live("")
+	if !leave {
+		defer s.relax(len(live))()
+	}
 	for _, sess := range live {
 		go func() {
 			if leave || sess.State() == ipc.StateQueued {
