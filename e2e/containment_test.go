@@ -541,7 +541,12 @@ func TestAUsersSessionCannotLeaveItsCgroup(t *testing.T) {
 	if strings.TrimSpace(string(out)) != "refused" {
 		t.Fatalf("the user's process moved itself out of its cgroup: %s", out)
 	}
-	pids := procsRunning("sleep", "7312")
+	// The shell writes out.txt, then becomes the sleep.
+	var pids []int
+	waitFor(t, 10*time.Second, "the shell to become the sleep", func() (bool, string) {
+		pids = procsRunning("sleep", "7312")
+		return len(pids) > 0, fmt.Sprint(pids)
+	})
 	if len(pids) != 1 || !strings.HasSuffix(cgroupOf(t, pids[0]), "/"+id+"/cmd") {
 		t.Fatalf("the sleep %v is not in its session's cgroup", pids)
 	}
