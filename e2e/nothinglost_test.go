@@ -359,6 +359,71 @@ func TestARecordsLastWriteOutlivesALostExchange(t *testing.T) {
 	}
 }
 
+// TestAnAnsweredStartOutlivesTheMachine: a start is answered once the
+// session's first record is synced; the running record's own sync follows
+// the answer. A machine that goes down before that sync (made here by
+// hand after a SIGKILL: the session's processes killed, the running
+// record's exchange with its spare undone and its content lost, the boot
+// another) leaves the starting record, and the next daemon ends the
+// session host_rebooted with its handoff and progress entry, as it ends
+// one whose running record was on disk.
+func TestAnAnsweredStartOutlivesTheMachine(t *testing.T) {
+	t.Parallel()
+	stateDir, sock := filepath.Join(t.TempDir(), "state"), newSocketPath(t)
+	d := startDaemonAt(t, stateDir, sock)
+	dir := project(t)
+	id := d.start(dir, "--", "sleep", "300")
+	pid := d.inspect(id).PID
+	d.kill9()
+	_ = syscallKill(-pid)
+	waitFor(t, 10*time.Second, "the session's processes to be gone", func() (bool, string) {
+		return !alive(pid), "still there"
+	})
+	sdir := filepath.Join(stateDir, "sessions", id)
+	rec, spare := filepath.Join(sdir, "session.json"), filepath.Join(sdir, ".session.json.spare")
+	var first map[string]any
+	if err := json.Unmarshal([]byte(readFile(t, spare)), &first); err != nil || first["state"] != "starting" {
+		t.Fatalf("the spare holds %v (%v), want the starting record", first, err)
+	}
+	// The exchange undone, the running record's content lost.
+	if err := os.Rename(spare, rec+".x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(rec, spare); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(spare, 0); err != nil {
+		t.Fatal(err)
+	}
+	first["boot_id"] = "00000000-0000-4000-8000-000000000001"
+	b, err := json.Marshal(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(rec+".x", b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(rec+".x", rec); err != nil {
+		t.Fatal(err)
+	}
+
+	d2 := startDaemonAt(t, stateDir, sock)
+	end := d2.waitEnded(id, 20*time.Second)
+	if end.EndReason != "host_rebooted" {
+		t.Fatalf("the session ended %q, want host_rebooted", end.EndReason)
+	}
+	handoff := readFile(t, filepath.Join(dir, ".sessiond", "handoff.json"))
+	if !strings.Contains(handoff, `"session_id": "`+id+`"`) || !strings.Contains(handoff, `"end_reason": "host_rebooted"`) {
+		t.Errorf("the handoff:\n%s", handoff)
+	}
+	if progress := readFile(t, filepath.Join(dir, ".sessiond", "progress.md")); strings.Count(progress, id) != 1 {
+		t.Errorf("the progress log names the session %d times, want once:\n%s", strings.Count(progress, id), progress)
+	}
+	if alive(pid) {
+		t.Errorf("pid %d is alive", pid)
+	}
+}
+
 // TestEndArchivesIntoTheSpare: the handoff's archive in the session's
 // directory is written into the spare made ahead, not a new file: the one
 // a spare directory brings, or, for a directory made when none was ready

@@ -203,6 +203,8 @@ func ReadJSON(path string, v any) error {
 // record with no newer spare gives ErrEmpty and stays where it is.
 // Anything else that does not decode is moved aside as ReadJSON does.
 func ReadRecord(path string, v any) error {
+	// It may exchange the names: not while a deferred write's sync runs.
+	_ = pendingSyncs.wait(path)
 	dfd, err := openDir(filepath.Dir(path))
 	if err != nil {
 		return err

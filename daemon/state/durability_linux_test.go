@@ -20,7 +20,8 @@ func countSyncs(t *testing.T) *atomic.Int64 {
 }
 
 // TestWhatEachWriteSyncs: a durable write syncs its content and its name;
-// a session's first record nothing, a later starting record (a queued
+// a session's first record nothing before it returns (its content after),
+// a later starting record (a queued
 // session's) its content only; context.md nothing; the lock its content;
 // a directory EnsureDir makes, its parent, and one that is there,
 // nothing. Each one lands whole all the same.
@@ -45,7 +46,17 @@ func TestWhatEachWriteSyncs(t *testing.T) {
 	rec := filepath.Join(sdir, "session.json")
 	step("EnsureDir of a new directory", 1, func() error { return EnsureDir(sdir) })
 	step("EnsureDir of one that is there", 0, func() error { return EnsureDir(sdir) })
-	step("the first, starting record", 0, func() error { return WriteJSONReusingVisible(rec, map[string]string{"state": "starting"}) })
+	// A new session's directory has its record and its spare, empty
+	// (SpareDirs); its first record and the running one defer their syncs.
+	for _, name := range []string{"session.json", SpareName("session.json")} {
+		if err := os.WriteFile(filepath.Join(sdir, name), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step("the first, starting record", 0, func() error {
+		return WriteRecordDeferred(rec, map[string]string{"state": "starting"})
+	})
+	step("its deferred sync", 1, func() error { return WaitSynced(rec) })
 	step("a starting record after a queued one", 1, func() error { return WriteJSONReusingUnsynced(rec, map[string]string{"state": "starting"}) })
 	step("the running record", 2, func() error { return WriteJSONReusing(rec, map[string]string{"state": "running"}) })
 	step("a later record", 2, func() error { return WriteJSONReusing(rec, map[string]string{"state": "ended"}) })

@@ -201,6 +201,16 @@ const (
 	// file empty. For a file made again before anyone reads it after a
 	// restart: context.md, written at every start for that session.
 	visible
+	// deferred: paired, its sync after the write rather than in it. The
+	// file is exchanged with its spare at once, its content synced in the
+	// background (pendingSyncs); the next write of the file waits for
+	// that sync before it writes into the spare, which holds the last
+	// content synced until then. A crash of the machine before the sync
+	// leaves the new content or the one before, as paired does once it
+	// returns; the writer who needs the write on disk waits for it with
+	// the next write (or WaitSynced). Without a spare to exchange with it
+	// is paired.
+	deferred
 )
 
 // writeAt replaces name in the directory dirfd with data atomically: a
@@ -249,14 +259,7 @@ func writeAtWith(dirfd int, name, display string, data []byte, perm os.FileMode,
 // what it has, is that already (0: not known), syncs it if sync and
 // closes it.
 func finishFile(fd int, data []byte, perm, mode os.FileMode, cut, sync bool) error {
-	err := writeAll(fd, data)
-	if err == nil && cut {
-		err = unix.Ftruncate(fd, int64(len(data)))
-	}
-	if err == nil && (mode == 0 || mode != perm.Perm()) {
-		// A needless chmod still costs a change of the inode.
-		err = unix.Fchmod(fd, uint32(perm.Perm()))
-	}
+	err := fillFile(fd, data, perm, mode, cut)
 	if err == nil && sync {
 		if err = syncFile(fd); err != nil {
 			err = fmt.Errorf("fsync: %w", err)
@@ -264,6 +267,20 @@ func finishFile(fd int, data []byte, perm, mode os.FileMode, cut, sync bool) err
 	}
 	if cerr := unix.Close(fd); err == nil && cerr != nil {
 		err = cerr
+	}
+	return err
+}
+
+// fillFile writes data at the start of fd, cut to its length where cut
+// says the file was longer, with perm where its mode (0: unknown) differs.
+func fillFile(fd int, data []byte, perm, mode os.FileMode, cut bool) error {
+	err := writeAll(fd, data)
+	if err == nil && cut {
+		err = unix.Ftruncate(fd, int64(len(data)))
+	}
+	if err == nil && (mode == 0 || mode != perm.Perm()) {
+		// A needless chmod still costs a change of the inode.
+		err = unix.Fchmod(fd, uint32(perm.Perm()))
 	}
 	return err
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -52,6 +53,20 @@ func WriteRecordCompact(path string, v any) (json.RawMessage, error) {
 	return compact, nil
 }
 
+// WriteRecordDeferred is WriteRecord whose sync follows the write rather
+// than being part of it: the record takes its name at once, its content is
+// synced in the background, and the record's next write (or WaitSynced)
+// waits for that sync. Until the sync is over, a crash of the machine
+// leaves this record or the one before it, whole, as WriteRecord's does
+// once it returns. It lets a start sync its session's first record while
+// it goes on to start the command, and write the record of the running
+// command without waiting for the disk again: the start's answer waits
+// for the first record's sync (through the second's write), and the
+// second's sync is over long before the record changes again.
+func WriteRecordDeferred(path string, v any) error {
+	return writeJSONReusing(path, v, deferred)
+}
+
 // WriteJSONReusingUnsynced is WriteJSONReusing whose name is not synced:
 // the content is, before it takes the name, so that a crash of the machine
 // leaves the old file or the new one, the old perhaps until the next
@@ -63,17 +78,6 @@ func WriteRecordCompact(path string, v any) (json.RawMessage, error) {
 // the newer of the record and its spare.
 func WriteJSONReusingUnsynced(path string, v any) error {
 	return writeJSONReusing(path, v, contentOnly)
-}
-
-// WriteJSONReusingVisible is WriteJSONReusing with nothing synced: a new
-// daemon sees the write (a crash of the daemon loses nothing), a crash of
-// the machine may leave the file empty or gone. It is for the first write
-// of a file whose absence after a crash of the machine is no loss: the
-// first record of a session that is starting, whose process would die
-// with the machine and whose start nobody was told of. A record that is
-// not readable is skipped by recovery as one that is not there.
-func WriteJSONReusingVisible(path string, v any) error {
-	return writeJSONReusing(path, v, visible)
 }
 
 func writeJSONReusing(path string, v any, d durability) error {
@@ -105,21 +109,39 @@ func SpareName(name string) string { return "." + name + spareMark }
 // writeReusing writes data into name's spare and exchanges the two names;
 // without a spare (the first rewrite) a new temporary file is exchanged
 // with name, and what it then holds, the old content, becomes the spare.
+//
+// A write of a file whose last write's sync is still under way (deferred)
+// waits for that sync first: the spare it writes into may hold the only
+// content of the file that is on disk.
 func writeReusing(dirfd int, name, display string, data []byte, perm os.FileMode, d durability) error {
+	before := pendingSyncs.wait(display)
+	if err := writeReusingNow(dirfd, name, display, data, perm, d); err != nil {
+		return err
+	}
+	if before != nil {
+		return fmt.Errorf("write %s: the write before it was not synced: %w", display, before)
+	}
+	return nil
+}
+
+func writeReusingNow(dirfd int, name, display string, data []byte, perm os.FileMode, d durability) error {
 	if !canExchange {
-		return writeAtWith(dirfd, name, display, data, perm, d)
+		return writeAtWith(dirfd, name, display, data, perm, synchronous(d))
 	}
 	spare := "." + name + spareMark
 	fd, err := openat(dirfd, spare, unix.O_WRONLY|unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return writeKeepingSpare(dirfd, name, spare, display, data, perm, d)
+		return writeKeepingSpare(dirfd, name, spare, display, data, perm, synchronous(d))
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
 		// Not a spare of ours (a directory, a link): out of the way.
 		unix.Close(fd)
 		_ = unix.Unlinkat(dirfd, spare, 0)
-		return writeKeepingSpare(dirfd, name, spare, display, data, perm, d)
+		return writeKeepingSpare(dirfd, name, spare, display, data, perm, synchronous(d))
+	}
+	if d == deferred {
+		return writeDeferred(dirfd, fd, &st, name, spare, display, data, perm)
 	}
 	// Over the old content, then cut to length where it was longer: a
 	// record that grows or keeps its size frees no blocks either.
@@ -141,6 +163,111 @@ func writeReusing(dirfd int, name, display string, data []byte, perm os.FileMode
 	}
 	return nil
 }
+
+// writeDeferred is writeReusing's deferred write into the spare fd (st its
+// state): the content goes in, the names are exchanged, and the content's
+// sync runs on in the background, the next write of display waiting for
+// it. Where the exchange finds no file under name (the spare renamed
+// over nothing), the new name is synced at once, as paired does.
+func writeDeferred(dirfd, fd int, st *unix.Stat_t, name, spare, display string, data []byte, perm os.FileMode) error {
+	err := fillFile(fd, data, perm, os.FileMode(st.Mode&0o7777), st.Size > int64(len(data)))
+	var swapped bool
+	if err == nil {
+		swapped, err = exchanged(dirfd, spare, name)
+	}
+	if err != nil {
+		unix.Close(fd)
+		_ = unix.Unlinkat(dirfd, spare, 0)
+		return fmt.Errorf("write %s: %w", display, err)
+	}
+	if !swapped {
+		err := syncFile(fd)
+		unix.Close(fd)
+		if err == nil {
+			err = syncDirFD(dirfd)
+		}
+		if err != nil {
+			return fmt.Errorf("write %s: %w", display, err)
+		}
+		return nil
+	}
+	p := pendingSyncs.add(display)
+	go func() {
+		err := syncFile(fd)
+		unix.Close(fd)
+		pendingSyncs.done(display, p, err)
+	}()
+	return nil
+}
+
+// synchronous is d, or paired for deferred: for the writes that cannot
+// defer their sync (no spare to exchange with).
+func synchronous(d durability) durability {
+	if d == deferred {
+		return paired
+	}
+	return d
+}
+
+// pendingSyncs are the deferred writes whose sync is under way, by the
+// path they wrote.
+var pendingSyncs = syncsUnderWay{by: map[string]*pendingSync{}}
+
+type syncsUnderWay struct {
+	mu sync.Mutex
+	by map[string]*pendingSync
+}
+
+type pendingSync struct {
+	done chan struct{}
+	err  error
+}
+
+func (u *syncsUnderWay) add(path string) *pendingSync {
+	p := &pendingSync{done: make(chan struct{})}
+	u.mu.Lock()
+	u.by[path] = p
+	u.mu.Unlock()
+	return p
+}
+
+// done ends p, the sync of path's last write, with err. A sync that
+// failed stays until a wait has told of it.
+func (u *syncsUnderWay) done(path string, p *pendingSync, err error) {
+	p.err = err
+	u.mu.Lock()
+	if u.by[path] == p && err == nil {
+		delete(u.by, path)
+	}
+	u.mu.Unlock()
+	close(p.done)
+}
+
+// wait waits for the sync under way of path's last write, if any, and
+// returns its error, once.
+func (u *syncsUnderWay) wait(path string) error {
+	u.mu.Lock()
+	p := u.by[path]
+	u.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	<-p.done
+	if p.err != nil {
+		u.mu.Lock()
+		if u.by[path] != p {
+			u.mu.Unlock()
+			return nil // told by another wait
+		}
+		delete(u.by, path)
+		u.mu.Unlock()
+	}
+	return p.err
+}
+
+// WaitSynced waits until the last write of path is on disk, where its
+// sync was deferred (WriteRecordDeferred), and returns that sync's error.
+func WaitSynced(path string) error { return pendingSyncs.wait(path) }
 
 // writeKeepingSpare is the first rewrite: a new temporary file, exchanged
 // with name, then kept as the spare.

@@ -107,10 +107,12 @@ func TestSpareDirsMakeFromASpare(t *testing.T) {
 	if err := ReadRecord(filepath.Join(dir, "session.json"), &rec); !errors.Is(err, ErrEmpty) {
 		t.Errorf("the record before its first write reads %v, want ErrEmpty", err)
 	}
-	if err := WriteJSONReusingVisible(filepath.Join(dir, "session.json"), map[string]string{"state": "starting"}); err != nil {
-		t.Fatal(err)
+	for _, st := range []string{"starting", "running"} {
+		if err := WriteRecordDeferred(filepath.Join(dir, "session.json"), map[string]string{"state": st}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := WriteJSONReusing(filepath.Join(dir, "session.json"), map[string]string{"state": "running"}); err != nil {
+	if err := WaitSynced(filepath.Join(dir, "session.json")); err != nil {
 		t.Fatal(err)
 	}
 	if err := ReadJSON(filepath.Join(dir, "session.json"), &rec); err != nil || rec["state"] != "running" {

@@ -1,0 +1,198 @@
+package state
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// holdSyncs makes every sync wait until release is closed, counting them;
+// the returned func closes it (once).
+func holdSyncs(t *testing.T) (synced func() int64, release func()) {
+	t.Helper()
+	n := countSyncs(t)
+	gate := make(chan struct{})
+	fsyncFD = func(fd int) error { <-gate; n.Add(1); return unix.Fsync(fd) }
+	syncFS = func(fd int) error { <-gate; n.Add(1); return unix.Syncfs(fd) }
+	closed := false
+	release = func() {
+		if !closed {
+			closed = true
+			close(gate)
+		}
+	}
+	t.Cleanup(release)
+	return n.Load, release
+}
+
+// seqIn reads the recordSeq in the file p.
+func seqIn(t *testing.T, p string) uint64 {
+	t.Helper()
+	var r recordSeq
+	data, err := os.ReadFile(p)
+	if err == nil {
+		err = json.Unmarshal(data, &r)
+	}
+	if err != nil {
+		t.Fatalf("%s: %v (%q)", p, err, data)
+	}
+	return r.Seq
+}
+
+// TestDeferredWriteSyncsAfterAndTheNextWaits: a deferred write of a record
+// returns before its sync, under its name at once, the content before it
+// in the spare; the next write of the record, which goes over that spare,
+// waits until the deferred sync is over, so that the spare is never
+// written while it holds the only content on disk; WaitSynced waits for it
+// too.
+func TestDeferredWriteSyncsAfterAndTheNextWaits(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "session.json")
+	spare := filepath.Join(dir, SpareName("session.json"))
+	for seq := uint64(1); seq <= 2; seq++ { // the file and its spare
+		if err := WriteRecord(path, recordSeq{ID: "s1", Seq: seq}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	synced, release := holdSyncs(t)
+
+	done := make(chan error, 1)
+	go func() { done <- WriteRecordDeferred(path, recordSeq{ID: "s1", Seq: 3}) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the deferred write waited for its sync")
+	}
+	if got, prev := seqIn(t, path), seqIn(t, spare); got != 3 || prev != 2 {
+		t.Fatalf("after the deferred write the record holds seq %d, its spare %d; want 3 and 2", got, prev)
+	}
+	if n := synced(); n != 0 {
+		t.Fatalf("%d syncs over while they are held", n)
+	}
+
+	next := make(chan error, 1)
+	go func() { next <- WriteRecord(path, recordSeq{ID: "s1", Seq: 4}) }()
+	waited := make(chan error, 1)
+	go func() { waited <- WaitSynced(path) }()
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case err := <-next:
+		t.Fatalf("the next write returned (%v) before the deferred sync was over", err)
+	case err := <-waited:
+		t.Fatalf("WaitSynced returned (%v) before the deferred sync was over", err)
+	default:
+	}
+	if prev := seqIn(t, spare); prev != 2 {
+		t.Fatalf("the spare holds seq %d while the deferred sync runs, want 2 untouched", prev)
+	}
+
+	release()
+	for what, ch := range map[string]chan error{"WaitSynced": waited, "the next write": next} {
+		select {
+		case err := <-ch:
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s never returned", what)
+		}
+	}
+	if got, prev := seqIn(t, path), seqIn(t, spare); got != 4 || prev != 3 {
+		t.Errorf("after the next write the record holds seq %d, its spare %d; want 4 and 3", got, prev)
+	}
+	if n := synced(); n != 2 {
+		t.Errorf("%d syncs, want 2 (the deferred write's, the next write's)", n)
+	}
+	var r recordSeq
+	if err := ReadRecord(path, &r); err != nil || r.Seq != 4 {
+		t.Errorf("ReadRecord = seq %d, %v; want 4", r.Seq, err)
+	}
+}
+
+// TestDeferredWriteFailedSyncIsTheNextWritesError: a deferred sync that
+// fails is told to whoever waits for it, and the next write, which still
+// lands, says so.
+func TestDeferredWriteFailedSyncIsTheNextWritesError(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "session.json")
+	for seq := uint64(1); seq <= 2; seq++ {
+		if err := WriteRecord(path, recordSeq{ID: "s1", Seq: seq}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The next sync fails, once.
+	var fail atomic.Bool
+	fsyncFD = func(fd int) error {
+		if fail.CompareAndSwap(true, false) {
+			return unix.EIO
+		}
+		return unix.Fsync(fd)
+	}
+	t.Cleanup(func() { fsyncFD = unix.Fsync })
+	fail.Store(true)
+	if err := WriteRecordDeferred(path, recordSeq{ID: "s1", Seq: 3}); err != nil {
+		t.Fatalf("the deferred write: %v (its sync's error is for later)", err)
+	}
+	if err := WaitSynced(path); !errors.Is(err, unix.EIO) {
+		t.Fatalf("WaitSynced = %v, want EIO", err)
+	}
+	if err := WaitSynced(path); err != nil {
+		t.Fatalf("WaitSynced a second time = %v, want nil: the failure is told once", err)
+	}
+
+	fail.Store(true)
+	if err := WriteRecordDeferred(path, recordSeq{ID: "s1", Seq: 4}); err != nil {
+		t.Fatal(err)
+	}
+	err := WriteRecord(path, recordSeq{ID: "s1", Seq: 5})
+	if !errors.Is(err, unix.EIO) || !strings.Contains(err.Error(), "the write before it was not synced") {
+		t.Fatalf("the write after a failed deferred sync = %v, want it to say so", err)
+	}
+	if got := seqIn(t, path); got != 5 {
+		t.Errorf("the record holds seq %d, want 5: the write lands all the same", got)
+	}
+}
+
+// TestDeferredWriteWithoutASpareSyncsAtOnce: where there is no file to
+// exchange with (the record's first write), a deferred write syncs its
+// content and its name before it returns, as WriteRecord does.
+func TestDeferredWriteWithoutASpareSyncsAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "session.json")
+	n := countSyncs(t)
+	if err := WriteRecordDeferred(path, recordSeq{ID: "s1", Seq: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Load(); got != 2 {
+		t.Errorf("the first write made %d syncs before it returned, want 2 (its content, its name)", got)
+	}
+	if got := seqIn(t, path); got != 1 {
+		t.Errorf("the record holds seq %d, want 1", got)
+	}
+	// A spare with nothing under the record's name: renamed over nothing.
+	spare := filepath.Join(dir, SpareName("other.json"))
+	if err := os.WriteFile(spare, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n.Store(0)
+	other := filepath.Join(dir, "other.json")
+	if err := WriteRecordDeferred(other, recordSeq{ID: "s2", Seq: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Load(); got != 2 {
+		t.Errorf("a write of a spare onto no file made %d syncs before it returned, want 2", got)
+	}
+	if got := seqIn(t, other); got != 1 {
+		t.Errorf("the other record holds seq %d, want 1", got)
+	}
+}
