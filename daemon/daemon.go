@@ -305,6 +305,13 @@ func (d *Daemon) shutdown(srv *server.Server, hurry <-chan struct{}) {
 	}{
 		{"cancel restarts", d.sessions.Close},
 		{"end sessions", func(ctx context.Context) { d.sessions.EndAll(ctx, leave, hurry) }},
+		{"sync the records whose sync waits", func(context.Context) {
+			// The running records of the last starts, for the sessions
+			// left running: the next daemon writes over their spares.
+			if err := state.SyncDeferred(); err != nil {
+				d.log.Error("sync the last records", zap.Error(err))
+			}
+		}},
 		{"send the last notifications", d.notes.Close},
 		{"close event streams", func(context.Context) { d.bus.Close() }},
 		{"stop the API server", func(ctx context.Context) {

@@ -116,24 +116,27 @@ func (w *RecordWriter) MakeDir(dir string) (synced func() error, err error) {
 // WriteRecord writes a session's record durably, with one sync
 // (state.WriteRecord: the content, the record and its spare standing for
 // each other after a crash of the machine), except while a new session
-// starts. Its first record (Seq 1, starting) and the record of its running
-// command (Seq 2) have their syncs deferred (state.WriteRecordDeferred):
-// the first's runs while the start goes on (the project's files, the
-// command's spawn), and the second's write waits for it, so that the
-// start's answer, which follows that write, finds the session on disk.
-// After a crash of the machine there is the starting record at least,
-// whose boot is over: the session ends as the host's going down ended
-// its command, with its handoff; the pid the running record adds is of
-// use only to a daemon that crashed alone, which finds the record written.
-// The second's sync runs after the answer, and the record's next write
-// waits for it. A queued session's starting record (a later one) has its
-// content synced, so that the record it replaces, which may have been
-// answered, is there or it is.
+// starts. Its first record (Seq 1, starting) has its sync deferred
+// (state.WriteRecordDeferred): it runs while the start goes on (the
+// project's files, the command's spawn), and the next write, the record
+// of the running command (Seq 2), waits for it, so that the start's
+// answer, which follows that write, finds the session on disk. After a
+// crash of the machine there is the starting record at least, whose boot
+// is over: the session ends as the host's going down ended its command,
+// with its handoff; the pid the running record adds is of use only to a
+// daemon that crashed alone, which finds the record written. The running
+// record's sync is shared with those of the other starts about then
+// (state.WriteRecordLazily), and the record's next write waits for it. A
+// queued session's starting record (a later one) has its content synced,
+// so that the record it replaces, which may have been answered, is there
+// or it is.
 func (w *RecordWriter) WriteRecord(rec *ipc.Session) error {
 	path := filepath.Join(w.StateDir, "sessions", rec.ID, "session.json")
 	switch {
-	case rec.State == ipc.StateStarting && rec.Seq == 1, rec.State == ipc.StateRunning && rec.Seq == 2:
+	case rec.State == ipc.StateStarting && rec.Seq == 1:
 		return state.WriteRecordDeferred(path, rec)
+	case rec.State == ipc.StateRunning && rec.Seq == 2:
+		return state.WriteRecordLazily(path, rec)
 	case rec.State == ipc.StateStarting:
 		return state.WriteJSONReusingUnsynced(path, rec)
 	}

@@ -37,6 +37,15 @@ func (d *Service) Recover() {
 		}
 		return
 	}
+	// A daemon that died may have left the running records of its last
+	// starts written and not synced (state.WriteRecordLazily): one sync of
+	// the state dir's file system puts them on disk before any record is
+	// written over its spare, which holds the one before.
+	if len(entries) > 0 {
+		if err := state.SyncFS(root); err != nil {
+			d.log.Warn("sync the state dir before recovery", zap.Error(err))
+		}
+	}
 	var sum recoverySummary
 	var live, queued []*session.Session
 	owners := ownerCache{}

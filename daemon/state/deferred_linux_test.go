@@ -3,6 +3,7 @@ package state
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -194,5 +195,169 @@ func TestDeferredWriteWithoutASpareSyncsAtOnce(t *testing.T) {
 	}
 	if got := seqIn(t, other); got != 1 {
 		t.Errorf("the other record holds seq %d, want 1", got)
+	}
+}
+
+// TestLazyWritesShareOneSync: lazy writes of records made within
+// lazyDelay of each other are synced together, with one sync of their
+// file system, after they return; whoever waits for one of them (its next
+// write, WaitSynced, SyncDeferred) makes that sync at once, for all.
+func TestLazyWritesShareOneSync(t *testing.T) {
+	dir := t.TempDir()
+	paths := make([]string, 5)
+	for i := range paths {
+		d := filepath.Join(dir, fmt.Sprint(i))
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		paths[i] = filepath.Join(d, "session.json")
+		for seq := uint64(1); seq <= 2; seq++ {
+			if err := WriteRecord(paths[i], recordSeq{ID: "s", Seq: seq}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	n := countSyncs(t)
+	// No timer comes to the rescue: whoever waits makes the sync.
+	lazyDelay = time.Hour
+	t.Cleanup(func() { lazyDelay = 100 * time.Millisecond })
+	within := func(what string, fn func() error) {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() { done <- fn() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s waited for the lazy writes' timer", what)
+		}
+	}
+
+	// Shared.
+	for _, p := range paths {
+		if err := WriteRecordLazily(p, recordSeq{ID: "s", Seq: 3}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := n.Load(); got != 0 {
+		t.Fatalf("%d syncs as the lazy writes returned, want 0", got)
+	}
+	for _, p := range paths {
+		within("WaitSynced", func() error { return WaitSynced(p) })
+		if got := seqIn(t, p); got != 3 {
+			t.Errorf("%s holds seq %d, want 3", p, got)
+		}
+	}
+	if got := n.Load(); got != 1 {
+		t.Errorf("%d syncs for %d lazy writes, want 1", got, len(paths))
+	}
+
+	// A second write of one of them: the shared sync at once, then its own.
+	n.Store(0)
+	for _, p := range paths {
+		if err := WriteRecordLazily(p, recordSeq{ID: "s", Seq: 4}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	within("the write after a lazy one", func() error { return WriteRecord(paths[0], recordSeq{ID: "s", Seq: 5}) })
+	if got := n.Load(); got != 2 {
+		t.Errorf("%d syncs, want 2 (the lazy writes' one, the write's own)", got)
+	}
+	for _, p := range paths[1:] {
+		within("WaitSynced", func() error { return WaitSynced(p) })
+	}
+	if got := n.Load(); got != 2 {
+		t.Errorf("%d syncs after the others were waited for, want still 2: the one served them all", got)
+	}
+
+	// SyncDeferred, at once; and nothing left after it.
+	n.Store(0)
+	if err := WriteRecordLazily(paths[1], recordSeq{ID: "s", Seq: 6}); err != nil {
+		t.Fatal(err)
+	}
+	if err := SyncDeferred(); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Load(); got != 1 {
+		t.Errorf("SyncDeferred made %d syncs, want 1", got)
+	}
+	if err := SyncDeferred(); err != nil || n.Load() != 1 {
+		t.Errorf("SyncDeferred with nothing waiting: %v, %d syncs", err, n.Load())
+	}
+}
+
+// TestLazySyncWithoutAWaiterRunsAfterTheDelay: nobody waits, and the
+// lazy writes are on disk lazyDelay later all the same.
+func TestLazySyncWithoutAWaiterRunsAfterTheDelay(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "session.json")
+	for seq := uint64(1); seq <= 2; seq++ {
+		if err := WriteRecord(path, recordSeq{ID: "s", Seq: seq}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := countSyncs(t)
+	if err := WriteRecordLazily(path, recordSeq{ID: "s", Seq: 3}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for n.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := n.Load(); got != 1 {
+		t.Fatalf("%d syncs after the delay, want 1", got)
+	}
+	pendingSyncs.mu.Lock()
+	left := len(pendingSyncs.by)
+	pendingSyncs.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d writes still wait for their sync after it", left)
+	}
+}
+
+// TestLazySyncFailureIsToldToEach: a shared sync that fails is the error
+// of the next write of each record it was to serve, once.
+func TestLazySyncFailureIsToldToEach(t *testing.T) {
+	dir := t.TempDir()
+	var paths []string
+	for i := range 2 {
+		d := filepath.Join(dir, fmt.Sprint(i))
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(d, "session.json")
+		for seq := uint64(1); seq <= 2; seq++ {
+			if err := WriteRecord(p, recordSeq{ID: "s", Seq: seq}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		paths = append(paths, p)
+	}
+	var fail atomic.Bool
+	syncFS = func(fd int) error {
+		if fail.CompareAndSwap(true, false) {
+			return unix.EIO
+		}
+		return unix.Syncfs(fd)
+	}
+	t.Cleanup(func() { syncFS = unix.Syncfs })
+	fail.Store(true)
+	for _, p := range paths {
+		if err := WriteRecordLazily(p, recordSeq{ID: "s", Seq: 3}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := SyncDeferred(); !errors.Is(err, unix.EIO) {
+		t.Fatalf("SyncDeferred = %v, want EIO", err)
+	}
+	for _, p := range paths {
+		if err := WriteRecord(p, recordSeq{ID: "s", Seq: 4}); !errors.Is(err, unix.EIO) {
+			t.Errorf("%s: the next write = %v, want the failed sync's EIO", p, err)
+		}
+		if err := WriteRecord(p, recordSeq{ID: "s", Seq: 5}); err != nil {
+			t.Errorf("%s: the write after = %v, want nil: told once", p, err)
+		}
 	}
 }

@@ -20,11 +20,10 @@ func countSyncs(t *testing.T) *atomic.Int64 {
 }
 
 // TestWhatEachWriteSyncs: a durable write syncs its content and its name;
-// a session's first record nothing before it returns (its content after),
-// a later starting record (a queued
-// session's) its content only; context.md nothing; the lock its content;
-// a directory EnsureDir makes, its parent, and one that is there,
-// nothing. Each one lands whole all the same.
+// a session's first record its content, after it returns; a later
+// starting record (a queued session's) its content only; context.md
+// nothing; the lock its content; a directory EnsureDir makes, its parent,
+// and one that is there, nothing. Each one lands whole all the same.
 func TestWhatEachWriteSyncs(t *testing.T) {
 	dir := t.TempDir()
 	n := countSyncs(t)
@@ -53,10 +52,12 @@ func TestWhatEachWriteSyncs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	step("the first, starting record", 0, func() error {
-		return WriteRecordDeferred(rec, map[string]string{"state": "starting"})
+	step("the first, starting record, its sync deferred, then waited for", 1, func() error {
+		if err := WriteRecordDeferred(rec, map[string]string{"state": "starting"}); err != nil {
+			return err
+		}
+		return WaitSynced(rec)
 	})
-	step("its deferred sync", 1, func() error { return WaitSynced(rec) })
 	step("a starting record after a queued one", 1, func() error { return WriteJSONReusingUnsynced(rec, map[string]string{"state": "starting"}) })
 	step("the running record", 2, func() error { return WriteJSONReusing(rec, map[string]string{"state": "running"}) })
 	step("a later record", 2, func() error { return WriteJSONReusing(rec, map[string]string{"state": "ended"}) })

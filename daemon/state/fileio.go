@@ -211,6 +211,10 @@ const (
 	// the next write (or WaitSynced). Without a spare to exchange with it
 	// is paired.
 	deferred
+	// lazy: deferred, its sync shared with the other lazy writes of
+	// lazyDelay (one sync of their file system) unless the file is
+	// written again (or waited for) first.
+	lazy
 )
 
 // writeAt replaces name in the directory dirfd with data atomically: a

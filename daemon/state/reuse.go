@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -65,6 +64,17 @@ func WriteRecordCompact(path string, v any) (json.RawMessage, error) {
 // second's sync is over long before the record changes again.
 func WriteRecordDeferred(path string, v any) error {
 	return writeJSONReusing(path, v, deferred)
+}
+
+// WriteRecordLazily is WriteRecordDeferred whose sync waits to be shared:
+// the records written so within lazyDelay of each other are synced
+// together, with one sync of their file system, or each when it is
+// written again (or WaitSynced) before that. It is for the record of a
+// session's running command: its start is answered already (the record
+// before it is on disk), and a batch of a thousand starts then makes a
+// few syncs for their running records, not a thousand.
+func WriteRecordLazily(path string, v any) error {
+	return writeJSONReusing(path, v, lazy)
 }
 
 // WriteJSONReusingUnsynced is WriteJSONReusing whose name is not synced:
@@ -140,8 +150,8 @@ func writeReusingNow(dirfd int, name, display string, data []byte, perm os.FileM
 		_ = unix.Unlinkat(dirfd, spare, 0)
 		return writeKeepingSpare(dirfd, name, spare, display, data, perm, synchronous(d))
 	}
-	if d == deferred {
-		return writeDeferred(dirfd, fd, &st, name, spare, display, data, perm)
+	if d == deferred || d == lazy {
+		return writeDeferred(dirfd, fd, &st, name, spare, display, data, perm, d)
 	}
 	// Over the old content, then cut to length where it was longer: a
 	// record that grows or keeps its size frees no blocks either.
@@ -163,111 +173,6 @@ func writeReusingNow(dirfd int, name, display string, data []byte, perm os.FileM
 	}
 	return nil
 }
-
-// writeDeferred is writeReusing's deferred write into the spare fd (st its
-// state): the content goes in, the names are exchanged, and the content's
-// sync runs on in the background, the next write of display waiting for
-// it. Where the exchange finds no file under name (the spare renamed
-// over nothing), the new name is synced at once, as paired does.
-func writeDeferred(dirfd, fd int, st *unix.Stat_t, name, spare, display string, data []byte, perm os.FileMode) error {
-	err := fillFile(fd, data, perm, os.FileMode(st.Mode&0o7777), st.Size > int64(len(data)))
-	var swapped bool
-	if err == nil {
-		swapped, err = exchanged(dirfd, spare, name)
-	}
-	if err != nil {
-		unix.Close(fd)
-		_ = unix.Unlinkat(dirfd, spare, 0)
-		return fmt.Errorf("write %s: %w", display, err)
-	}
-	if !swapped {
-		err := syncFile(fd)
-		unix.Close(fd)
-		if err == nil {
-			err = syncDirFD(dirfd)
-		}
-		if err != nil {
-			return fmt.Errorf("write %s: %w", display, err)
-		}
-		return nil
-	}
-	p := pendingSyncs.add(display)
-	go func() {
-		err := syncFile(fd)
-		unix.Close(fd)
-		pendingSyncs.done(display, p, err)
-	}()
-	return nil
-}
-
-// synchronous is d, or paired for deferred: for the writes that cannot
-// defer their sync (no spare to exchange with).
-func synchronous(d durability) durability {
-	if d == deferred {
-		return paired
-	}
-	return d
-}
-
-// pendingSyncs are the deferred writes whose sync is under way, by the
-// path they wrote.
-var pendingSyncs = syncsUnderWay{by: map[string]*pendingSync{}}
-
-type syncsUnderWay struct {
-	mu sync.Mutex
-	by map[string]*pendingSync
-}
-
-type pendingSync struct {
-	done chan struct{}
-	err  error
-}
-
-func (u *syncsUnderWay) add(path string) *pendingSync {
-	p := &pendingSync{done: make(chan struct{})}
-	u.mu.Lock()
-	u.by[path] = p
-	u.mu.Unlock()
-	return p
-}
-
-// done ends p, the sync of path's last write, with err. A sync that
-// failed stays until a wait has told of it.
-func (u *syncsUnderWay) done(path string, p *pendingSync, err error) {
-	p.err = err
-	u.mu.Lock()
-	if u.by[path] == p && err == nil {
-		delete(u.by, path)
-	}
-	u.mu.Unlock()
-	close(p.done)
-}
-
-// wait waits for the sync under way of path's last write, if any, and
-// returns its error, once.
-func (u *syncsUnderWay) wait(path string) error {
-	u.mu.Lock()
-	p := u.by[path]
-	u.mu.Unlock()
-	if p == nil {
-		return nil
-	}
-	<-p.done
-	if p.err != nil {
-		u.mu.Lock()
-		if u.by[path] != p {
-			u.mu.Unlock()
-			return nil // told by another wait
-		}
-		delete(u.by, path)
-		u.mu.Unlock()
-	}
-	return p.err
-}
-
-// WaitSynced waits until the last write of path is on disk, where its
-// sync was deferred (WriteRecordDeferred), and returns that sync's error.
-func WaitSynced(path string) error { return pendingSyncs.wait(path) }
 
 // writeKeepingSpare is the first rewrite: a new temporary file, exchanged
 // with name, then kept as the spare.
