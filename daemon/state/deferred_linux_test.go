@@ -1,7 +1,6 @@
 package state
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -33,18 +32,35 @@ func holdSyncs(t *testing.T) (synced func() int64, release func()) {
 	return n.Load, release
 }
 
-// seqIn reads the recordSeq in the file p.
+// seqIn reads the seq of the record in the file p.
 func seqIn(t *testing.T, p string) uint64 {
 	t.Helper()
-	var r recordSeq
-	data, err := os.ReadFile(p)
-	if err == nil {
-		err = json.Unmarshal(data, &r)
+	return recordIn(t, p).Seq
+}
+
+// withSpare writes the record at path twice: the file and its spare.
+func withSpare(t *testing.T, path string) {
+	t.Helper()
+	for seq := uint64(1); seq <= 2; seq++ {
+		if err := WriteRecord(path, recordSeq{ID: "s", Seq: seq}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err != nil {
-		t.Fatalf("%s: %v (%q)", p, err, data)
+}
+
+// failOnce replaces *hook (fsyncFD or syncFS) with one that fails with
+// EIO once armed, then calls real; it returns the arming.
+func failOnce(t *testing.T, hook *func(int) error, real func(int) error) (arm func()) {
+	t.Helper()
+	var fail atomic.Bool
+	*hook = func(fd int) error {
+		if fail.CompareAndSwap(true, false) {
+			return unix.EIO
+		}
+		return real(fd)
 	}
-	return r.Seq
+	t.Cleanup(func() { *hook = real })
+	return func() { fail.Store(true) }
 }
 
 // TestDeferredWriteSyncsAfterAndTheNextWaits: a deferred write of a record
@@ -57,15 +73,11 @@ func TestDeferredWriteSyncsAfterAndTheNextWaits(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "session.json")
 	spare := filepath.Join(dir, SpareName("session.json"))
-	for seq := uint64(1); seq <= 2; seq++ { // the file and its spare
-		if err := WriteRecord(path, recordSeq{ID: "s1", Seq: seq}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	withSpare(t, path) // the file and its spare
 	synced, release := holdSyncs(t)
 
 	done := make(chan error, 1)
-	go func() { done <- WriteRecordDeferred(path, recordSeq{ID: "s1", Seq: 3}) }()
+	go func() { done <- WriteRecordDeferred(path, recordSeq{ID: "s", Seq: 3}) }()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -82,7 +94,7 @@ func TestDeferredWriteSyncsAfterAndTheNextWaits(t *testing.T) {
 	}
 
 	next := make(chan error, 1)
-	go func() { next <- WriteRecord(path, recordSeq{ID: "s1", Seq: 4}) }()
+	go func() { next <- WriteRecord(path, recordSeq{ID: "s", Seq: 4}) }()
 	waited := make(chan error, 1)
 	go func() { waited <- WaitSynced(path) }()
 	time.Sleep(100 * time.Millisecond)
@@ -126,22 +138,11 @@ func TestDeferredWriteSyncsAfterAndTheNextWaits(t *testing.T) {
 func TestDeferredWriteFailedSyncIsTheNextWritesError(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "session.json")
-	for seq := uint64(1); seq <= 2; seq++ {
-		if err := WriteRecord(path, recordSeq{ID: "s1", Seq: seq}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	withSpare(t, path)
 	// The next sync fails, once.
-	var fail atomic.Bool
-	fsyncFD = func(fd int) error {
-		if fail.CompareAndSwap(true, false) {
-			return unix.EIO
-		}
-		return unix.Fsync(fd)
-	}
-	t.Cleanup(func() { fsyncFD = unix.Fsync })
-	fail.Store(true)
-	if err := WriteRecordDeferred(path, recordSeq{ID: "s1", Seq: 3}); err != nil {
+	failNext := failOnce(t, &fsyncFD, unix.Fsync)
+	failNext()
+	if err := WriteRecordDeferred(path, recordSeq{ID: "s", Seq: 3}); err != nil {
 		t.Fatalf("the deferred write: %v (its sync's error is for later)", err)
 	}
 	if err := WaitSynced(path); !errors.Is(err, unix.EIO) {
@@ -151,11 +152,11 @@ func TestDeferredWriteFailedSyncIsTheNextWritesError(t *testing.T) {
 		t.Fatalf("WaitSynced a second time = %v, want nil: the failure is told once", err)
 	}
 
-	fail.Store(true)
-	if err := WriteRecordDeferred(path, recordSeq{ID: "s1", Seq: 4}); err != nil {
+	failNext()
+	if err := WriteRecordDeferred(path, recordSeq{ID: "s", Seq: 4}); err != nil {
 		t.Fatal(err)
 	}
-	err := WriteRecord(path, recordSeq{ID: "s1", Seq: 5})
+	err := WriteRecord(path, recordSeq{ID: "s", Seq: 5})
 	if !errors.Is(err, unix.EIO) || !strings.Contains(err.Error(), "the write before it was not synced") {
 		t.Fatalf("the write after a failed deferred sync = %v, want it to say so", err)
 	}
@@ -171,7 +172,7 @@ func TestDeferredWriteWithoutASpareSyncsAtOnce(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "session.json")
 	n := countSyncs(t)
-	if err := WriteRecordDeferred(path, recordSeq{ID: "s1", Seq: 1}); err != nil {
+	if err := WriteRecordDeferred(path, recordSeq{ID: "s", Seq: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if got := n.Load(); got != 2 {
@@ -211,11 +212,7 @@ func TestLazyWritesShareOneSync(t *testing.T) {
 			t.Fatal(err)
 		}
 		paths[i] = filepath.Join(d, "session.json")
-		for seq := uint64(1); seq <= 2; seq++ {
-			if err := WriteRecord(paths[i], recordSeq{ID: "s", Seq: seq}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		withSpare(t, paths[i])
 	}
 	n := countSyncs(t)
 	// No timer comes to the rescue: whoever waits makes the sync.
@@ -293,11 +290,7 @@ func TestLazyWritesShareOneSync(t *testing.T) {
 func TestLazySyncWithoutAWaiterRunsAfterTheDelay(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "session.json")
-	for seq := uint64(1); seq <= 2; seq++ {
-		if err := WriteRecord(path, recordSeq{ID: "s", Seq: seq}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	withSpare(t, path)
 	n := countSyncs(t)
 	if err := WriteRecordLazily(path, recordSeq{ID: "s", Seq: 3}); err != nil {
 		t.Fatal(err)
@@ -328,22 +321,10 @@ func TestLazySyncFailureIsToldToEach(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := filepath.Join(d, "session.json")
-		for seq := uint64(1); seq <= 2; seq++ {
-			if err := WriteRecord(p, recordSeq{ID: "s", Seq: seq}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		withSpare(t, p)
 		paths = append(paths, p)
 	}
-	var fail atomic.Bool
-	syncFS = func(fd int) error {
-		if fail.CompareAndSwap(true, false) {
-			return unix.EIO
-		}
-		return unix.Syncfs(fd)
-	}
-	t.Cleanup(func() { syncFS = unix.Syncfs })
-	fail.Store(true)
+	failOnce(t, &syncFS, unix.Syncfs)()
 	for _, p := range paths {
 		if err := WriteRecordLazily(p, recordSeq{ID: "s", Seq: 3}); err != nil {
 			t.Fatal(err)

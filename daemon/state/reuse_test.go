@@ -161,15 +161,7 @@ func TestWriteRecordOneSyncAndTheNewerOfTwo(t *testing.T) {
 	}
 	onDisk := func(p string) recordSeq {
 		t.Helper()
-		var r recordSeq
-		data, err := os.ReadFile(p)
-		if err == nil {
-			err = json.Unmarshal(data, &r)
-		}
-		if err != nil {
-			t.Fatalf("%s: %v (%q)", p, err, data)
-		}
-		return r
+		return recordIn(t, p)
 	}
 	// The first write makes the file, the second its spare: both name
 	// new files and sync them.
@@ -278,4 +270,18 @@ func TestWriteRecordCompact(t *testing.T) {
 	if _, err := WriteRecordCompact(path, func() {}); err == nil || !strings.Contains(err.Error(), path) {
 		t.Errorf("a value JSON cannot encode: %v, want an error naming the file", err)
 	}
+}
+
+// recordIn reads the recordSeq in the file p.
+func recordIn(t *testing.T, p string) recordSeq {
+	t.Helper()
+	var r recordSeq
+	data, err := os.ReadFile(p)
+	if err == nil {
+		err = json.Unmarshal(data, &r)
+	}
+	if err != nil {
+		t.Fatalf("%s: %v (%q)", p, err, data)
+	}
+	return r
 }
