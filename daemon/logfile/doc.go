@@ -106,7 +106,12 @@
 // write event, read again. A follower that reads output.log with a
 // descriptor of its own instead cannot tell from the file alone how far a
 // collapse moved its bytes (the size going down says only that a rotation
-// happened); it should use a Reader, or re-position with NewReader. TailLines
+// happened); it should use a Reader, or re-position with NewReader. The
+// one exception is a reset that loses bytes: a Reader may have read some
+// of them before the truncate, which gives their stream offsets to the
+// bytes written next. The Reader then goes on at the first byte written
+// after the truncate, so it skips none of those: it has read bytes the
+// disk no longer has, and its Offset goes back by as many. TailLines
 // gives the last lines across the files (for logs -n and the handoff's
 // log_tail) with bounded memory.
 //

@@ -88,6 +88,9 @@ type Options struct {
 	// forceMode starts the Log in a given mode (tests of the fallbacks on a
 	// filesystem that supports more).
 	forceMode Mode
+	// beforeResetLock runs in a reset just before it takes the lock for
+	// its last copy and truncate (tests of what a reset loses).
+	beforeResetLock func()
 }
 
 // Stats are counters of a Log's rotations since it was opened.
@@ -136,6 +139,11 @@ type Log struct {
 	liveBase int64  // stream offset of output.log's byte 0
 	consumed int64  // output.log offset below which the bytes are in rotated files
 	rotated  []span // rotated[i] is output.log.<i+1>: contiguous, newest first
+	// resetAt[g%resetMemory] is the stream offset that truncate g (the
+	// value of resets after it) gave output.log's new byte 0. Bytes a
+	// Reader read past it before the truncate were lost with it: the
+	// Reader goes on there (resumeLocked).
+	resetAt [resetMemory]int64
 
 	mode      atomic.Int32
 	checks    atomic.Int64
@@ -143,6 +151,8 @@ type Log struct {
 	resets    atomic.Int64
 	dropped   atomic.Int64
 	resetLost atomic.Int64
+
+	beforeResetLock func() // Options.beforeResetLock
 
 	// stamps writes the stamp file (Options.Stamps), nil otherwise.
 	stamps *stampFile
@@ -226,6 +236,7 @@ func Open(path string, opt Options) (*Log, error) {
 		}
 	}
 	l.mode.Store(int32(opt.forceMode))
+	l.beforeResetLock = opt.beforeResetLock
 	// The stamp file says which stream offset the oldest byte on disk has,
 	// so that its offsets stay right across daemon restarts.
 	prior := readPriorStamps(path + StampSuffix)

@@ -21,12 +21,15 @@ const maxRead = 64 << 10
 // once the log has been written to (a follower waits for the same inotify
 // event that drives Notify). A Reader that falls so far behind that its
 // bytes were rotated out of the last kept file continues at the oldest byte
-// still kept and counts what it missed in Skipped. A Reader is not safe for
-// concurrent use; many Readers may read one Log at once.
+// still kept and counts what it missed in Skipped. One that read bytes a
+// reset then lost goes back to the first byte written after the reset
+// (resumeLocked). A Reader is not safe for concurrent use; many Readers may
+// read one Log at once.
 type Reader struct {
 	l       *Log
 	live    *os.File // a descriptor of its own, so Log.Close does not end it
 	pos     int64
+	resets  int64    // the Log's truncates when pos was last checked against them
 	rot     *os.File // the rotated file holding rotSpan, once opened
 	rotSpan span
 	skipped int64
@@ -48,7 +51,9 @@ func (l *Log) NewReader(n int) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open log for reading: %w", err)
 	}
-	r := &Reader{l: l, live: f}
+	// Counted before pos is found: a truncate in between makes the first
+	// Read go back to it, which reads bytes twice rather than skip any.
+	r := &Reader{l: l, live: f, resets: l.resets.Load()}
 	switch {
 	case n < 0:
 		r.pos = l.oldest()
@@ -71,7 +76,7 @@ func (r *Reader) Read(p []byte) (int, error) {
 		return 0, nil
 	}
 	for {
-		n, err := r.readAt(p, r.pos)
+		n, err := r.readAt(p, r.pos, true)
 		var g gone
 		if errors.As(err, &g) {
 			r.skipped += g.next - r.pos
@@ -83,8 +88,34 @@ func (r *Reader) Read(p []byte) (int, error) {
 	}
 }
 
-// Offset returns the stream offset of the next byte Read returns.
+// Offset returns the stream offset just past the last byte Read returned;
+// the next Read starts there, or earlier after a reset lost bytes that the
+// Reader had read.
 func (r *Reader) Offset() int64 { return r.pos }
+
+// resumeLocked returns where a Reader at off goes on that last looked when
+// the Log had made gen truncates. A truncate drops the bytes of output.log
+// that its reset did not copy, and gives their stream offsets to the bytes
+// written next; a Reader that read some of the dropped bytes before it
+// would skip as many new ones. It goes back to where the new bytes begin
+// instead: what it read of the dropped bytes stays read, and Offset goes
+// back by as much. Only the first truncate since gen matters, since each
+// puts the new bytes at or past where the one before did. When that one is
+// forgotten, the Reader goes back to the oldest byte kept at most; it may
+// then read some bytes twice, but skips none.
+func (l *Log) resumeLocked(off, gen int64) int64 {
+	switch now := l.resets.Load(); {
+	case now == gen:
+		return off
+	case now-gen > resetMemory:
+		return min(off, l.oldestLocked())
+	default:
+		return min(off, l.resetAt[(gen+1)%resetMemory])
+	}
+}
+
+// resetMemory is how many truncates a Log remembers for its Readers.
+const resetMemory = 64
 
 // Skipped returns how many bytes the Reader missed because they left the
 // disk (rotated past log_keep, or dropped by a writer that outran the cap)
@@ -125,14 +156,21 @@ func (r *Reader) end() (int64, error) {
 	return r.l.liveBase + fi.Size(), nil
 }
 
-// readAt reads from stream offset off, from whichever file holds it now.
-// An offset that is no longer on disk gets a gone error.
-func (r *Reader) readAt(p []byte, off int64) (int, error) {
+// readAt reads from stream offset off, from whichever file holds it now;
+// an offset that is no longer on disk gets a gone error. With next, off is
+// the Reader's pos, which first goes back past bytes a truncate dropped
+// after the Reader read them (resumeLocked), under the lock of the read.
+func (r *Reader) readAt(p []byte, off int64, next bool) (int, error) {
 	if len(p) > maxRead {
 		p = p[:maxRead]
 	}
 	l := r.l
 	l.mu.RLock()
+	if next {
+		r.pos = l.resumeLocked(r.pos, r.resets)
+		r.resets = l.resets.Load()
+		off = r.pos
+	}
 	if oldest := l.oldestLocked(); off < oldest {
 		l.mu.RUnlock()
 		return 0, gone{oldest}
@@ -192,7 +230,7 @@ func (r *Reader) readAt(p []byte, off int64) (int, error) {
 // readFull fills p from stream offset off.
 func (r *Reader) readFull(p []byte, off int64) error {
 	for len(p) > 0 {
-		n, err := r.readAt(p, off)
+		n, err := r.readAt(p, off, false)
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return io.ErrUnexpectedEOF

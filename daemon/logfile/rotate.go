@@ -436,6 +436,9 @@ func (l *Log) reset() error {
 		}
 	}
 
+	if l.beforeResetLock != nil {
+		l.beforeResetLock()
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	start := l.liveBase + l.consumed
@@ -495,7 +498,7 @@ func (l *Log) reset() error {
 	// right after the last byte kept.
 	l.liveBase += c.pos
 	l.consumed = 0
-	l.resets.Add(1)
+	l.resetAt[l.resets.Add(1)%resetMemory] = l.liveBase
 	if len(c.tmps) > 0 {
 		if err := l.installLocked(c.tmps, c.sizes, start, false); err != nil {
 			return err

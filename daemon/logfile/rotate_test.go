@@ -6,10 +6,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 )
@@ -210,6 +212,101 @@ func TestPunchReset(t *testing.T) {
 	}
 	if c.lines != next || len(c.gaps)+c.backward+c.torn > 0 {
 		t.Errorf("%v; want all %d lines", c, next)
+	}
+}
+
+// TestResetLossUnderAReader: a reset that cannot copy all the writer adds
+// truncates what is left. A reader that had read those lost bytes goes on
+// at the first byte written after the truncate: it skips none of them.
+func TestResetLossUnderAReader(t *testing.T) {
+	var r *Reader
+	var w *os.File
+	var read []byte
+	readOn := func() {
+		t.Helper()
+		b, err := io.ReadAll(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		read = append(read, b...)
+	}
+	write := func(from, n int64) {
+		t.Helper()
+		if _, err := w.Write(seqLines(from, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The writer outruns the reset's last copy (two 4 KiB chunks at
+	// most), and the reader reads all of it first.
+	var once sync.Once
+	l := newLog(t, t.TempDir(), Options{MaxSize: 4096, Keep: 4, forceMode: ModeTruncate,
+		beforeResetLock: func() { once.Do(func() { write(400, 2000); readOn() }) }})
+	var err error
+	if w, err = OpenAppend(l.Path()); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	write(0, 400)
+	if r, err = l.NewReader(-1); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	readOn()
+	if err := l.Rotate(); err != nil {
+		t.Fatal(err)
+	}
+	st := l.Stats()
+	if st.Resets != 1 || st.ResetLost < 20000 {
+		t.Fatalf("stats %+v: want one reset that lost most of 32000 bytes", st)
+	}
+	write(2400, 100)
+	readOn()
+
+	c, err := checkSequence(bytes.NewReader(read))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.first != 0 || c.last != 2499 || c.lines != 2500 || len(c.gaps)+c.backward+c.torn > 0 || r.Skipped() != 0 {
+		t.Errorf("the reader read %v and skipped %d bytes; want lines 0 to 2499 once each", c, r.Skipped())
+	}
+	if end := streamEnd(t, l); r.Offset() != end {
+		t.Errorf("the reader is at %d, the stream ends at %d", r.Offset(), end)
+	}
+	disk, err := checkSequence(bytes.NewReader(readAll(t, l)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if disk.last != 2499 || len(disk.gaps) != 1 || disk.lines >= c.lines || (2500-disk.first-disk.lines)*lineLen > st.ResetLost {
+		t.Errorf("on disk %v; want lines up to 2499 with the reset's loss (%d bytes) the one gap", disk, st.ResetLost)
+	}
+}
+
+// TestResumeAfterTruncates: where a Reader goes on after truncates it did
+// not look at: back to the first one's new byte 0 if it had read past it,
+// and, once that truncate is forgotten, back to the oldest byte kept at most.
+func TestResumeAfterTruncates(t *testing.T) {
+	l := &Log{liveBase: 9000, consumed: 100}
+	for g := int64(1); g <= 3; g++ {
+		l.resetAt[g%resetMemory] = g * 1000
+	}
+	l.resets.Store(3)
+	for _, tc := range []struct{ off, gen, want int64 }{
+		{off: 1500, gen: 0, want: 1000},
+		{off: 900, gen: 0, want: 900},
+		{off: 2500, gen: 1, want: 2000},
+		{off: 3500, gen: 2, want: 3000},
+		{off: 3500, gen: 3, want: 3500},
+	} {
+		if got := l.resumeLocked(tc.off, tc.gen); got != tc.want {
+			t.Errorf("at %d after %d truncates: resume at %d, want %d", tc.off, tc.gen, got, tc.want)
+		}
+	}
+	l.resets.Store(3 + resetMemory)
+	if got := l.resumeLocked(9500, 2); got != 9100 {
+		t.Errorf("after forgotten truncates: resume at %d, want the oldest byte kept, 9100", got)
+	}
+	if got := l.resumeLocked(8000, 2); got != 8000 {
+		t.Errorf("after forgotten truncates: resume at %d, want 8000, before the oldest byte kept", got)
 	}
 }
 

@@ -103,8 +103,10 @@ func (ls *lineStamper) drain(r *logfile.Reader, buf []byte) error {
 		n, err := r.Read(buf)
 		if n > 0 {
 			if start := r.Offset() - int64(n); start != ls.pos {
-				// Bytes left the disk before they were read: go on at the
-				// oldest kept, as a line of its own.
+				// Bytes left the disk before they were read (go on at the
+				// oldest kept), or a reset lost bytes after they were read
+				// (go on at what came after it): either way, as a line of
+				// its own.
 				ls.pos, ls.lineStart = start, true
 			}
 			ls.refreshed = false
