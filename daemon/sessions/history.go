@@ -129,18 +129,28 @@ func (w *RecordWriter) MakeDir(dir string) (synced func() error, err error) {
 // (state.WriteRecordLazily), and the record's next write waits for it. A
 // queued session's starting record (a later one) has its content synced,
 // so that the record it replaces, which may have been answered, is there
-// or it is.
+// or it is. The later records of a running session (a report, the agent's
+// state, an extension, the warning) have their sync deferred too: a crash
+// of the machine ends the session all the same, and loses at most what
+// changed in the last write, whose content a daemon that crashed alone
+// finds written; the write that ends the session waits for that sync.
 func (w *RecordWriter) WriteRecord(rec *ipc.Session) error {
-	path := filepath.Join(w.StateDir, "sessions", rec.ID, "session.json")
+	return recordWrite(rec)(filepath.Join(w.StateDir, "sessions", rec.ID, "session.json"), rec)
+}
+
+// recordWrite is the write of rec that WriteRecord makes.
+func recordWrite(rec *ipc.Session) func(path string, v any) error {
 	switch {
 	case rec.State == ipc.StateStarting && rec.Seq == 1:
-		return state.WriteRecordDeferred(path, rec)
+		return state.WriteRecordDeferred
 	case rec.State == ipc.StateRunning && rec.Seq == 2:
-		return state.WriteRecordLazily(path, rec)
+		return state.WriteRecordLazily
+	case rec.State == ipc.StateRunning || rec.State == ipc.StateWarned:
+		return state.WriteRecordDeferred
 	case rec.State == ipc.StateStarting:
-		return state.WriteJSONReusingUnsynced(path, rec)
+		return state.WriteJSONReusingUnsynced
 	}
-	return state.WriteRecord(path, rec)
+	return state.WriteRecord
 }
 
 // WriteRecordJSON is WriteRecord for a record of a session that is not

@@ -3,6 +3,7 @@ package sessions
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/sessiond/sessiond/daemon/state"
@@ -56,5 +57,31 @@ func TestANewSessionsRunningRecordFollowsItsFirstSynced(t *testing.T) {
 	}
 	if n := state.Syncs() - before; n != 1 {
 		t.Errorf("a later record made %d syncs before it returned, want 1", n)
+	}
+}
+
+// TestEachRecordsWrite: which write each record of a session's life gets.
+// What each write syncs, and when, is tested in package state.
+func TestEachRecordsWrite(t *testing.T) {
+	for _, tc := range []struct {
+		state string
+		seq   uint64
+		want  func(string, any) error
+		name  string
+	}{
+		{ipc.StateStarting, 1, state.WriteRecordDeferred, "deferred: synced beside the start"},
+		{ipc.StateRunning, 2, state.WriteRecordLazily, "lazily: one sync for the starts about then"},
+		{ipc.StateRunning, 3, state.WriteRecordDeferred, "deferred: a report, the agent's state"},
+		{ipc.StateWarned, 4, state.WriteRecordDeferred, "deferred: the warning"},
+		{ipc.StateStarting, 2, state.WriteJSONReusingUnsynced, "content only: a queued session's start"},
+		{ipc.StateQueued, 1, state.WriteRecord, "synced"},
+		{ipc.StateStopping, 5, state.WriteRecord, "synced"},
+		{ipc.StateEnded, 6, state.WriteRecord, "synced"},
+		{ipc.StateFailed, 2, state.WriteRecord, "synced"},
+	} {
+		got := recordWrite(&ipc.Session{State: tc.state, Seq: tc.seq})
+		if reflect.ValueOf(got).Pointer() != reflect.ValueOf(tc.want).Pointer() {
+			t.Errorf("a %s record (seq %d) is not written %s", tc.state, tc.seq, tc.name)
+		}
 	}
 }
