@@ -157,6 +157,66 @@ func TestStopOutlivesACrash(t *testing.T) {
 	}
 }
 
+// TestStopAllOutlivesACrash: stop --all records the stops' intents in one
+// journal (stops.json), not in each session's record, before their first
+// signal; the daemon killed during the grace, the next one finishes each
+// stop as the end it was, interrupted, once.
+func TestStopAllOutlivesACrash(t *testing.T) {
+	d := startDaemon(t)
+	const n = 3
+	ids := make([]string, n)
+	pids := make([]int, n)
+	dirs := make([]string, n)
+	for i := range ids {
+		dirs[i] = project(t)
+		ids[i] = d.start("--stop-grace", "20s", dirs[i], "--", "sh", "-c", slowToStop)
+	}
+	for i, id := range ids {
+		pids[i] = d.waitState(id, 10*time.Second, "running").PID
+	}
+	go runCtl(t, d.sock, nil, "stop", "--all")
+	for _, id := range ids {
+		d.waitState(id, 10*time.Second, "stopping")
+	}
+	var journal struct {
+		Stops map[string]struct {
+			Reason  string `json:"reason"`
+			GraceMS int64  `json:"grace_ms"`
+		} `json:"stops"`
+	}
+	data, err := os.ReadFile(filepath.Join(d.stateDir, "stops.json"))
+	if err != nil || json.Unmarshal(data, &journal) != nil {
+		t.Fatalf("the journal of stops: %v\n%s", err, data)
+	}
+	for _, id := range ids {
+		if in := journal.Stops[id]; in.Reason != "interrupted" || in.GraceMS != 20000 {
+			t.Errorf("the journal's intent for %s: %+v, want interrupted with a grace of 20 s", id, in)
+		}
+		// The record itself is written at the end.
+		if rec, _ := d.readRecordFile(id); rec.State != "running" {
+			t.Errorf("the record of %s on disk during its grace says %s; the journal carries the stop", id, rec.State)
+		}
+	}
+	d.kill9()
+	waitFor(t, 10*time.Second, "the commands to exit", func() (bool, string) {
+		for _, pid := range pids {
+			if alive(pid) {
+				return false, fmt.Sprint(pid)
+			}
+		}
+		return true, ""
+	})
+	d2 := startDaemonAt(t, d.stateDir, d.sock)
+	for i, id := range ids {
+		if rec := d2.waitEnded(id, 30*time.Second); rec.EndReason != "interrupted" {
+			t.Errorf("session %s, stopped by a stop --all a crash cut short, ended %q, want interrupted", id, rec.EndReason)
+		}
+		if per, _ := progressLog(dirs[i]); per[id] != 1 {
+			t.Errorf("session %s has %d progress entries, want 1", id, per[id])
+		}
+	}
+}
+
 // TestRestartOutlivesACrash: sessionctl restart, the daemon killed while
 // the old session stops. The next daemon ends the old one and starts its
 // successor, once.

@@ -37,6 +37,10 @@ type Deps struct {
 
 	Events      Publisher
 	Records     RecordWriter
+	// Stops records the intents of the stops under way before their
+	// first signal, the record of the session following at its end (nil:
+	// the record is written at once).
+	Stops StopRecorder
 	Watches     Watcher
 	Checkpoints Checkpointer
 	Schedule    Scheduler
@@ -70,6 +74,16 @@ type Deferrer interface {
 	Do(f func())
 	// Tidy runs f once starts and ends pause, or as the daemon stops.
 	Tidy(f func())
+}
+
+// StopRecorder keeps the intents of the stops under way on disk, for the
+// next daemon to finish a stop this one began (a session recovered with an
+// intent recorded is stopping). Record returns once the intent of the stop
+// of session id is on disk; Done says that the session's record carries
+// it now.
+type StopRecorder interface {
+	Record(id string, in ipc.StopIntent) error
+	Done(id string)
 }
 
 // Publisher sends events to the event stream.

@@ -492,6 +492,9 @@ func (s *Session) commitRecord(encoded bool) (data json.RawMessage, err error) {
 	if err != nil {
 		data = nil
 		s.logger().Error("write session record", zap.Error(err))
+	} else if s.deps.Stops != nil && (s.rec.State == ipc.StateStopping || !ipc.Live(s.rec.State)) {
+		// The record carries the stop's intent, or the end.
+		s.deps.Stops.Done(s.id)
 	}
 	s.publish()
 	return data, err

@@ -53,7 +53,7 @@ func (s *Session) beginStopBy(reason Reason, grace time.Duration, by int, restar
 	if st := s.rec.Stop; st == nil || st.Reason != string(reason) || restart || by >= 0 {
 		s.rec.Stop = &ipc.StopIntent{At: s.deps.Clock.Now(), Reason: string(reason), GraceMS: grace.Milliseconds(), By: by, Restart: restart}
 	}
-	if err := s.commit(); err != nil {
+	if err := s.recordStop(); err != nil {
 		s.logger().Warn("the stop is not on disk; stopping all the same", zap.Error(err))
 	}
 	s.emit(ipc.EventStopping, fmt.Sprintf("stopping (%s): %s, then SIGKILL after %s", reason, s.spec.StopSignal, grace), nil)
@@ -62,6 +62,17 @@ func (s *Session) beginStopBy(reason Reason, grace time.Duration, by int, restar
 	}
 	s.stop = &stopping{reason: reason, grace: grace}
 	s.armStop(grace)
+}
+
+// recordStop puts the stop's intent on disk: in the daemon's journal of
+// stops, shared with the stops asked at the same time, the record itself
+// following at the end; or, without a journal, in the record.
+func (s *Session) recordStop() error {
+	if s.deps.Stops == nil {
+		return s.commit()
+	}
+	s.publish()
+	return s.deps.Stops.Record(s.id, *s.rec.Stop)
 }
 
 // armStop arms the stop's timer d from now.

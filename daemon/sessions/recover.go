@@ -46,6 +46,12 @@ func (d *Service) Recover() {
 			d.log.Warn("sync the state dir before recovery", zap.Error(err))
 		}
 	}
+	// The stops an earlier daemon began whose sessions' records do not say
+	// so yet.
+	stops, err := d.stops.load()
+	if err != nil {
+		d.log.Warn("the stops under way when the last daemon ended are unreadable; their sessions go on running", zap.Error(err))
+	}
 	var sum recoverySummary
 	var live, queued []*session.Session
 	owners := ownerCache{}
@@ -81,6 +87,9 @@ func (d *Service) Recover() {
 			continue
 		}
 		sum.records++
+		if in, ok := stops[rec.ID]; ok && applyStop(&rec, in) {
+			d.stops.adopt(rec.ID, in)
+		}
 		sp := d.cfg.Defaults.Clone()
 		if rec.Spec != nil {
 			sp = *rec.Spec

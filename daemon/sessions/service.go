@@ -8,6 +8,7 @@ package sessions
 
 import (
 	"context"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,6 +63,8 @@ type Service struct {
 	trim      historyTrimmer
 	queue     *queue
 	relax     func(n int) (restore func())
+	// stops is the journal of the stops under way (StopsFile).
+	stops *stopJournal
 
 	// starts are the start allowances of the users other than root.
 	starts  startLimiter
@@ -86,6 +89,8 @@ func New(opt Options) *Service {
 	s.starts = startLimiter{clock: opt.Deps.Clock, perMinute: opt.Config.MaxStartsPerMinutePerUser}
 	s.restarts = restart.New(s, opt.Events, opt.Deps.Clock, opt.Log.Named("restart"))
 	opt.Deps.Live = s.reg.IsLive
+	s.stops = newStopJournal(filepath.Join(opt.Config.StateDir, StopsFile))
+	opt.Deps.Stops = s.stops
 	opt.Deps.OnEnd = s.ended
 	opt.Deps.OnLimit = s.limited
 	s.queue = newQueue(s)

@@ -1,0 +1,131 @@
+package sessions
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sessiond/sessiond/daemon/state"
+	"github.com/sessiond/sessiond/ipc"
+)
+
+// TestStopJournalSharesItsWrites: stops asked while the journal is being
+// written wait for its next write, which carries them all; each returns
+// once its intent is on disk.
+func TestStopJournalSharesItsWrites(t *testing.T) {
+	j := newStopJournal(filepath.Join(t.TempDir(), StopsFile))
+	var mu sync.Mutex
+	var writes []int
+	first := make(chan struct{})
+	j.write = func(path string, v any) error {
+		mu.Lock()
+		n := len(writes)
+		writes = append(writes, len(v.(stopsOnDisk).Stops))
+		mu.Unlock()
+		if n == 0 {
+			<-first
+		}
+		return state.WriteJSONReusing(path, v)
+	}
+	const n = 50
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- j.Record(fmt.Sprintf("s%02d", i), ipc.StopIntent{Reason: "interrupted", GraceMS: 30000, By: 1000})
+		}()
+	}
+	// The first write is under way; the others queue behind it.
+	waitUntil(t, func() bool {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		return j.gen == n
+	})
+	close(first)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(writes) != 2 || writes[0] != 1 || writes[1] != n {
+		t.Errorf("the journal's writes carried %v intents, want [1 %d]: one write for the stops that waited", writes, n)
+	}
+	got, err := j.load()
+	if err != nil || len(got) != n || got["s07"].GraceMS != 30000 || got["s07"].By != 1000 {
+		t.Errorf("the journal on disk: %d intents (%v), s07 %+v", len(got), err, got["s07"])
+	}
+}
+
+// TestStopJournalLeavesOutWhatRecordsCarry: an intent that the session's
+// record carries (Done) is left out of the journal's next write; one that
+// an earlier daemon wrote and this one applied (adopt) is kept until then.
+func TestStopJournalLeavesOutWhatRecordsCarry(t *testing.T) {
+	path := filepath.Join(t.TempDir(), StopsFile)
+	j := newStopJournal(path)
+	for _, id := range []string{"a", "b"} {
+		if err := j.Record(id, ipc.StopIntent{Reason: "interrupted"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j2 := newStopJournal(path)
+	found, err := j2.load()
+	if err != nil || len(found) != 2 {
+		t.Fatalf("the next daemon found %v (%v), want a and b", found, err)
+	}
+	j2.adopt("a", found["a"])
+	j2.adopt("b", found["b"])
+	j2.Done("a")
+	if err := j2.Record("c", ipc.StopIntent{Reason: "deadline"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := j2.load()
+	if _, ok := got["a"]; ok || len(got) != 2 || got["b"].Reason != "interrupted" || got["c"].Reason != "deadline" {
+		t.Errorf("the journal holds %v (%v), want b and c", got, err)
+	}
+}
+
+// TestStopJournalWriteFails: a stop whose intent cannot be written is told.
+func TestStopJournalWriteFails(t *testing.T) {
+	j := newStopJournal(filepath.Join(t.TempDir(), StopsFile))
+	j.write = func(string, any) error { return errors.New("no space left on device") }
+	if err := j.Record("a", ipc.StopIntent{}); err == nil {
+		t.Error("Record succeeded though the journal could not be written")
+	}
+}
+
+// TestApplyStop: an intent an earlier daemon wrote makes a running (or
+// warned) record stopping, with its reason and intent; a record that says
+// more already is left as it is.
+func TestApplyStop(t *testing.T) {
+	in := ipc.StopIntent{Reason: "interrupted", GraceMS: 5000, By: 1000, Restart: true}
+	for _, st := range []string{ipc.StateRunning, ipc.StateWarned} {
+		rec := ipc.Session{State: st}
+		if !applyStop(&rec, in) || rec.State != ipc.StateStopping || rec.EndReason != "interrupted" || rec.Stop == nil || !rec.Stop.Restart {
+			t.Errorf("a %s record with a stop recorded: %+v", st, rec)
+		}
+	}
+	for _, st := range []string{ipc.StateStopping, ipc.StateEnded, ipc.StateStarting, ipc.StateQueued} {
+		rec := ipc.Session{State: st, EndReason: "completed"}
+		if applyStop(&rec, in) || rec.State != st || rec.EndReason != "completed" {
+			t.Errorf("a %s record took a stop recorded for it: %+v", st, rec)
+		}
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
