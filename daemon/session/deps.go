@@ -35,12 +35,12 @@ type Deps struct {
 	// one list, so that files_changed and checkpoints agree.
 	LeaveOut []string
 
-	Events      Publisher
-	Records     RecordWriter
+	Events  Publisher
+	Records RecordWriter
 	// Stops records the intents of the stops under way before their
 	// first signal, the record of the session following at its end (nil:
 	// the record is written at once).
-	Stops StopRecorder
+	Stops       StopRecorder
 	Watches     Watcher
 	Checkpoints Checkpointer
 	Schedule    Scheduler
