@@ -71,8 +71,10 @@ func (s *Session) recordStop() error {
 	if s.deps.Stops == nil {
 		return s.commit()
 	}
+	// Whoever sees the session stopping finds the stop on disk.
+	err := s.deps.Stops.Record(s.id, *s.rec.Stop)
 	s.publish()
-	return s.deps.Stops.Record(s.id, *s.rec.Stop)
+	return err
 }
 
 // armStop arms the stop's timer d from now.
