@@ -39,9 +39,9 @@ func (s *Session) beginAskedStop(r *stopRequest) {
 }
 
 // beginStopBy is beginStop for a stop that uid by asked for (-1 the
-// daemon), a restart to follow or not. The intent is in the record before
-// the first signal: a daemon that dies during the grace leaves the next
-// one to finish this stop, as the end it is.
+// daemon), a restart to follow or not. The intent is on disk before the
+// first signal (recordStop): a daemon that dies during the grace leaves the
+// next one to finish this stop, as the end it is.
 func (s *Session) beginStopBy(reason Reason, grace time.Duration, by int, restart bool) {
 	if grace < 0 {
 		grace = s.spec.StopGrace.Duration
