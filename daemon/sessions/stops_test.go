@@ -3,7 +3,9 @@ package sessions
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -127,5 +129,26 @@ func waitUntil(t *testing.T, cond func() bool) {
 			t.Fatal("timed out")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestStopJournalCorrupt: a journal that is not one is an error naming it,
+// and is moved aside, not read as no stops nor written over.
+func TestStopJournalCorrupt(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, StopsFile)
+	if err := os.WriteFile(path, []byte(`{"stops": {"a": {"at": 12`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := newStopJournal(path).load()
+	var corrupt *state.CorruptError
+	if !errors.As(err, &corrupt) || got != nil || !strings.Contains(err.Error(), StopsFile) {
+		t.Fatalf("load of a torn journal: %v, %v; want a corrupt error naming it", got, err)
+	}
+	aside, _ := filepath.Glob(path + ".corrupt-*")
+	if len(aside) != 1 {
+		t.Errorf("the torn journal was not moved aside: %v", aside)
+	} else if b, _ := os.ReadFile(aside[0]); !strings.HasPrefix(string(b), `{"stops"`) {
+		t.Errorf("what was moved aside holds %q", b)
 	}
 }

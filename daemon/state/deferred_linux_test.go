@@ -170,32 +170,26 @@ func TestDeferredWriteFailedSyncIsTheNextWritesError(t *testing.T) {
 // content and its name before it returns, as WriteRecord does.
 func TestDeferredWriteWithoutASpareSyncsAtOnce(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "session.json")
-	n := countSyncs(t)
-	if err := WriteRecordDeferred(path, recordSeq{ID: "s", Seq: 1}); err != nil {
-		t.Fatal(err)
-	}
-	if got := n.Load(); got != 2 {
-		t.Errorf("the first write made %d syncs before it returned, want 2 (its content, its name)", got)
-	}
-	if got := seqIn(t, path); got != 1 {
-		t.Errorf("the record holds seq %d, want 1", got)
-	}
 	// A spare with nothing under the record's name: renamed over nothing.
-	spare := filepath.Join(dir, SpareName("other.json"))
-	if err := os.WriteFile(spare, nil, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, SpareName("other.json")), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	n.Store(0)
-	other := filepath.Join(dir, "other.json")
-	if err := WriteRecordDeferred(other, recordSeq{ID: "s2", Seq: 1}); err != nil {
-		t.Fatal(err)
-	}
-	if got := n.Load(); got != 2 {
-		t.Errorf("a write of a spare onto no file made %d syncs before it returned, want 2", got)
-	}
-	if got := seqIn(t, other); got != 1 {
-		t.Errorf("the other record holds seq %d, want 1", got)
+	n := countSyncs(t)
+	for _, tc := range []struct{ name, what string }{
+		{"session.json", "the first write"},
+		{"other.json", "a write of a spare onto no file"},
+	} {
+		path := filepath.Join(dir, tc.name)
+		n.Store(0)
+		if err := WriteRecordDeferred(path, recordSeq{ID: "s", Seq: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if got := n.Load(); got != 2 {
+			t.Errorf("%s made %d syncs before it returned, want 2 (its content, its name)", tc.what, got)
+		}
+		if got := seqIn(t, path); got != 1 {
+			t.Errorf("after %s the record holds seq %d, want 1", tc.what, got)
+		}
 	}
 }
 
