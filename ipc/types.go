@@ -400,6 +400,11 @@ const (
 	// after its limit reset.
 	EventQueued    = "queued"
 	EventContinued = "continued"
+	// EventMissed stands, in a follower's stream, for the events that did
+	// not reach it because it fell too far behind; its data says how
+	// many. It is about no session: a client that keeps state from the
+	// stream reads it again.
+	EventMissed = "missed"
 )
 
 // Event is one line of the event stream.

@@ -232,12 +232,18 @@ func (a *app) waitEnd(ctx context.Context, events *ipc.EventWatcher, id string) 
 			}
 			return fmt.Errorf("event stream ended before session %s did: %w", id, err)
 		}
-		if ev.SessionID != id || (ev.Type != ipc.EventEnded && ev.Type != ipc.EventFailed) {
+		// Its end may be among the events a missed stands for: the
+		// record says.
+		missed := ev.Type == ipc.EventMissed
+		if !missed && (ev.SessionID != id || (ev.Type != ipc.EventEnded && ev.Type != ipc.EventFailed)) {
 			continue
 		}
 		rec, err := a.client.Session(ctx, id)
 		if err != nil {
 			return err
+		}
+		if missed && ipc.Live(rec.State) {
+			continue
 		}
 		if a.json {
 			_ = a.printJSON(rec)
@@ -519,6 +525,11 @@ func (a *app) eventsCmd() *cobra.Command {
 			for {
 				ev, err := w.Next()
 				if err != nil {
+					if follow && cmd.Context().Err() == nil {
+						// Not the user's interrupt: sessiond shut down, or
+						// the connection was lost.
+						return fmt.Errorf("the event stream ended: sessiond shut down or the connection was lost")
+					}
 					return nil
 				}
 				if a.json {

@@ -50,6 +50,13 @@ type (
 		w   *ipc.EventWatcher
 		err error
 	}
+	// listedMsg is the sessions listed again while the stream w runs,
+	// after it missed events.
+	listedMsg struct {
+		w        *ipc.EventWatcher
+		sessions []ipc.Session
+		err      error
+	}
 	// recordMsg is a session's record fetched again after one of its events.
 	recordMsg struct {
 		id  string
@@ -84,6 +91,16 @@ func (c *conn) connect() tea.Cmd {
 			return offlineMsg{err}
 		}
 		return connectedMsg{w: w, sessions: list}
+	}
+}
+
+// list lists the sessions again for the stream w.
+func (c *conn) list(w *ipc.EventWatcher) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(c.ctx, requestTimeout)
+		defer cancel()
+		list, err := c.client.Sessions(ctx, ipc.ListOptions{All: true})
+		return listedMsg{w: w, sessions: list, err: err}
 	}
 }
 

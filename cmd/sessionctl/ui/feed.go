@@ -76,7 +76,26 @@ func (m model) feed(msg tea.Msg) (model, tea.Cmd) {
 		if msg.w != m.events {
 			return m, nil
 		}
+		if msg.ev.Type == ipc.EventMissed && m.conn != nil {
+			// What the missed events said is read again: the list.
+			return m, tea.Batch(nextEvent(msg.w), m.conn.list(msg.w))
+		}
 		return m, tea.Batch(nextEvent(msg.w), m.onEvent(msg.ev))
+	case listedMsg:
+		if msg.w != m.events || msg.err != nil {
+			// The stream's next events fetch their sessions as ever.
+			return m, nil
+		}
+		listed := make(map[string]bool, len(msg.sessions))
+		for i := range msg.sessions {
+			listed[msg.sessions[i].ID] = true
+			m.put(&msg.sessions[i])
+		}
+		for id := range m.sessions {
+			if _, inFlight := m.fetching[id]; !listed[id] && !inFlight {
+				delete(m.sessions, id)
+			}
+		}
 	case recordMsg:
 		again := m.fetching[msg.id]
 		delete(m.fetching, msg.id)

@@ -147,7 +147,7 @@ func (m model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 				m.filter = m.input.text()
 			}
 		}
-	case connectedMsg, offlineMsg, reconnectMsg, eventMsg, streamEndedMsg, recordMsg:
+	case connectedMsg, offlineMsg, reconnectMsg, eventMsg, streamEndedMsg, listedMsg, recordMsg:
 		m, cmd = m.feed(msg)
 	case logMsg:
 		m, cmd = m.logs(msg)

@@ -406,6 +406,31 @@ func TestEventsFetchOneAtATime(t *testing.T) {
 	}
 }
 
+// TestMissedEventsListAgain: a missed event in the stream (the dashboard
+// fell behind a burst) lists the sessions again, the stream going on: the
+// rows are the daemon's list, a session it no longer has gone.
+func TestMissedEventsListAgain(t *testing.T) {
+	m := newTestModel(t, 80, 24, Options{})
+	m.conn = &conn{ctx: t.Context(), client: &ipc.Client{Socket: filepath.Join(t.TempDir(), "none.sock")}}
+	m, cmd := m.feed(eventMsg{ev: ipc.Event{Type: ipc.EventMissed, Message: "40 events missed"}})
+	if cmd == nil {
+		t.Fatal("a missed event should list the sessions again and read on")
+	}
+	if len(m.fetching) != 0 {
+		t.Errorf("a missed event is about no session, yet fetches %v", m.fetching)
+	}
+	newer := fixture()[0]
+	newer.ID, newer.Name, newer.Seq = "n3w5e55n", "gamma", 1
+	m = send(t, m, listedMsg{sessions: []ipc.Session{fixture()[0], newer}})
+	got := screen(m)
+	if !strings.Contains(got, "alpha") || !strings.Contains(got, "gamma") || strings.Contains(got, "beta") {
+		t.Errorf("after the new list the rows should be alpha and gamma only:\n%s", got)
+	}
+	if !m.online {
+		t.Errorf("listing again should leave the dashboard online")
+	}
+}
+
 func TestDaemonGoneAndBack(t *testing.T) {
 	m := newTestModel(t, 80, 24, Options{})
 	m = send(t, m, offlineMsg{err: &ipc.UnreachableError{Socket: "/run/user/1000/sessiond.sock", Err: errors.New("connect: no such file or directory")}})
