@@ -1,7 +1,11 @@
 package state
 
 import (
+	"cmp"
 	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 )
@@ -80,7 +84,9 @@ func (a *accountQueue) write(p *Project, build func(*Project, *SessionState, err
 	return <-r.done
 }
 
-// writeAccounts writes a batch of ends and answers each.
+// writeAccounts writes a batch of ends and answers each: the progress
+// entries first, then the handoff and the session state, and the lock's
+// release, in one batch of replacements (two syncs for the three).
 func (p *Project) writeAccounts(batch []*accountRequest) {
 	results := make([]AccountResult, len(batch))
 	err := p.Exclusively(func(q *Project) error {
@@ -90,8 +96,6 @@ func (p *Project) writeAccounts(batch []*accountRequest) {
 			writes[i] = r.build(q, prev, perr)
 			prev, perr = writes[i].State, nil
 		}
-		herr := q.SaveHandoff(writes[len(writes)-1].Handoff)
-		serr := q.SaveSessionState(prev)
 		// One append per log, the entries in the order the ends came.
 		byFile := map[string][]int{}
 		var files []string
@@ -109,13 +113,29 @@ func (p *Project) writeAccounts(batch []*accountRequest) {
 			}
 			_, pErr := q.appendProgress(f, es)
 			for _, i := range idx {
-				results[i] = AccountResult{Handoff: herr, State: serr, Progress: pErr}
+				results[i].Progress = pErr
 			}
 		}
+		// The lock goes with the handoff and the state, if one of the
+		// ends whose entry is written holds it.
+		var releasing []int
+		lockHolder := ""
 		for i, w := range writes {
-			if r := &results[i]; w.Release != "" && r.Handoff == nil && r.State == nil && (r.Progress == nil || errors.Is(r.Progress, ErrOutsideProject)) {
-				r.Release = q.release(w.Release)
+			if pErr := results[i].Progress; w.Release != "" && (pErr == nil || errors.Is(pErr, ErrOutsideProject)) {
+				releasing = append(releasing, i)
 			}
+		}
+		if len(releasing) > 0 {
+			if l, err := q.ReadLock(); err == nil {
+				lockHolder = l.SessionID
+			}
+		}
+		herr, serr, rerr := q.replaceAccount(writes[len(writes)-1].Handoff, prev, len(releasing) > 0, lockHolder != "" && slices.ContainsFunc(releasing, func(i int) bool { return writes[i].Release == lockHolder }))
+		for i := range results {
+			results[i].Handoff, results[i].State = herr, serr
+		}
+		for _, i := range releasing {
+			results[i].Release = rerr
 		}
 		return nil
 	})
@@ -125,6 +145,64 @@ func (p *Project) writeAccounts(batch []*accountRequest) {
 		}
 		r.done <- results[i]
 	}
+}
+
+// replaceAccount writes h and st into .sessiond as SaveHandoff and
+// SaveSessionState do, in one batch of replacements, with the warning
+// retired (and the lock, with lock) once both are in place when release.
+func (p *Project) replaceAccount(h *Handoff, st *SessionState, release, lock bool) (herr, serr, rerr error) {
+	var hdata, sdata []byte
+	if h == nil {
+		herr = errors.New("save handoff: nil handoff")
+	} else if hdata, herr = encodeHandoff(h); herr != nil {
+		herr = fmt.Errorf("save handoff: %w", herr)
+	}
+	if st == nil {
+		serr = errors.New("save session state: nil state")
+	} else {
+		BoundSessionState(st)
+		e, err := encodeJSON(st)
+		if err != nil {
+			serr = fmt.Errorf("save session state: %w", err)
+		} else {
+			defer e.put()
+			sdata = e.indented
+		}
+	}
+	err := p.do(func(root int) error {
+		return p.withStateDir(root, true, func(sfd int) error {
+			r := replacements{dirfd: sfd}
+			if herr == nil {
+				r.add(HandoffFile, filepath.Join(p.StateDir(), HandoffFile), hdata, 0o600)
+			}
+			if serr == nil {
+				r.add(SessionStateFile, filepath.Join(p.StateDir(), SessionStateFile), sdata, 0o600)
+			}
+			if release && herr == nil && serr == nil {
+				if lock {
+					r.retireOnCommit(LockFile, filepath.Join(p.StateDir(), LockFile))
+				}
+				r.retireOnCommit(WarningFile, filepath.Join(p.StateDir(), WarningFile))
+			}
+			errs, retired := r.commit()
+			if herr == nil {
+				herr, errs = errs[0], errs[1:]
+				if herr != nil {
+					herr = fmt.Errorf("save handoff: %w", herr)
+				}
+			}
+			if serr == nil && errs[0] != nil {
+				serr = fmt.Errorf("save session state: %w", errs[0])
+			}
+			rerr = retired
+			return nil
+		})
+	})
+	if err != nil {
+		herr, serr = cmp.Or(herr, fmt.Errorf("save handoff: %w", err)), cmp.Or(serr, fmt.Errorf("save session state: %w", err))
+		rerr = err
+	}
+	return herr, serr, rerr
 }
 
 // release retires the lock when it is session id's, and the warning.

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"errors"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -26,7 +27,7 @@ type syncGroup struct {
 }
 
 type syncWaiter struct {
-	fd   int
+	fds  []int         // the files it waits for, of the group's file system
 	done chan error    // the result of the sync that served it
 	lead chan struct{} // told to lead the next sync
 }
@@ -53,18 +54,57 @@ func groupSync(fd int) error {
 	if !canSyncFS || unix.Fstat(fd, &st) != nil {
 		return fsyncCounted(fd)
 	}
-	syncGroups.mu.Lock()
-	g := syncGroups.by[uint64(st.Dev)]
-	if g == nil {
-		g = &syncGroup{}
-		syncGroups.by[uint64(st.Dev)] = g
-	}
-	syncGroups.mu.Unlock()
-	return g.sync(fd)
+	return groupOf(uint64(st.Dev)).sync([]int{fd})
 }
 
-func (g *syncGroup) sync(fd int) error {
-	w := &syncWaiter{fd: fd, done: make(chan error, 1), lead: make(chan struct{}, 1)}
+// syncFiles makes the data written through each of fds durable, the
+// files of one file system in one wait of its group: the files an end
+// writes together cost one sync between them, not one each.
+func syncFiles(fds []int) error {
+	if len(fds) == 1 {
+		return groupSync(fds[0])
+	}
+	if !canSyncFS {
+		var errs []error
+		for _, fd := range fds {
+			errs = append(errs, fsyncCounted(fd))
+		}
+		return errors.Join(errs...)
+	}
+	var devs []uint64
+	byDev := map[uint64][]int{}
+	for _, fd := range fds {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return err
+		}
+		if _, ok := byDev[uint64(st.Dev)]; !ok {
+			devs = append(devs, uint64(st.Dev))
+		}
+		byDev[uint64(st.Dev)] = append(byDev[uint64(st.Dev)], fd)
+	}
+	for _, dev := range devs {
+		if err := groupOf(dev).sync(byDev[dev]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// groupOf is the sync group of the file system dev.
+func groupOf(dev uint64) *syncGroup {
+	syncGroups.mu.Lock()
+	defer syncGroups.mu.Unlock()
+	g := syncGroups.by[dev]
+	if g == nil {
+		g = &syncGroup{}
+		syncGroups.by[dev] = g
+	}
+	return g
+}
+
+func (g *syncGroup) sync(fds []int) error {
+	w := &syncWaiter{fds: fds, done: make(chan error, 1), lead: make(chan struct{}, 1)}
 	g.mu.Lock()
 	g.queue = append(g.queue, w)
 	if g.syncing {
@@ -84,10 +124,16 @@ func (g *syncGroup) sync(fd int) error {
 	g.queue = nil
 	g.mu.Unlock()
 	var err error
-	if len(batch) == 1 {
-		err = fsyncCounted(batch[0].fd)
-	} else {
-		err = syncFSCounted(batch[0].fd)
+	switch {
+	case len(batch) == 1:
+		// Alone: its own files, not all the file system holds.
+		var errs []error
+		for _, fd := range batch[0].fds {
+			errs = append(errs, fsyncCounted(fd))
+		}
+		err = errors.Join(errs...)
+	default:
+		err = syncFSCounted(batch[0].fds[0])
 	}
 	for _, b := range batch {
 		b.done <- err

@@ -231,3 +231,15 @@ func retireAt(dirfd int, name, display string) error {
 	}
 	return removeAt(dirfd, name, display)
 }
+
+// retireUnsynced is retireAt whose directory the caller syncs, when it
+// retired name as a spare; a removal is synced.
+func retireUnsynced(dirfd int, name, display string) error {
+	if canExchange {
+		switch err := renameNoReplace(dirfd, name, "."+name+spareMark); err {
+		case nil, unix.ENOENT:
+			return nil
+		}
+	}
+	return removeAt(dirfd, name, display)
+}
