@@ -204,12 +204,3 @@ func (p *Project) replaceAccount(h *Handoff, st *SessionState, release, lock boo
 	}
 	return herr, serr, rerr
 }
-
-// release retires the lock when it is session id's, and the warning.
-func (p *Project) release(id string) error {
-	var lockErr error
-	if l, err := p.ReadLock(); err == nil && l.SessionID == id {
-		lockErr = p.RemoveLock()
-	}
-	return errors.Join(lockErr, p.RemoveWarning())
-}
