@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,35 @@ import (
 	"testing"
 	"time"
 )
+
+// ctlProcess is a sessionctl run in the background.
+type ctlProcess struct {
+	done chan struct{} // closed once it has exited
+	err  error         // how it exited, once done is closed
+}
+
+// background runs sessionctl args against d in the background, its
+// output into stdout and stderr; the test's end kills it.
+func (d *daemon) background(t *testing.T, stdout, stderr io.Writer, args ...string) *ctlProcess {
+	t.Helper()
+	cmd := exec.Command(sessionctlBin, append([]string{"--socket", d.sock}, args...)...)
+	cmd.Env = cleanEnv()
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &ctlProcess{done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.done
+	})
+	return p
+}
 
 // TestFollowersOutlastAStopOfMany: a stop of hundreds of sessions
 // publishes their stopping and ended events within a second. A follower
@@ -29,21 +59,10 @@ func TestFollowersOutlastAStopOfMany(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	follower := exec.Command(sessionctlBin, "--socket", d.sock, "events", "-f", "--json")
-	follower.Env = cleanEnv()
-	follower.Stdout = pw
 	var followerErr syncBuffer
-	follower.Stderr = &followerErr
-	follower.WaitDelay = 5 * time.Second
-	if err := follower.Start(); err != nil {
-		t.Fatal(err)
-	}
+	d.background(t, pw, &followerErr, "events", "-f", "--json")
 	pw.Close()
-	t.Cleanup(func() {
-		_ = follower.Process.Kill()
-		_ = follower.Wait()
-		pr.Close()
-	})
+	t.Cleanup(func() { pr.Close() })
 	lines := bufio.NewReaderSize(pr, 1<<20)
 	type event struct {
 		Type      string `json:"type"`
@@ -87,23 +106,7 @@ func TestFollowersOutlastAStopOfMany(t *testing.T) {
 
 	// The waiter, on a session of its own.
 	var waitOut, waitErr syncBuffer
-	waiter := exec.Command(sessionctlBin, "--socket", d.sock, "start", "--wait", "--name", "waited", project(t), "--", "sleep", "1000")
-	waiter.Env = cleanEnv()
-	waiter.Stdout, waiter.Stderr = &waitOut, &waitErr
-	waiter.WaitDelay = 5 * time.Second
-	if err := waiter.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waited := make(chan struct{})
-	var waitedErr error
-	go func() {
-		waitedErr = waiter.Wait()
-		close(waited)
-	}()
-	t.Cleanup(func() {
-		_ = waiter.Process.Kill()
-		<-waited
-	})
+	waiter := d.background(t, &waitOut, &waitErr, "start", "--wait", "--name", "waited", project(t), "--", "sleep", "1000")
 	waitFor(t, 10*time.Second, "the waited session to run", func() (bool, string) {
 		r := d.ctl("inspect", "--json", "waited")
 		return r.code == 0 && strings.Contains(r.stdout, `"state": "running"`), r.String()
@@ -120,8 +123,8 @@ func TestFollowersOutlastAStopOfMany(t *testing.T) {
 	d.mustCtl(append([]string{"stop"}, ids...)...)
 
 	select {
-	case <-waited:
-		t.Fatalf("start --wait ended during the others' stop (%v):\nstdout: %s\nstderr: %s", waitedErr, waitOut.String(), waitErr.String())
+	case <-waiter.done:
+		t.Fatalf("start --wait ended during the others' stop (%v):\nstdout: %s\nstderr: %s", waiter.err, waitOut.String(), waitErr.String())
 	default:
 	}
 
@@ -169,7 +172,7 @@ func TestFollowersOutlastAStopOfMany(t *testing.T) {
 	// The waiter ends with its own session.
 	d.mustCtl("stop", "waited")
 	select {
-	case <-waited:
+	case <-waiter.done:
 		if !strings.Contains(waitErr.String(), "ended") {
 			t.Errorf("start --wait after its session's stop: stderr %q, want its end", waitErr.String())
 		}
@@ -184,22 +187,7 @@ func TestFollowerToldOfTheDaemonsEnd(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t)
 	var out, errb syncBuffer
-	follower := exec.Command(sessionctlBin, "--socket", d.sock, "events", "-f")
-	follower.Env = cleanEnv()
-	follower.Stdout, follower.Stderr = &out, &errb
-	if err := follower.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	var err error
-	go func() {
-		err = follower.Wait()
-		close(done)
-	}()
-	t.Cleanup(func() {
-		_ = follower.Process.Kill()
-		<-done
-	})
+	follower := d.background(t, &out, &errb, "events", "-f")
 	waitFor(t, 10*time.Second, "events -f to show a session's start", func() (bool, string) {
 		if strings.Contains(out.String(), "started") {
 			return true, ""
@@ -209,12 +197,12 @@ func TestFollowerToldOfTheDaemonsEnd(t *testing.T) {
 	})
 	d.stop()
 	select {
-	case <-done:
+	case <-follower.done:
 	case <-time.After(30 * time.Second):
 		t.Fatal("events -f outlived the daemon")
 	}
-	if exitCode(err) == 0 || !strings.Contains(errb.String(), "the event stream ended") {
-		t.Errorf("events -f after the daemon's shutdown: exit %d, stderr %q; want a failure that says the stream ended", exitCode(err), errb.String())
+	if exitCode(follower.err) == 0 || !strings.Contains(errb.String(), "the event stream ended") {
+		t.Errorf("events -f after the daemon's shutdown: exit %d, stderr %q; want a failure that says the stream ended", exitCode(follower.err), errb.String())
 	}
 	if !strings.Contains(out.String(), "stopping") {
 		t.Errorf("events -f should show the shutdown's stopping events before its end:\n%s", out.String())
