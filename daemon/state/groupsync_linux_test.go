@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -91,4 +92,57 @@ func BenchmarkParallelWrites(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestProgressAppendsShareSyncs: the ends of many projects' sessions,
+// each appending to its project's existing progress log at once, share
+// file system syncs, and every entry lands once.
+func TestProgressAppendsShareSyncs(t *testing.T) {
+	dir := t.TempDir()
+	const n = 100
+	projects := make([]*Project, n)
+	for i := range projects {
+		sub := filepath.Join(dir, fmt.Sprint(i))
+		if err := os.Mkdir(sub, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		p, err := OpenProject(sub, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.AppendProgress("", ProgressEntry{SessionID: "first"}); err != nil {
+			t.Fatal(err)
+		}
+		projects[i] = p
+	}
+	var files, fss atomic.Int64
+	fsyncFD = func(fd int) error { files.Add(1); return unix.Fsync(fd) }
+	syncFS = func(fd int) error { fss.Add(1); return unix.Syncfs(fd) }
+	t.Cleanup(func() { fsyncFD, syncFS = unix.Fsync, unix.Syncfs })
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	start := make(chan struct{})
+	for i, p := range projects {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, errs[i] = p.AppendProgress("", ProgressEntry{SessionID: "second"})
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprint(i), DirName, "progress.md"))
+		if err != nil || strings.Count(string(b), "second") != 1 || strings.Count(string(b), "first") != 1 {
+			t.Fatalf("log %d: %v\n%s", i, err, b)
+		}
+	}
+	t.Logf("%d appends: %d file syncs, %d file system syncs", n, files.Load(), fss.Load())
+	if files.Load()+fss.Load() >= n || fss.Load() == 0 {
+		t.Errorf("%d appends made %d file syncs and %d file system syncs: none was shared", n, files.Load(), fss.Load())
+	}
 }

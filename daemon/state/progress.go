@@ -331,15 +331,16 @@ func rotateProgress(dirfd int, name, display string, perm uint32, entries []byte
 }
 
 // appendDurably writes data at the end of fd (opened O_APPEND, of size
-// size) in one write and syncs it; a write cut short is taken back, so
-// the log never keeps half an entry.
+// size) in one write and syncs it, in its file system's group (the ends
+// of many projects' sessions append at once); a write cut short is taken
+// back, so the log never keeps half an entry.
 func appendDurably(fd int, size int64, data []byte) error {
 	n, err := unix.Write(fd, data)
 	if err == nil && n < len(data) {
 		err = unix.ENOSPC
 	}
 	if err == nil {
-		err = fsyncCounted(fd)
+		err = syncFile(fd)
 	}
 	if err != nil {
 		_ = unix.Ftruncate(fd, size)
