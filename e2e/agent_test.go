@@ -828,9 +828,12 @@ func TestAgentAdoptedAfterDaemonCrash(t *testing.T) {
 	d2 := startDaemonAt(t, state, sock)
 	a.cue(t, "go")
 	rec := d2.waitAgent(id, "idle")
-	if rec.Tokens == nil || rec.Tokens.Input <= before.Tokens.Input {
-		t.Errorf("tokens after the adoption %+v, want more than the %d input counted before", rec.Tokens, before.Tokens.Input)
-	}
+	// The turn's tokens are read from its transcript, which the agent
+	// may finish writing after its last hook.
+	waitFor(t, 20*time.Second, "the tokens of the turn after the adoption", func() (bool, string) {
+		rec = d2.agentRecord(id)
+		return rec.Tokens != nil && rec.Tokens.Input > before.Tokens.Input, fmt.Sprintf("tokens %+v, %d input counted before", rec.Tokens, before.Tokens.Input)
+	})
 	if rec.Agent.Turns != 1 || rec.Agent.ConversationID != before.Agent.ConversationID {
 		t.Errorf("adopted agent %+v, want its turn counted in the same conversation %s", rec.Agent, before.Agent.ConversationID)
 	}

@@ -249,7 +249,13 @@ func runCtl(t testing.TB, sock string, env []string, args ...string) result {
 // execute runs a program to completion, bounded in time.
 func execute(t testing.TB, env []string, name string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	return executeWithin(t, 60*time.Second, env, name, args...)
+}
+
+// executeWithin is execute with the bound limit.
+func executeWithin(t testing.TB, limit time.Duration, env []string, name string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = env
@@ -258,7 +264,7 @@ func execute(t testing.TB, env []string, name string, args ...string) result {
 	err := cmd.Run()
 	r := result{args: append([]string{filepath.Base(name)}, args...), stdout: out.String(), stderr: errb.String(), code: exitCode(err)}
 	if ctx.Err() != nil {
-		t.Fatalf("%s did not finish within 60s\n%s", r.args, r)
+		t.Fatalf("%s did not finish within %s\n%s", r.args, limit, r)
 	}
 	if err != nil && r.code == -1 {
 		t.Fatalf("run %s: %v", name, err)

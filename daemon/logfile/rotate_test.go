@@ -241,6 +241,13 @@ func TestResetLossUnderAReader(t *testing.T) {
 	var once sync.Once
 	l := newLog(t, t.TempDir(), Options{MaxSize: 4096, Keep: 4, forceMode: ModeTruncate,
 		beforeResetLock: func() { once.Do(func() { write(400, 2000); readOn() }) }})
+	// The pass Open asks for runs on the rotator's goroutine: over (on
+	// the empty log) before the writes, so that the one reset, and the
+	// hook, are the Rotate below's, on this goroutine.
+	waitFor(t, 10*time.Second, "the pass Open asks for", func() bool { return l.Stats().Checks >= 1 })
+	if err := l.Rotate(); err != nil {
+		t.Fatal(err)
+	}
 	var err error
 	if w, err = OpenAppend(l.Path()); err != nil {
 		t.Fatal(err)

@@ -502,7 +502,10 @@ func TestTwentyThousandIdleConnections(t *testing.T) {
 		if c.Closed != sums[i].OK {
 			t.Errorf("client %d: %d of its %d connections closed", i, c.Closed, sums[i].OK)
 		}
-		if c.Closed > 0 && (c.MinIdle < tmo.Idle.Seconds()-0.1 || c.MaxIdle > tmo.Idle.Seconds()+2) {
+		// The client times each connection from when it saw it made,
+		// which a loaded machine can put a while after the server's
+		// accept: early by up to a second, late by up to two.
+		if c.Closed > 0 && (c.MinIdle < tmo.Idle.Seconds()-1 || c.MaxIdle > tmo.Idle.Seconds()+2) {
 			t.Errorf("client %d: idle connections closed after %.2fs to %.2fs, want about %v", i, c.MinIdle, c.MaxIdle, tmo.Idle)
 		}
 	}
