@@ -177,7 +177,9 @@ func waitScreen(t *testing.T, h *Holder, want string) ipc.TermScreen {
 	t.Helper()
 	var scr ipc.TermScreen
 	var err error
-	deadline := time.Now().Add(10 * time.Second)
+	// A flood of tens of thousands of lines through the emulator under
+	// the race detector, on a loaded machine, takes more than ten seconds.
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		scr, err = h.Screen(context.Background(), 0)
 		if err == nil && strings.Contains(scr.Text(), want) {
