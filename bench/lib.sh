@@ -31,6 +31,22 @@ rss_mib() {
 	if [ -z "$kb" ]; then echo n/a; else awk -v k="$kb" 'BEGIN { printf "%.1f", k / 1024 }'; fi
 }
 
+# proc_cpu PID -> PID's own user and system CPU so far, in clock ticks
+# (not its children's).
+proc_cpu() {
+	awk '{ print $14, $15 }' "/proc/$1/stat" 2>/dev/null || echo "0 0"
+}
+
+# times_ms FILE -> the user and system CPU (ms) of a shell's waited-for
+# children, from what bash's times wrote to FILE (times must run in that
+# shell itself: a subshell's are its own).
+times_ms() {
+	awk 'NR == 2 {
+		split($1, u, /[ms]/); split($2, s, /[ms]/)
+		printf "%d %d\n", (u[1] * 60 + u[2]) * 1000, (s[1] * 60 + s[2]) * 1000
+	}' "$1"
+}
+
 # as_root CMD... runs CMD as root (directly, or through sudo -n).
 as_root() {
 	if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo -n "$@"; else return 1; fi

@@ -43,7 +43,7 @@ case " $ANCHORS " in *" pm2 "*) pm2_setup ;; esac
 declare -A R # results: R[<tool>.<figure>]
 R[floor.stop_false]=— R[floor.stop_true]=—
 for t in sessiond supervisord pm2; do
-	for f in up up_par up_batch ps_med ps_p90 psj_med psj_p90 rss rss_use rss_settled stop stop_par stop_batch handoffs fsync_start fsync_end; do R[$t.$f]=—; done
+	for f in up cpu_start up_par up_batch ps_med ps_p90 psj_med psj_p90 rss rss_use rss_settled stop stop_par stop_batch handoffs fsync_start fsync_end; do R[$t.$f]=—; done
 done
 
 # -------------------------------------------------------------------- sessiond
@@ -66,14 +66,27 @@ for i in range(100):
         n += 1
 print("%.0f" % ((time.perf_counter() - t) / n * 1e6))' "$BENCH_TMP/files") || R[floor.file_us]=—
 log "sessiond: a file made here costs ${R[floor.file_us]} µs now; starting $N sessions (sequential sessionctl start)"
+# What the starts cost in CPU beside their time: the daemon's, and that of
+# the loop's processes (sessionctl, each forked by this shell); the two
+# share the machine's cores.
+read -r du0 ds0 < <(proc_cpu "$SD_PID")
+times >"$BENCH_TMP/times.0"
 t0=$(now_ns)
 for ((i = 1; i <= N; i++)); do
 	sctl start -q "$SD_DIR/p/$i" -- "$SLEEP" 100000 >/dev/null
 done
-wait_until 60 sd_all_running "$N" || die "sessiond: not all $N sessions running: $(sd_running)"
 t1=$(now_ns)
-R[sessiond.up]=$(ns_s "$t0" "$t1")
-log "sessiond: $N up in ${R[sessiond.up]} s"
+times >"$BENCH_TMP/times.1"
+read -r du1 ds1 < <(proc_cpu "$SD_PID")
+read -r cu0 cs0 < <(times_ms "$BENCH_TMP/times.0")
+read -r cu1 cs1 < <(times_ms "$BENCH_TMP/times.1")
+wait_until 60 sd_all_running "$N" || die "sessiond: not all $N sessions running: $(sd_running)"
+t2=$(now_ns)
+R[sessiond.up]=$(ns_s "$t0" "$t2")
+HZ=$(getconf CLK_TCK)
+R[sessiond.cpu_start]=$(awk -v n="$N" -v hz="$HZ" -v du=$((du1 - du0)) -v ds=$((ds1 - ds0)) -v cu=$((cu1 - cu0)) -v cs=$((cs1 - cs0)) -v ns=$((t1 - t0)) \
+	'BEGIN { printf "%.2f / %.2f; %.2f / %.2f; %.2f", du * 1000 / hz / n, ds * 1000 / hz / n, cu / n, cs / n, ns / 1e6 / n }')
+log "sessiond: $N up in ${R[sessiond.up]} s; per start (ms): the daemon's CPU user / system, the loop's processes' user / system, the time: ${R[sessiond.cpu_start]}"
 # Once a run of starts is over the daemon hands back what they used on the
 # way (2 s after the last): this RSS is the steady one of N idle sessions.
 sleep 4
@@ -335,6 +348,7 @@ cat <<EOF
 | Go hello-world process, whole process, median (ms): run back to back as the list above / $N of them in a loop, as the sequential starts above (s) / a page's first touch (µs) | ${R[floor.b2b]} / ${R[floor.loop]} / ${R[floor.fault_us]} | | | | |
 | a file made beside the daemon's, before the sequential starts (µs; a start makes some ten; on ext4 without a journal, more the more inodes were freed in the last minutes) | ${R[floor.file_us]} | | | | |
 | the start's floor (s), bench/startfloor.go: $N durable starts in the same loop, each a client as small as the hello world whose server forks and executes the command and writes its record with one sync, nothing else | ${R[floor.start]} | | | | |
+| $N sequential \`sessionctl start\`, per start (ms): the daemon's CPU, user / system; the CPU of the loop's processes (\`sessionctl\`, forked by the shell), user / system; the time | ${R[sessiond.cpu_start]} | | | | |
 | $N sequential \`sessionctl start\` ÷ the start's floor | $(ratio "${R[sessiond.up]}" "${R[floor.start]}") | | | | |
 | \`sessionctl ps\` ÷ the floor, each run back to back (hyperfine medians) | $(awk -v a="${R[sessiond.ps_med]}" -v b="${R[floor.b2b]}" 'BEGIN { printf "%.2f", a / b }') | | | | |
 | the floor interleaved with the commands below, median (ms) | ${R[floor.med]} | | | | |
