@@ -133,7 +133,7 @@ func run(n int, dir, sleep string, writes bool) error {
 	if err := <-errs; err != nil {
 		return err
 	}
-	fmt.Printf("stopfloor %d %.3f %d\n", n, elapsed.Seconds(), syncs)
+	fmt.Printf("stopfloor %d %.6f %d\n", n, elapsed.Seconds(), syncs)
 	return nil
 }
 
