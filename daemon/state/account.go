@@ -105,13 +105,17 @@ func (p *Project) writeAccounts(batch []*accountRequest) {
 			}
 			byFile[w.ProgressFile] = append(byFile[w.ProgressFile], i)
 		}
+		// A log made now in .sessiond (a project's first end) takes its
+		// name there with the handoff's and the state's: one sync of the
+		// directory for the three (owed).
+		owed := false
 		for _, f := range files {
 			idx := byFile[f]
 			es := make([]ProgressEntry, len(idx))
 			for j, i := range idx {
 				es[j] = writes[i].Progress
 			}
-			_, pErr := q.appendProgress(f, es)
+			_, pErr := q.appendProgressOwing(f, es, &owed)
 			for _, i := range idx {
 				results[i].Progress = pErr
 			}
@@ -130,9 +134,12 @@ func (p *Project) writeAccounts(batch []*accountRequest) {
 				lockHolder = l.SessionID
 			}
 		}
-		herr, serr, rerr := q.replaceAccount(writes[len(writes)-1].Handoff, prev, len(releasing) > 0, lockHolder != "" && slices.ContainsFunc(releasing, func(i int) bool { return writes[i].Release == lockHolder }))
+		herr, serr, rerr, derr := q.replaceAccount(writes[len(writes)-1].Handoff, prev, len(releasing) > 0, lockHolder != "" && slices.ContainsFunc(releasing, func(i int) bool { return writes[i].Release == lockHolder }), owed)
 		for i := range results {
 			results[i].Handoff, results[i].State = herr, serr
+			if owed && derr != nil && results[i].Progress == nil {
+				results[i].Progress = fmt.Errorf("append progress: %w", derr)
+			}
 		}
 		for _, i := range releasing {
 			results[i].Release = rerr
@@ -150,7 +157,9 @@ func (p *Project) writeAccounts(batch []*accountRequest) {
 // replaceAccount writes h and st into .sessiond as SaveHandoff and
 // SaveSessionState do, in one batch of replacements, with the warning
 // retired (and the lock, with lock) once both are in place when release.
-func (p *Project) replaceAccount(h *Handoff, st *SessionState, release, lock bool) (herr, serr, rerr error) {
+// With owed, a name made in .sessiond before (a new progress log's) is
+// synced with theirs; derr is that sync's error.
+func (p *Project) replaceAccount(h *Handoff, st *SessionState, release, lock, owed bool) (herr, serr, rerr, derr error) {
 	var hdata, sdata []byte
 	if h == nil {
 		herr = errors.New("save handoff: nil handoff")
@@ -171,7 +180,7 @@ func (p *Project) replaceAccount(h *Handoff, st *SessionState, release, lock boo
 	}
 	err := p.do(func(root int) error {
 		return p.withStateDir(root, true, func(sfd int) error {
-			r := replacements{dirfd: sfd}
+			r := replacements{dirfd: sfd, owed: owed}
 			if herr == nil {
 				r.add(HandoffFile, filepath.Join(p.StateDir(), HandoffFile), hdata, 0o600)
 			}
@@ -194,13 +203,13 @@ func (p *Project) replaceAccount(h *Handoff, st *SessionState, release, lock boo
 			if serr == nil && errs[0] != nil {
 				serr = fmt.Errorf("save session state: %w", errs[0])
 			}
-			rerr = retired
+			rerr, derr = retired, r.dirErr
 			return nil
 		})
 	})
 	if err != nil {
 		herr, serr = cmp.Or(herr, fmt.Errorf("save handoff: %w", err)), cmp.Or(serr, fmt.Errorf("save session state: %w", err))
-		rerr = err
+		rerr, derr = err, err
 	}
-	return herr, serr, rerr
+	return herr, serr, rerr, derr
 }

@@ -157,3 +157,65 @@ func TestAnEndsFilesFailTogether(t *testing.T) {
 		t.Error("the lock is still there after the next try")
 	}
 }
+
+// A project's first end makes its progress log out of the spare, and the
+// log's name is synced with the handoff's and the state's: one sync of
+// .sessiond for the three names, after all three are in place (the log's
+// own sync of the directory made two). A failed sync of the directory
+// fails the entry too.
+func TestAFirstProgressEntrySharesTheDirectorysSync(t *testing.T) {
+	dir := t.TempDir()
+	p, err := OpenProject(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.PrepareEnd(""); err != nil {
+		t.Fatal(err)
+	}
+	sd := filepath.Join(dir, DirName)
+	if _, err := os.Lstat(filepath.Join(sd, SpareName(ProgressFile))); err != nil {
+		t.Fatalf("no spare for the progress log: %v", err)
+	}
+	exists := func(name string) bool { _, err := os.Lstat(filepath.Join(sd, name)); return err == nil }
+	type dirSync struct{ log, handoff, state bool }
+	var syncs []dirSync
+	failDir := false
+	fsyncFD = func(fd int) error {
+		if path, _ := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); path == sd {
+			syncs = append(syncs, dirSync{exists(ProgressFile), exists(HandoffFile), exists(SessionStateFile)})
+			if failDir {
+				return unix.EIO
+			}
+		}
+		return unix.Fsync(fd)
+	}
+	t.Cleanup(func() { fsyncFD = unix.Fsync })
+	write := func(id string) AccountResult {
+		return p.WriteAccount(func(q *Project, prev *SessionState, err error) AccountWrite {
+			return AccountWrite{Handoff: &Handoff{SessionID: id}, State: &SessionState{CurrentPlan: "after " + id},
+				Progress: ProgressEntry{Time: time.Now(), SessionID: id}}
+		})
+	}
+	if res := write("a"); res.Handoff != nil || res.State != nil || res.Progress != nil {
+		t.Fatalf("%+v", res)
+	}
+	if len(syncs) != 1 || !syncs[0].log || !syncs[0].handoff || !syncs[0].state {
+		t.Errorf(".sessiond's syncs: %+v; want one, with the log, the handoff and the state in place", syncs)
+	}
+	if b, err := os.ReadFile(filepath.Join(sd, ProgressFile)); err != nil || !strings.Contains(string(b), "a") || exists(SpareName(ProgressFile)) {
+		t.Errorf("the log %q (%v), made from its spare", b, err)
+	}
+
+	// The next project's first end, its directory's sync failing.
+	dir = t.TempDir()
+	if p, err = OpenProject(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.PrepareEnd(""); err != nil {
+		t.Fatal(err)
+	}
+	sd, syncs, failDir = filepath.Join(dir, DirName), nil, true
+	if res := write("b"); res.Progress == nil || res.Handoff == nil {
+		t.Errorf("a failed sync of .sessiond: %+v; want the entry and the handoff failed", res)
+	}
+}

@@ -70,8 +70,19 @@ func (p *Project) AppendProgress(rel string, e ProgressEntry) (n int, err error)
 // appendProgress is AppendProgress for several entries, in order, in one
 // write.
 func (p *Project) appendProgress(rel string, es []ProgressEntry) (ns []int, err error) {
+	return p.appendProgressOwing(rel, es, nil)
+}
+
+// appendProgressOwing is appendProgress whose log, when it is made (its
+// first entry) in .sessiond itself and owed is not nil, takes its name
+// there without the directory's sync: *owed is set, and the caller syncs
+// .sessiond (writeAccounts, with the handoff's and the state's names).
+func (p *Project) appendProgressOwing(rel string, es []ProgressEntry, owed *bool) (ns []int, err error) {
 	if rel == "" {
 		rel = DirName + "/" + ProgressFile
+	}
+	if filepath.Dir(filepath.Clean(rel)) != DirName {
+		owed = nil
 	}
 	err = p.do(func(root int) error {
 		if first, _, _ := strings.Cut(filepath.ToSlash(filepath.Clean(rel)), "/"); first == DirName {
@@ -84,7 +95,7 @@ func (p *Project) appendProgress(rel string, es []ProgressEntry) (ns []int, err 
 			return err
 		}
 		defer unix.Close(dfd)
-		ns, err = appendEntriesAt(dfd, name, display, es)
+		ns, err = appendEntriesOwing(dfd, name, display, es, owed)
 		return err
 	})
 	if err != nil {
@@ -138,17 +149,23 @@ func appendProgressAt(dirfd int, name, display string, e ProgressEntry) (int, er
 // grow past MaxProgressSize is first rotated whole to NAME.1 (replacing an
 // older one), the numbering going on in the new log.
 func appendEntriesAt(dirfd int, name, display string, es []ProgressEntry) ([]int, error) {
+	return appendEntriesOwing(dirfd, name, display, es, nil)
+}
+
+// appendEntriesOwing is appendEntriesAt whose new log's name, if owed is
+// not nil, is left for the caller to sync with dirfd (*owed set).
+func appendEntriesOwing(dirfd int, name, display string, es []ProgressEntry, owed *bool) ([]int, error) {
 	for {
-		ns, retry, err := appendEntriesOnce(dirfd, name, display, es)
+		ns, retry, err := appendEntriesOnce(dirfd, name, display, es, owed)
 		if !retry {
 			return ns, err
 		}
 	}
 }
 
-// appendEntriesOnce is one try of appendEntriesAt; retry says the log was
-// rotated or replaced while it waited for the lock.
-func appendEntriesOnce(dirfd int, name, display string, es []ProgressEntry) (ns []int, retry bool, err error) {
+// appendEntriesOnce is one try of appendEntriesOwing; retry says the log
+// was rotated or replaced while it waited for the lock.
+func appendEntriesOnce(dirfd int, name, display string, es []ProgressEntry, owed *bool) (ns []int, retry bool, err error) {
 	// What is there is looked at before it is opened: a FIFO or a device
 	// is named as such, not opened for writing.
 	var pre unix.Stat_t
@@ -159,7 +176,7 @@ func appendEntriesOnce(dirfd int, name, display string, es []ProgressEntry) (ns 
 		}
 		return nil, false, notRegular(display, uint32(pre.Mode))
 	case err == unix.ENOENT:
-		if ns, made, err := createFromSpare(dirfd, name, display, es); made || err != nil {
+		if ns, made, err := createFromSpare(dirfd, name, display, es, owed); made || err != nil {
 			return ns, false, err
 		}
 	}
@@ -217,11 +234,21 @@ func appendEntriesOnce(dirfd int, name, display string, es []ProgressEntry) (ns 
 		return nil, false, fmt.Errorf("append to %s: %w", display, err)
 	}
 	if created {
-		if err := syncDirFD(dirfd); err != nil {
+		if err := syncNameOrOwe(dirfd, owed); err != nil {
 			return nil, false, fmt.Errorf("append to %s: %w", display, err)
 		}
 	}
 	return ns, false, nil
+}
+
+// syncNameOrOwe syncs dirfd, where a new name was made, unless owed takes
+// the sync on (owed not nil: *owed is set).
+func syncNameOrOwe(dirfd int, owed *bool) error {
+	if owed != nil {
+		*owed = true
+		return nil
+	}
+	return syncDirFD(dirfd)
 }
 
 // entriesAfter is what appending es to the log old adds (a new log's
@@ -268,8 +295,9 @@ func entriesAfter(old []byte, es []ProgressEntry) (b *bytes.Buffer, ns []int, wr
 // inode at the end of its session. made is false, with no error, when
 // there is no spare to use or a log came first: the caller appends as
 // for any log. The spare is locked (flock) while it is written, as the log
-// is: of two writers that found it, the second finds it gone.
-func createFromSpare(dirfd int, name, display string, es []ProgressEntry) (ns []int, made bool, err error) {
+// is: of two writers that found it, the second finds it gone. The name's
+// sync is owed's when owed is not nil (syncNameOrOwe).
+func createFromSpare(dirfd int, name, display string, es []ProgressEntry, owed *bool) (ns []int, made bool, err error) {
 	if !canExchange {
 		return nil, false, nil
 	}
@@ -308,7 +336,7 @@ func createFromSpare(dirfd int, name, display string, es []ProgressEntry) (ns []
 	default:
 		return nil, false, fmt.Errorf("append to %s: %w", display, err)
 	}
-	if err := syncDirFD(dirfd); err != nil {
+	if err := syncNameOrOwe(dirfd, owed); err != nil {
 		return nil, false, fmt.Errorf("append to %s: %w", display, err)
 	}
 	return ns, true, nil

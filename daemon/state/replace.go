@@ -24,6 +24,12 @@ type replacements struct {
 	dirfd  int
 	items  []*replacement
 	retire [][2]string // name, display
+	// owed says a name was made in the directory before the batch (a new
+	// progress log's), which the batch's sync of the directory is to make
+	// durable too: the directory is synced however the batch went, and
+	// dirErr is that sync's error.
+	owed   bool
+	dirErr error
 }
 
 type replacement struct {
@@ -154,8 +160,9 @@ func (r *replacements) commit() (errs []error, retired error) {
 			}
 		}
 	}
-	if renamed {
+	if renamed || r.owed {
 		if err := syncDirFD(r.dirfd); err != nil {
+			r.dirErr = err
 			for i, it := range r.items {
 				if it.err == nil {
 					errs[i] = fmt.Errorf("write %s: %w", it.display, err)
