@@ -115,7 +115,7 @@ func (p *Project) writeAccounts(batch []*accountRequest) {
 			for j, i := range idx {
 				es[j] = writes[i].Progress
 			}
-			_, pErr := q.appendProgressOwing(f, es, &owed)
+			_, pErr := q.appendProgress(f, es, &owed)
 			for _, i := range idx {
 				results[i].Progress = pErr
 			}

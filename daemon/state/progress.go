@@ -60,7 +60,7 @@ const progressHeader = "# Progress\n\nOne entry per session, appended by session
 // The log is only appended to (see appendEntriesAt): entries of ends that
 // happen together are all kept, each once, in the order they are written.
 func (p *Project) AppendProgress(rel string, e ProgressEntry) (n int, err error) {
-	ns, err := p.appendProgress(rel, []ProgressEntry{e})
+	ns, err := p.appendProgress(rel, []ProgressEntry{e}, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -68,16 +68,11 @@ func (p *Project) AppendProgress(rel string, e ProgressEntry) (n int, err error)
 }
 
 // appendProgress is AppendProgress for several entries, in order, in one
-// write.
-func (p *Project) appendProgress(rel string, es []ProgressEntry) (ns []int, err error) {
-	return p.appendProgressOwing(rel, es, nil)
-}
-
-// appendProgressOwing is appendProgress whose log, when it is made (its
-// first entry) in .sessiond itself and owed is not nil, takes its name
-// there without the directory's sync: *owed is set, and the caller syncs
-// .sessiond (writeAccounts, with the handoff's and the state's names).
-func (p *Project) appendProgressOwing(rel string, es []ProgressEntry, owed *bool) (ns []int, err error) {
+// write. A log it makes (its first entry) in .sessiond itself takes its
+// name there without the directory's sync when owed is not nil: *owed is
+// set, and the caller syncs .sessiond (writeAccounts, with the handoff's
+// and the state's names).
+func (p *Project) appendProgress(rel string, es []ProgressEntry, owed *bool) (ns []int, err error) {
 	if rel == "" {
 		rel = DirName + "/" + ProgressFile
 	}
