@@ -58,16 +58,24 @@ func (s *Session) saveEnviron() error {
 	// A file of a new session's directory (made with it, empty, when the
 	// directory was a spare), not synced: a start pays no sync for it, and
 	// a machine that crashes ends the session anyway (an entry cut short
-	// is dropped when it is read).
-	f, err := os.OpenFile(filepath.Join(s.dir, EnvironFile), os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	// is dropped when it is read). An empty file is written as it is, not
+	// opened with O_TRUNC: on ext4 a truncation to nothing makes the
+	// file's close write it back at once (auto_da_alloc), 50-80 µs of the
+	// start's path.
+	f, err := os.OpenFile(filepath.Join(s.dir, EnvironFile), os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return fmt.Errorf("keep the session's environment: %w", err)
 	}
-	if s.uid != os.Geteuid() {
+	if fi, serr := f.Stat(); serr != nil {
+		err = serr
+	} else if fi.Size() > 0 {
+		err = f.Truncate(0)
+	}
+	if s.uid != os.Geteuid() && err == nil {
 		err = f.Chown(s.uid, -1)
 	}
-	if _, werr := f.Write(b.Bytes()); err == nil {
-		err = werr
+	if err == nil {
+		_, err = f.Write(b.Bytes())
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
