@@ -164,11 +164,16 @@ func (st *stampFile) rewriteLocked(recs []stamp, oldest int64) error {
 		buf = r.append(buf)
 	}
 	tmp := st.path + ".tmp"
-	f, err := openFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	// Written over what the file holds (a new session's directory has it
+	// empty), cut to its length after, not opened with O_TRUNC: on ext4 a
+	// truncation to nothing makes the file's close (at the session's end)
+	// write it back at once, one more write for each end of a stop --all.
+	f, err := openFile(tmp, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return fmt.Errorf("write stamp file: %w", err)
 	}
-	if _, err := f.Write(buf); err != nil {
+	err = fillStamps(f, buf)
+	if err != nil {
 		f.Close()
 		os.Remove(tmp)
 		return fmt.Errorf("write stamp file: %w", err)
@@ -189,6 +194,22 @@ func (st *stampFile) rewriteLocked(recs []stamp, oldest int64) error {
 	st.lastIdx, st.lastAt = -1, 0
 	if n := len(recs); n > 0 && recs[n-1].at > 0 {
 		st.lastIdx, st.lastAt = st.n-1, recs[n-1].at
+	}
+	return nil
+}
+
+// fillStamps makes f hold buf alone: written from its start, and cut
+// where buf ends if it held more.
+func fillStamps(f *os.File, buf []byte) error {
+	if _, err := f.WriteAt(buf, 0); err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Size() > int64(len(buf)) {
+		return f.Truncate(int64(len(buf)))
 	}
 	return nil
 }

@@ -462,3 +462,35 @@ func TestStampsRefreshAfterUnknown(t *testing.T) {
 		t.Errorf("refresh %v, full read %v; want the unknown run and one burst", next.recs, full.recs)
 	}
 }
+
+// TestStampsOverALongerTemporaryFile: the stamp file is written into its
+// temporary file as it finds it (a new session's directory holds it
+// empty; a crash can leave one longer), and holds what was written alone.
+func TestStampsOverALongerTemporaryFile(t *testing.T) {
+	for _, old := range [][]byte{nil, bytes.Repeat([]byte{0xee}, 4096)} {
+		path := t.TempDir() + "/output.log"
+		if err := os.WriteFile(path, seqLines(0, 3), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path+StampSuffix+".tmp", old, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		l, err := Open(path, Options{MaxSize: 1 << 20, Stamps: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(path + StampSuffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The magic and one record, the oldest offset's, nothing after.
+		if want := len(stampMagic) + 2*stampSize; len(data) != want {
+			t.Errorf("old temporary file of %d bytes: the stamp file holds %d bytes (%x), want %d", len(old), len(data), data, want)
+		}
+		st, err := l.Stamps(nil)
+		if err != nil || st.UnknownUntil() != 0 {
+			t.Errorf("old temporary file of %d bytes: stamps %v unknown until %d", len(old), err, st.UnknownUntil())
+		}
+		l.Close()
+	}
+}
