@@ -91,6 +91,9 @@ func (p *Project) writeAccounts(batch []*accountRequest) {
 	results := make([]AccountResult, len(batch))
 	err := p.Exclusively(func(q *Project) error {
 		prev, perr := q.LoadSessionState()
+		// No session state yet: the project's first end, whose handoff and
+		// state are new names.
+		first := prev == nil && perr == nil
 		writes := make([]AccountWrite, len(batch))
 		for i, r := range batch {
 			writes[i] = r.build(q, prev, perr)
@@ -134,7 +137,7 @@ func (p *Project) writeAccounts(batch []*accountRequest) {
 				lockHolder = l.SessionID
 			}
 		}
-		herr, serr, rerr, derr := q.replaceAccount(writes[len(writes)-1].Handoff, prev, len(releasing) > 0, lockHolder != "" && slices.ContainsFunc(releasing, func(i int) bool { return writes[i].Release == lockHolder }), owed)
+		herr, serr, rerr, derr := q.replaceAccount(writes[len(writes)-1].Handoff, prev, len(releasing) > 0, lockHolder != "" && slices.ContainsFunc(releasing, func(i int) bool { return writes[i].Release == lockHolder }), owed, first)
 		for i := range results {
 			results[i].Handoff, results[i].State = herr, serr
 			if owed && derr != nil && results[i].Progress == nil {
@@ -158,8 +161,9 @@ func (p *Project) writeAccounts(batch []*accountRequest) {
 // SaveSessionState do, in one batch of replacements, with the warning
 // retired (and the lock, with lock) once both are in place when release.
 // With owed, a name made in .sessiond before (a new progress log's) is
-// synced with theirs; derr is that sync's error.
-func (p *Project) replaceAccount(h *Handoff, st *SessionState, release, lock, owed bool) (herr, serr, rerr, derr error) {
+// synced with theirs; derr is that sync's error. fresh says the project has
+// no session state yet (its first end).
+func (p *Project) replaceAccount(h *Handoff, st *SessionState, release, lock, owed, fresh bool) (herr, serr, rerr, derr error) {
 	var hdata, sdata []byte
 	if h == nil {
 		herr = errors.New("save handoff: nil handoff")
@@ -180,7 +184,7 @@ func (p *Project) replaceAccount(h *Handoff, st *SessionState, release, lock, ow
 	}
 	err := p.do(func(root int) error {
 		return p.withStateDir(root, true, func(sfd int) error {
-			r := replacements{dirfd: sfd, owed: owed}
+			r := replacements{dirfd: sfd, owed: owed, fresh: fresh}
 			if herr == nil {
 				r.add(HandoffFile, filepath.Join(p.StateDir(), HandoffFile), hdata, 0o600)
 			}

@@ -30,6 +30,10 @@ type replacements struct {
 	// dirErr is that sync's error.
 	owed   bool
 	dirErr error
+	// fresh says the files are most likely not there yet (a project's
+	// first end): a file written into a spare made ahead (empty) takes its
+	// name without first trying an exchange, which would fail.
+	fresh bool
 }
 
 type replacement struct {
@@ -37,7 +41,9 @@ type replacement struct {
 	from, name    string
 	display       string
 	temp, swapped bool
-	err           error
+	// first: from is a spare made ahead, and the batch is fresh.
+	first bool
+	err   error
 }
 
 // add writes data (mode perm) as the next content of name, shown as
@@ -64,7 +70,7 @@ func (r *replacements) add(name, display string, data []byte, perm os.FileMode) 
 		err = unix.ENOENT
 	}
 	if err == nil {
-		it.fd, it.from = fd, spare
+		it.fd, it.from, it.first = fd, spare, r.fresh && st.Size == 0
 		err = fillFile(fd, data, perm, os.FileMode(st.Mode&0o7777), st.Size > int64(len(data)))
 	} else {
 		it.temp = true
@@ -129,7 +135,11 @@ func (r *replacements) commit() (errs []error, retired error) {
 			r.drop(it)
 			continue
 		}
-		if it.swapped, err = exchanged(r.dirfd, it.from, it.name); err != nil {
+		swap := exchanged
+		if it.first {
+			swap = placed
+		}
+		if it.swapped, err = swap(r.dirfd, it.from, it.name); err != nil {
 			it.err = fmt.Errorf("write %s: swap into place: %w", it.display, err)
 			r.drop(it)
 			continue

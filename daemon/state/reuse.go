@@ -160,7 +160,13 @@ func writeReusingNow(dirfd int, name, display string, data []byte, perm os.FileM
 		_ = unix.Unlinkat(dirfd, spare, 0)
 		return fmt.Errorf("write %s: %w", display, err)
 	}
-	swapped, err := exchanged(dirfd, spare, name)
+	// A spare never written into was made ahead of the file's first write
+	// (a session's handoff): the name is most likely not there yet.
+	swap := exchanged
+	if st.Size == 0 {
+		swap = placed
+	}
+	swapped, err := swap(dirfd, spare, name)
 	if err != nil {
 		_ = unix.Unlinkat(dirfd, spare, 0)
 		return fmt.Errorf("write %s: swap into place: %w", display, err)

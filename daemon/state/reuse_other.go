@@ -11,4 +11,6 @@ func exchanged(dirfd int, from, to string) (bool, error) {
 	return false, unix.Renameat(dirfd, from, dirfd, to)
 }
 
+func placed(dirfd int, from, to string) (bool, error) { return exchanged(dirfd, from, to) }
+
 func renameNoReplace(int, string, string) error { return unix.ENOSYS }
