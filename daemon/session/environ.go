@@ -60,8 +60,8 @@ func (s *Session) saveEnviron() error {
 	// a machine that crashes ends the session anyway (an entry cut short
 	// is dropped when it is read). An empty file is written as it is, not
 	// opened with O_TRUNC: on ext4 a truncation to nothing makes the
-	// file's close write it back at once (auto_da_alloc), 50-80 µs of the
-	// start's path.
+	// file's close write it back at once (auto_da_alloc), some 40-50 µs of
+	// the start's path.
 	f, err := os.OpenFile(filepath.Join(s.dir, EnvironFile), os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return fmt.Errorf("keep the session's environment: %w", err)
