@@ -55,12 +55,7 @@ func (m *usageMeter) fill(all []*session.Session, n int, at func(i int) (s *sess
 	now := m.clock.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if now.Sub(m.sampled) < usageMaxAge && m.showsAll(n, measured) {
-		for i := range n {
-			if s, ok := measured(i); ok {
-				set(i, m.shown[s.ID()])
-			}
-		}
+	if now.Sub(m.sampled) < usageMaxAge && m.setShown(n, measured, set) {
 		return
 	}
 	var (
@@ -122,12 +117,17 @@ func (m *usageMeter) fill(all []*session.Session, n int, at func(i int) (s *sess
 	}
 }
 
-// showsAll reports whether the last reading measured every session of the
-// n listed that is to be measured.
-func (m *usageMeter) showsAll(n int, measured func(i int) (*session.Session, bool)) bool {
+// setShown sets what the last reading found for each session of the n
+// listed that is to be measured, and reports whether it measured them all
+// (if not, some were set and the others not).
+func (m *usageMeter) setShown(n int, measured func(i int) (*session.Session, bool), set func(i int, u *ipc.Usage)) bool {
 	for i := range n {
-		if s, ok := measured(i); ok && m.shown[s.ID()] == nil {
-			return false
+		if s, ok := measured(i); ok {
+			u := m.shown[s.ID()]
+			if u == nil {
+				return false
+			}
+			set(i, u)
 		}
 	}
 	return true
