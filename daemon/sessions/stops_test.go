@@ -1,6 +1,8 @@
 package sessions
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -22,15 +24,19 @@ func TestStopJournalSharesItsWrites(t *testing.T) {
 	var mu sync.Mutex
 	var writes []int
 	first := make(chan struct{})
-	j.write = func(path string, v any) error {
+	j.write = func(path string, compact []byte) error {
+		var f stopsOnDisk
+		if err := json.Unmarshal(compact, &f); err != nil {
+			return err
+		}
 		mu.Lock()
 		n := len(writes)
-		writes = append(writes, len(v.(stopsOnDisk).Stops))
+		writes = append(writes, len(f.Stops))
 		mu.Unlock()
 		if n == 0 {
 			<-first
 		}
-		return state.WriteJSONReusing(path, v)
+		return state.WriteCompactJSONReusing(path, compact)
 	}
 	const n = 50
 	var wg sync.WaitGroup
@@ -93,10 +99,61 @@ func TestStopJournalLeavesOutWhatRecordsCarry(t *testing.T) {
 	}
 }
 
+// TestStopJournalFileIsTheMapEncoded: the journal is written from the
+// intents' own encodings, each made once, and the file is byte for byte
+// what encoding the map of intents whole makes, indented as every JSON
+// file is: the same keys in the same order, the same escapes.
+func TestStopJournalFileIsTheMapEncoded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), StopsFile)
+	j := newStopJournal(path)
+	at := time.Date(2026, 12, 7, 12, 0, 0, 123456789, time.FixedZone("X", 3600))
+	want := map[string]ipc.StopIntent{}
+	check := func(step string) {
+		t.Helper()
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exp, err := json.MarshalIndent(stopsOnDisk{Stops: want}, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if exp = append(exp, '\n'); !bytes.Equal(got, exp) {
+			t.Fatalf("%s: the journal holds\n%s\nwant what encoding the map makes:\n%s", step, got, exp)
+		}
+	}
+	for i, id := range []string{"zz9", "a<b>&c", "0\u00e9\"q\\", "m", "B", "a"} {
+		in := ipc.StopIntent{At: at.Add(time.Duration(i) * time.Second), Reason: fmt.Sprintf("reason %d <\u2028> \"%s\"", i, id),
+			GraceMS: int64(i) * 1500, By: 1000 - i, Restart: i%2 == 1}
+		if err := j.Record(id, in); err != nil {
+			t.Fatal(err)
+		}
+		want[id] = in
+		check(fmt.Sprintf("after %d stops", i+1))
+	}
+	j.Done("m")
+	delete(want, "m")
+	j.adopt("q", ipc.StopIntent{Reason: "adopted", At: at})
+	want["q"] = ipc.StopIntent{Reason: "adopted", At: at}
+	if err := j.Record("r", ipc.StopIntent{Reason: "deadline"}); err != nil {
+		t.Fatal(err)
+	}
+	want["r"] = ipc.StopIntent{Reason: "deadline"}
+	check("after a done, an adopted and one more")
+	for id := range want {
+		j.Done(id)
+	}
+	want = map[string]ipc.StopIntent{"y": {}}
+	if err := j.Record("y", ipc.StopIntent{}); err != nil {
+		t.Fatal(err)
+	}
+	check("after all were done")
+}
+
 // TestStopJournalWriteFails: a stop whose intent cannot be written is told.
 func TestStopJournalWriteFails(t *testing.T) {
 	j := newStopJournal(filepath.Join(t.TempDir(), StopsFile))
-	j.write = func(string, any) error { return errors.New("no space left on device") }
+	j.write = func(string, []byte) error { return errors.New("no space left on device") }
 	if err := j.Record("a", ipc.StopIntent{}); err == nil {
 		t.Error("Record succeeded though the journal could not be written")
 	}

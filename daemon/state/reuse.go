@@ -25,6 +25,16 @@ func WriteJSONReusing(path string, v any) error {
 	return writeJSONReusing(path, v, durable)
 }
 
+// WriteCompactJSONReusing writes compact, a JSON value as json.Marshal
+// encodes it, to path as WriteJSONReusing writes what it encodes: indented
+// as every JSON file is, into the file's spare, durably. It is for a file
+// whose writer keeps the encodings of its parts rather than encoding the
+// whole at each write (the daemon's journal of stops).
+func WriteCompactJSONReusing(path string, compact []byte) error {
+	data := append(appendIndented(make([]byte, 0, len(compact)+len(compact)/2), compact), '\n')
+	return writeFileReusing(path, data, durable)
+}
+
 // WriteRecord writes a session's record as WriteJSONReusing does, with one
 // sync where that makes two: the content is synced, and its exchange with
 // the spare is not (see paired). A crash of the machine once it returns
