@@ -42,7 +42,7 @@ type stopJournal struct {
 
 	mu      sync.Mutex
 	cond    *sync.Cond
-	pending map[string][]byte // the intents, by session, encoded
+	pending map[string][]byte // the intents by session, each encoded as a member: "id":{...}
 	gen     uint64            // changes to pending
 	written uint64            // the last gen on disk
 	writing bool
@@ -60,13 +60,15 @@ func newStopJournal(path string) *stopJournal {
 	return j
 }
 
-// encodeIntent is the compact encoding of the intent of session id's stop.
+// encodeIntent is the intent of session id's stop encoded as a member of
+// the journal's map, its key and its value, compact.
 func encodeIntent(id string, in ipc.StopIntent) ([]byte, error) {
-	b, err := json.Marshal(in)
+	key, _ := json.Marshal(id) // a string always encodes
+	v, err := json.Marshal(in)
 	if err != nil {
 		return nil, fmt.Errorf("record the stop of %s: %w", id, err)
 	}
-	return b, nil
+	return append(append(key, ':'), v...), nil
 }
 
 // Record puts the intent of the stop of session id on disk, with those of
@@ -112,20 +114,21 @@ func (j *stopJournal) Done(id string) {
 	j.mu.Unlock()
 }
 
-// journalEntry is a session's id and the encoding of its stop's intent.
+// journalEntry is a session's id and its stop's intent encoded as a
+// member (encodeIntent).
 type journalEntry struct {
-	id  string
-	enc []byte
+	id     string
+	member []byte
 }
 
 // journalJSON is the compact encoding of stopsOnDisk whose Stops are the
-// intents of entries: what json.Marshal makes of it, from the intents' own
-// encodings. It sorts entries.
+// intents of entries: what json.Marshal makes of it, from the members'
+// own encodings. It sorts entries.
 func journalJSON(entries []journalEntry) []byte {
 	slices.SortFunc(entries, func(a, b journalEntry) int { return strings.Compare(a.id, b.id) })
 	n := len(`{"stops":{}}`)
 	for _, e := range entries {
-		n += len(e.id) + len(e.enc) + 4
+		n += len(e.member) + 1
 	}
 	b := make([]byte, 0, n)
 	b = append(b, `{"stops":{`...)
@@ -133,10 +136,7 @@ func journalJSON(entries []journalEntry) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		key, _ := json.Marshal(e.id) // a string always encodes
-		b = append(b, key...)
-		b = append(b, ':')
-		b = append(b, e.enc...)
+		b = append(b, e.member...)
 	}
 	return append(b, "}}"...)
 }
