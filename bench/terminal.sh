@@ -13,11 +13,14 @@
 #      LONG_IDLE=0 skips it.
 #   2. Output throughput: `yes` writing BYTES (default 64 MiB) on a
 #      terminal session, against the same command on a pty that script(1)
-#      reads (the ceiling of any terminal), in a plain session (through the
-#      log keeper) and straight to a file: the writer's own time, and for
-#      sessions start to ended too; the median of ROUNDS (default 5), the
-#      terminal session's ratio to the mean of the ceiling's runs just
-#      before and just after it in each round.
+#      reads (the ceiling of any terminal), on one whose output script(1)
+#      also writes to a file (the ceiling of a terminal that keeps a log, as
+#      the holder does), in a plain session (through the log keeper) and
+#      straight to a file: the writer's own time, and for sessions start to
+#      ended too; the median of ROUNDS (default 11: a single round's ratio
+#      moves by a quarter on a shared 2-core host), the terminal session's
+#      ratio to the mean of the ceiling's runs just before and just after it
+#      in each round, and to the logging ceiling's run of that round.
 #   3. Attach latency through the daemon: from the dial of the daemon's
 #      socket to the end of the first repaint of a full 120x40 screen,
 #      median and p90 over RUNS (default 50) read-only attaches.
@@ -93,9 +96,9 @@ sctl stop --all --grace 0s >/dev/null
 # Each way runs the same command, which notes its own clock before the first
 # byte and after the last (the time the writer took: a terminal holds a few
 # KiB, so it writes at the speed of its reader); sessions are also timed
-# from the start to the end on disk. ROUNDS (default 5) rounds, the ways
-# alternating, medians printed.
-ROUNDS=${ROUNDS:-5}
+# from the start to the end on disk. ROUNDS rounds, the ways alternating,
+# medians printed.
+ROUNDS=${ROUNDS:-11}
 YES="yes 'the quick brown fox jumps over the lazy dog' | head -c $BYTES"
 mkdir -p "$SD_DIR/t"
 MARK="$SD_DIR/t/mark"
@@ -123,10 +126,14 @@ run_session() {
 	b=$(now_ns)
 	echo "$(ns_s "$ca" "$cb") $(ns_s "$a" "$b")"
 }
-declare -a T_FILE T_PTY T_PLAIN T_PLAIN_E T_TTY T_TTY_E RATIO ROUND
+declare -a T_FILE T_PTY T_PTYLOG T_PLAIN T_PLAIN_E T_TTY T_TTY_E RATIO RATIO_LOG ROUND
 # The ceiling of any terminal: script(1) reading the pty as fast as it can
 # and throwing the output away.
 ceiling() { script -qc "$TIMED" /dev/null >/dev/null; child_s; }
+# The ceiling of a terminal that keeps its output: script(1) writing what it
+# reads to a file too (its typescript), as the holder writes the session's
+# log.
+ceiling_log() { script -qc "$TIMED" "$SD_DIR/t/typescript" >/dev/null; rm -f "$SD_DIR/t/typescript"; child_s; }
 for ((r = 0; r < ROUNDS; r++)); do
 	/bin/sh -c "$(timed "> $SD_DIR/t/direct.out")"; T_FILE+=("$(child_s)")
 	# The terminal session between two runs of its ceiling, its ratio to
@@ -138,20 +145,24 @@ for ((r = 0; r < ROUNDS; r++)); do
 	T_PTY+=("$p1" "$p2")
 	ROUND+=("$p1/$c/$p2")
 	RATIO+=("$(awk -v a="$p1" -v b="$p2" -v t="$c" 'BEGIN { printf "%.1f", (a + b) / 2 / t * 100 }')")
+	l=$(ceiling_log); T_PTYLOG+=("$l")
+	RATIO_LOG+=("$(awk -v a="$l" -v t="$c" 'BEGIN { printf "%.1f", a / t * 100 }')")
 	read -r c e < <(run_session); T_PLAIN+=("$c"); T_PLAIN_E+=("$e")
 done
 med() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 mbs() { awk -v n="$BYTES" -v s="$1" 'BEGIN { printf "%.0f", n / s / 1e6 }'; }
-f=$(med "${T_FILE[@]}"); p=$(med "${T_PTY[@]}")
+f=$(med "${T_FILE[@]}"); p=$(med "${T_PTY[@]}"); pg=$(med "${T_PTYLOG[@]}")
 pl=$(med "${T_PLAIN[@]}"); ple=$(med "${T_PLAIN_E[@]}")
 t=$(med "${T_TTY[@]}"); te=$(med "${T_TTY_E[@]}")
 printf '\nthroughput of %d MiB of yes, the writer'"'"'s own time, median of %d rounds:\n' $((BYTES >> 20)) "$ROUNDS"
 printf '  straight to a file            %6s s  %5s MB/s\n' "$f" "$(mbs "$f")"
 printf '  a pty read by script(1)       %6s s  %5s MB/s (the ceiling of a terminal)\n' "$p" "$(mbs "$p")"
+printf '  the same, script(1) logging   %6s s  %5s MB/s (the ceiling of a terminal that keeps a log)\n' "$pg" "$(mbs "$pg")"
 printf '  plain session (keeper)        %6s s  %5s MB/s; start to ended %s s\n' "$pl" "$(mbs "$pl")" "$ple"
 printf '  terminal session (holder)     %6s s  %5s MB/s; start to ended %s s\n' "$t" "$(mbs "$t")" "$te"
 printf '  terminal session / pty ceiling (its runs before and after), each round: %s %%; median %s %%\n' "${RATIO[*]}" "$(med "${RATIO[@]}")"
 printf '  each round, the ceiling before / the terminal session / the ceiling after (s): %s\n' "${ROUND[*]}"
+printf '  terminal session / the logging ceiling, each round: %s %%; median %s %%\n' "${RATIO_LOG[*]}" "$(med "${RATIO_LOG[@]}")"
 
 # ------------------------------------------------------------ 3. attach latency
 mkdir -p "$SD_DIR/a"
