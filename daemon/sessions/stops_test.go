@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -208,4 +209,43 @@ func TestStopJournalCorrupt(t *testing.T) {
 	} else if b, _ := os.ReadFile(aside[0]); !strings.HasPrefix(string(b), `{"stops"`) {
 		t.Errorf("what was moved aside holds %q", b)
 	}
+}
+
+// FuzzStopJournalEncoding: whatever the sessions' ids and their intents,
+// the journal the intents' own encodings make up is byte for byte what
+// encoding/json makes of the map (its key order, its escapes, invalid
+// UTF-8 included), so that the file reads back as the map it stands for.
+func FuzzStopJournalEncoding(f *testing.F) {
+	f.Add("a\x00b\x00zz9", "reason", int64(1500), 1000, true, int64(1733572800123456789))
+	f.Add("a<b>&c\x000\u00e9\"q\\\x00B", "<\u2028> \"x\"", int64(0), -1, false, int64(0))
+	f.Add("\xff\xfe\x00\xff\x00", "\x80", int64(-5), 0, true, int64(-62135596800000000))
+	f.Add("", "", int64(0), 0, false, int64(1))
+	f.Fuzz(func(t *testing.T, ids, reason string, grace int64, by int, restart bool, nanos int64) {
+		want := map[string]ipc.StopIntent{}
+		var entries []journalEntry
+		for i, id := range strings.Split(ids, "\x00") {
+			in := ipc.StopIntent{At: time.Unix(0, nanos+int64(i)).In(time.FixedZone("Z", i*1800)), Reason: reason + id,
+				GraceMS: grace + int64(i), By: by - i, Restart: restart != (i%2 == 1)}
+			member, err := encodeIntent(id, in)
+			if _, merr := json.Marshal(in); (err == nil) != (merr == nil) {
+				t.Fatalf("encodeIntent's error %v, encoding/json's %v", err, merr)
+			}
+			if err != nil {
+				return // a time encoding/json refuses: no intent is recorded
+			}
+			if _, dup := want[id]; dup {
+				// The journal keeps the last intent of a session.
+				entries = slices.DeleteFunc(entries, func(e journalEntry) bool { return e.id == id })
+			}
+			want[id] = in
+			entries = append(entries, journalEntry{id, member})
+		}
+		exp, err := json.Marshal(stopsOnDisk{Stops: want})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := journalJSON(entries); !bytes.Equal(got, exp) {
+			t.Fatalf("the journal\n%q\nwant what encoding the map makes\n%q", got, exp)
+		}
+	})
 }
