@@ -10,7 +10,8 @@
 #     with sessionctl ps, inspect, remaining and report (bench/interleave.py),
 #     each command's ratio to it; what a page fault costs here
 #   - the start's floor (bench/startfloor.go): N durable starts with nothing
-#     around them, in the loop the sequential starts run in
+#     around them, in the loop the sequential starts run in; then the same
+#     with what DESIGN.md §4 has a start make besides (-design)
 #   - daemon RSS (VmRSS) with the N children live
 #   - time to stop them all (sessiond: stop --all, which returns once every
 #     handoff is written; the handoffs are then counted on disk)
@@ -74,27 +75,39 @@ print("%.0f" % ((time.perf_counter() - t) / n * 1e6))' "$BENCH_TMP/files") || R[
 # both, on this ext4 more the more inodes were freed lately): N clients,
 # each a process as small as the hello world, asking a server that forks
 # and executes the command, waits for the exec, and writes the session's
-# record in a directory of its own with one sync before it answers.
-R[floor.start]=—
-if [ -x "$BENCH_TMP/startfloor" ]; then
-	mkprojects "$BENCH_TMP/sfloor/p" "$N"
-	mkdir -p "$BENCH_TMP/sfloor/state"
-	"$BENCH_TMP/startfloor" serve -sock "$BENCH_TMP/sfloor/s.sock" -dir "$BENCH_TMP/sfloor/state" -sleep "$SLEEP" &
+# record in a directory of its own with one sync before it answers. Then
+# the same with what DESIGN.md §4 has a start make besides (-design: the
+# session's log and environment, the project's .sessiond, context.md and
+# lock, a cgroup of the session's own where a v2 hierarchy takes one, the
+# caller's environment for the command): the floor of a start as designed.
+# start_floor NAME [-design]: prints the seconds, or — .
+start_floor() {
+	local d="$BENCH_TMP/sfloor-$1" sf t0 t1 i said secs=—
+	mkprojects "$d/p" "$N"
+	mkdir -p "$d/state"
+	"$BENCH_TMP/startfloor" serve -sock "$d/s.sock" -dir "$d/state" -sleep "$SLEEP" ${2:-} >/dev/null &
 	sf=$!
-	if wait_until 10 test -S "$BENCH_TMP/sfloor/s.sock"; then
+	if wait_until 10 test -S "$d/s.sock"; then
 		t0=$(now_ns)
 		for ((i = 1; i <= N; i++)); do
-			"$BENCH_TMP/startfloor" start -sock "$BENCH_TMP/sfloor/s.sock" "$BENCH_TMP/sfloor/p/$i" >/dev/null || break
+			"$BENCH_TMP/startfloor" start -sock "$d/s.sock" "$d/p/$i" >/dev/null || break
 		done
 		t1=$(now_ns)
-		[ "$i" -gt "$N" ] && R[floor.start]=$(ns_s "$t0" "$t1")
-		"$BENCH_TMP/startfloor" stop -sock "$BENCH_TMP/sfloor/s.sock" || kill "$sf"
+		[ "$i" -gt "$N" ] && secs=$(ns_s "$t0" "$t1")
+		said=$("$BENCH_TMP/startfloor" stop -sock "$d/s.sock") || kill "$sf"
+		[ -n "${2:-}" ] && log "the start's floor as designed: ${said#stopped } made"
 	else
 		kill "$sf"
 	fi
 	wait "$sf" 2>/dev/null || true
+	echo "$secs"
+}
+R[floor.start]=— R[floor.start_design]=—
+if [ -x "$BENCH_TMP/startfloor" ]; then
+	R[floor.start]=$(start_floor bare)
+	R[floor.start_design]=$(start_floor design -design)
 fi
-log "sessiond: a file made here costs ${R[floor.file_us]} µs now; starting $N sessions (sequential sessionctl start)"
+log "sessiond: a file made here costs ${R[floor.file_us]} µs now; the start's floor ${R[floor.start]} s, as designed ${R[floor.start_design]} s; starting $N sessions (sequential sessionctl start)"
 # What the starts cost in CPU beside their time: the daemon's, and that of
 # the loop's processes (sessionctl, each forked by this shell); the two
 # share the machine's cores.
@@ -353,7 +366,8 @@ cat <<EOF
 | a file made beside the daemon's, before the sequential starts (µs; a start makes some ten; on ext4 without a journal, more the more inodes were freed in the last minutes) | ${R[floor.file_us]} | | | | |
 | the start's floor (s), bench/startfloor.go: $N durable starts in the same loop, each a client as small as the hello world whose server forks and executes the command and writes its record with one sync, nothing else | ${R[floor.start]} | | | | |
 | $N sequential \`sessionctl start\`, per start (ms): the daemon's CPU, user / system; the CPU of the loop's processes (\`sessionctl\`, forked by the shell), user / system; the time | ${R[sessiond.cpu_start]} | | | | |
-| $N sequential \`sessionctl start\` ÷ the start's floor | $(ratio "${R[sessiond.up]}" "${R[floor.start]}") | | | | |
+| the start's floor as designed (s), \`startfloor -design\`: the same, each start also making what DESIGN.md §4 has it make (the session's log and environment, the project's \`.sessiond\`, \`context.md\` and lock, a cgroup of its own that the command is forked into), the command given the caller's environment | ${R[floor.start_design]} | | | | |
+| $N sequential \`sessionctl start\` ÷ the start's floor / ÷ the floor as designed | $(ratio "${R[sessiond.up]}" "${R[floor.start]}") / $(ratio "${R[sessiond.up]}" "${R[floor.start_design]}") | | | | |
 | \`sessionctl ps\` ÷ the floor, each run back to back (hyperfine medians) | $(awk -v a="${R[sessiond.ps_med]}" -v b="${R[floor.b2b]}" 'BEGIN { printf "%.2f", a / b }') | | | | |
 | the floor interleaved with the commands below, median (ms) | ${R[floor.med]} | | | | |
 | interleaved with the floor, median (ms): \`sessionctl ps\` / \`inspect\` / \`remaining\` / \`report\` | ${R[ps.med]} / ${R[inspect.med]} / ${R[remaining.med]} / ${R[report.med]} | | | | |
