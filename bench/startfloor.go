@@ -184,7 +184,7 @@ func serve(sock, dir, sleep string, design bool) error {
 		answer := "!"
 		var pid int
 		if design {
-			pid, err = startAsDesigned(project, filepath.Join(dir, strconv.Itoa(n)), sleep, cg.make(n))
+			pid, err = startAsDesigned(project, filepath.Join(dir, strconv.Itoa(n)), sleep, cg, n)
 		} else {
 			pid, err = start(project, filepath.Join(dir, strconv.Itoa(n)), sleep, null)
 		}
@@ -241,10 +241,10 @@ var (
 	lock    = append(bytes.Repeat([]byte("l"), 206), '\n')
 )
 
-// startAsDesigned starts one session as DESIGN.md §4 has it (see -design):
-// its files, its cgroup (cgfd, or -1 for none), its command, its record,
-// durably.
-func startAsDesigned(project, sessionDir, sleep string, cgfd int) (int, error) {
+// startAsDesigned starts session n as DESIGN.md §4 has it (see -design):
+// its files, its cgroup (one of cg's, where cg makes them), its command,
+// its record, durably.
+func startAsDesigned(project, sessionDir, sleep string, cg *cgroups, n int) (int, error) {
 	if err := syscall.Mkdir(sessionDir, 0o700); err != nil {
 		return 0, err
 	}
@@ -272,7 +272,7 @@ func startAsDesigned(project, sessionDir, sleep string, cgfd int) (int, error) {
 	}
 	defer syscall.Close(null)
 	sys := &syscall.SysProcAttr{Setpgid: true}
-	if cgfd >= 0 {
+	if cgfd := cg.make(n); cgfd >= 0 {
 		sys.UseCgroupFD, sys.CgroupFD = true, cgfd
 		defer syscall.Close(cgfd)
 	}

@@ -32,10 +32,20 @@ func buildBenchTool(t *testing.T, dir, name string) string {
 
 // The start's floor that bench/ps.sh prints is what it says: each start
 // answers once its command runs in the project and its record is written,
-// and the server takes its children with it.
+// and the server takes its children with it. As designed (-design), each
+// start also leaves the session's log and environment, the project's
+// context.md and then its lock, and runs its command in a cgroup of its
+// own where a cgroup v2 hierarchy here takes one, which the server removes
+// with its children.
 func TestBenchStartFloorStarts(t *testing.T) {
 	dir := t.TempDir()
 	bin := buildBenchTool(t, dir, "startfloor")
+	t.Run("bare", func(t *testing.T) { startFloorStarts(t, bin, false) })
+	t.Run("design", func(t *testing.T) { startFloorStarts(t, bin, true) })
+}
+
+func startFloorStarts(t *testing.T, bin string, design bool) {
+	dir := t.TempDir()
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +54,11 @@ func TestBenchStartFloorStarts(t *testing.T) {
 	if err := os.Mkdir(state, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	server := exec.Command(bin, "serve", "-sock", sock, "-dir", state, "-sleep", sleep)
+	args := []string{"serve", "-sock", sock, "-dir", state, "-sleep", sleep}
+	if design {
+		args = append(args, "-design")
+	}
+	server := exec.Command(bin, args...)
 	server.Stderr = os.Stderr
 	if err := server.Start(); err != nil {
 		t.Fatal(err)
@@ -89,12 +103,26 @@ func TestBenchStartFloorStarts(t *testing.T) {
 		if st, err := os.Stat(filepath.Join(state, strconv.Itoa(i), "session.json")); err != nil || st.Size() != 1862 {
 			t.Errorf("start %d: record %v, %v; want 1862 bytes", i, st, err)
 		}
+		if design {
+			designedStart(t, i, pid, server.Process.Pid, project, filepath.Join(state, strconv.Itoa(i)))
+		}
 	}
 	if out, err := exec.Command(bin, "start", "-sock", sock, filepath.Join(dir, "nowhere")).CombinedOutput(); err == nil {
 		t.Errorf("a start in a missing directory answered %q", out)
 	}
-	if out, err := exec.Command(bin, "stop", "-sock", sock).CombinedOutput(); err != nil {
+	out, err := exec.Command(bin, "stop", "-sock", sock).CombinedOutput()
+	if err != nil {
 		t.Fatalf("stop: %v\n%s", err, out)
+	}
+	var cgroups int
+	if _, err := fmt.Sscanf(string(out), "stopped cgroups %d", &cgroups); err != nil {
+		t.Fatalf("stop said %q: %v", out, err)
+	}
+	if !design && cgroups != 0 {
+		t.Errorf("the bare floor made %d cgroups", cgroups)
+	}
+	if design && cgroups != 0 && cgroups != len(pids) {
+		t.Errorf("%d cgroups made for %d starts", cgroups, len(pids))
 	}
 	select {
 	case err := <-served:
@@ -108,6 +136,51 @@ func TestBenchStartFloorStarts(t *testing.T) {
 	for _, pid := range pids {
 		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 			t.Errorf("pid %d is still there after stop: %v", pid, err)
+		}
+	}
+	for _, root := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
+		left := filepath.Join(root, "startfloor-"+strconv.Itoa(server.Process.Pid))
+		if _, err := os.Stat(left); err == nil {
+			t.Errorf("the server left its cgroup %s", left)
+		}
+	}
+}
+
+// designedStart checks what a start of the floor as designed leaves: the
+// session's log (the command's output) and environment, the project's
+// context.md and then its lock, and the command in a cgroup of its own
+// where the server made one.
+func designedStart(t *testing.T, i, pid, server int, project, session string) {
+	t.Helper()
+	if fd, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/fd/1"); err != nil || fd != filepath.Join(session, "output.log") {
+		t.Errorf("start %d: the command's output goes to %q (%v), not the session's log", i, fd, err)
+	}
+	if env, err := os.ReadFile(filepath.Join(session, "environ")); err != nil || !strings.Contains(string(env), "PATH=") {
+		t.Errorf("start %d: environment %q, %v; want the server's", i, env, err)
+	}
+	if env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ"); err != nil || !strings.Contains(string(env), "HOME=") {
+		t.Errorf("start %d: the command's environment %q (%v) is not the caller's", i, env, err)
+	}
+	if st, err := os.Stat(filepath.Join(project, ".sessiond", "context.md")); err != nil || st.Size() != 633 {
+		t.Errorf("start %d: context.md %v, %v; want 633 bytes", i, st, err)
+	}
+	waitFor(t, 10*time.Second, "the project's lock", func() (bool, string) {
+		st, err := os.Stat(filepath.Join(project, ".sessiond", "session.lock"))
+		return err == nil && st.Size() == 207, fmt.Sprint(st, err)
+	})
+	cg, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := "/startfloor-" + strconv.Itoa(server) + "/" + strconv.Itoa(i)
+	for _, root := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
+		if _, err := os.Stat(root + own); err != nil {
+			continue // not made there
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(cg)), "\n") {
+			if path, ok := strings.CutPrefix(line, "0::"); ok && path != own {
+				t.Errorf("start %d: the command is in cgroup %s, not its own (%s)", i, path, own)
+			}
 		}
 	}
 }
