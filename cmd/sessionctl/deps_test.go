@@ -2,7 +2,6 @@ package main
 
 import (
 	"os/exec"
-	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -71,25 +70,4 @@ func TestNoHTTPStack(t *testing.T) {
 // 0.05-0.09 ms.
 func TestNoCryptoModule(t *testing.T) {
 	forbidLinks(t, "sessionctl_helpers", "a digest sessionctl needs is ipc/sum256's", "crypto")
-}
-
-// TestNoContainerMaxProcs keeps the runtime from reading the cgroup's CPU
-// limit at each start of sessionctl (main.go's go:debug line): the
-// package's own binary is built with it, as the test binary is.
-func TestNoContainerMaxProcs(t *testing.T) {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		t.Fatal("no build information in the test binary")
-	}
-	for _, s := range info.Settings {
-		if s.Key == "DefaultGODEBUG" {
-			for _, kv := range strings.Split(s.Value, ",") {
-				if kv == "containermaxprocs=0" {
-					return
-				}
-			}
-			t.Fatalf("DefaultGODEBUG=%s: no containermaxprocs=0", s.Value)
-		}
-	}
-	t.Fatal("no DefaultGODEBUG in the build information: main.go's //go:debug containermaxprocs=0 is gone")
 }

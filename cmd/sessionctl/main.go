@@ -1,10 +1,3 @@
-// Most commands live for milliseconds and keep one CPU busy at most: the
-// runtime's look at the cgroup's CPU limit at start-up (/proc/self/cgroup
-// and /proc/self/mountinfo read, to size GOMAXPROCS) was 0.06 ms of a
-// whole `ps` and bought nothing (bench/README.md, the twenty-ninth pass).
-//
-//go:debug containermaxprocs=0
-
 // Command sessionctl controls sessiond over its Unix socket.
 package main
 
