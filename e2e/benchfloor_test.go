@@ -65,16 +65,24 @@ func startFloorStarts(t *testing.T, bin string, design bool) {
 	}
 	served := make(chan error, 1)
 	go func() { served <- server.Wait() }()
+	var pids []int
 	defer func() {
 		_ = server.Process.Kill()
 		<-served
+		// A test that failed first leaves the server's work to undo: its
+		// commands and (as designed) their cgroups.
+		for _, pid := range pids {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+		for _, root := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
+			removeCgroupTree(filepath.Join(root, "startfloor-"+strconv.Itoa(server.Process.Pid)))
+		}
 	}()
 	waitFor(t, 10*time.Second, "the floor's socket", func() (bool, string) {
 		_, err := os.Stat(sock)
 		return err == nil, fmt.Sprint(err)
 	})
 
-	var pids []int
 	for i := 1; i <= 3; i++ {
 		project := filepath.Join(dir, "p", strconv.Itoa(i))
 		if err := os.MkdirAll(project, 0o755); err != nil {
@@ -143,6 +151,23 @@ func startFloorStarts(t *testing.T, bin string, design bool) {
 		if _, err := os.Stat(left); err == nil {
 			t.Errorf("the server left its cgroup %s", left)
 		}
+	}
+}
+
+// removeCgroupTree removes the cgroup dir and the cgroups in it, each once
+// its processes are gone; nothing if there is none.
+func removeCgroupTree(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			removeCgroupTree(filepath.Join(dir, e.Name()))
+		}
+	}
+	for i := 0; i < 100 && errors.Is(syscall.Rmdir(dir), syscall.EBUSY); i++ {
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
