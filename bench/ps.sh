@@ -95,7 +95,7 @@ start_floor() {
 		t1=$(now_ns)
 		[ "$i" -gt "$N" ] && secs=$(ns_s "$t0" "$t1")
 		said=$("$BENCH_TMP/startfloor" stop -sock "$d/s.sock") || kill "$sf"
-		[ -n "${2:-}" ] && log "the start's floor as designed: ${said#stopped } made"
+		[ -n "${2:-}" ] && [ -n "$said" ] && log "the start's floor as designed: ${said#stopped } made"
 	else
 		kill "$sf"
 	fi
