@@ -54,7 +54,9 @@ type Options struct {
 // Daemon is the composition root: the services, wired to each other and
 // to the API server, and their ordered shutdown.
 type Daemon struct {
-	cfg     *config.Config
+	cfg *config.Config
+	// dirLock is the daemon's hold on its state dir, for its whole life.
+	dirLock *state.DirLock
 	log     *zap.Logger
 	version string
 	ready   func()
@@ -102,6 +104,11 @@ func New(opt Options) (*Daemon, error) {
 			return nil, fmt.Errorf("state dir %s: %w", cfg.StateDir, err)
 		}
 	}
+	// Before anything in the state dir is touched: one daemon a state dir.
+	dirLock, err := state.LockDir(cfg.StateDir, cfg.Socket)
+	if err != nil {
+		return nil, err
+	}
 	// Temp files of atomic writes a crash interrupted.
 	if removed, err := state.RemoveStaleTemps(cfg.StateDir, 2); err != nil {
 		log.Warn("remove stale temp files", zap.Error(err))
@@ -112,7 +119,7 @@ func New(opt Options) (*Daemon, error) {
 	if clock == nil {
 		clock = session.RealClock{}
 	}
-	d := &Daemon{cfg: cfg, log: log, version: opt.Version, ready: opt.Ready, clock: clock, since: clock.Now(), exe: opt.Executable,
+	d := &Daemon{cfg: cfg, log: log, version: opt.Version, dirLock: dirLock, ready: opt.Ready, clock: clock, since: clock.Now(), exe: opt.Executable,
 		reg: registry.New(), bus: events.New(clock.Now), settle: memory.NewSettler(clock)}
 	d.ckpt = checkpoint.New(checkpoint.Options{
 		StateDir: cfg.StateDir, MaxFileSize: int64(cfg.Defaults.CheckpointMaxFile),
@@ -124,7 +131,6 @@ func New(opt Options) (*Daemon, error) {
 	d.later = later.New(later.Quiet)
 	d.spares = state.NewSpareDirs(filepath.Join(cfg.StateDir, "sessions"), spareSessionDirs,
 		func(err error) { log.Warn("make spare session directories", zap.Error(err)) }, sessions.SessionFiles()...)
-	var err error
 	if d.watcher, err = logs.NewWatcher(log.Named("output"), int64(cfg.LogMaxSize), cfg.LogKeep); err != nil {
 		d.close()
 		return nil, err
@@ -360,6 +366,8 @@ func (d *Daemon) close() {
 	if d.watcher != nil {
 		d.watcher.Close()
 	}
+	// Last: the next daemon may take the state dir from here on.
+	d.dirLock.Release()
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -743,6 +744,46 @@ func TestSecondDaemonOnLiveSocket(t *testing.T) {
 	}
 	if got := perm(t, d.sock); got != 0o600 {
 		t.Errorf("socket mode after the second daemon gave up: %v", got)
+	}
+}
+
+// TestSecondDaemonOnLiveStateDir: a second daemon given a live daemon's
+// state dir (another socket: $XDG_RUNTIME_DIR differs between two shells)
+// refuses to run, saying which daemon holds the dir, and leaves the first
+// one's sessions, cgroups and log keeper alone.
+func TestSecondDaemonOnLiveStateDir(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	id := d.start(project(t), "--", "sleep", "1000")
+	other := newSocketPath(t)
+	r := execute(t, cleanEnv(), sessiondBin, "run", "--config", emptyConfig(t),
+		"--state-dir", d.stateDir, "--socket", other)
+	pid := strconv.Itoa(d.cmd.Process.Pid)
+	if r.code == 0 || !strings.Contains(r.stderr, "in use by another sessiond") || !strings.Contains(r.stderr, "pid "+pid) ||
+		!strings.Contains(r.stderr, d.sock) || !strings.Contains(r.stderr, "--state-dir") {
+		t.Errorf("second daemon on a live state dir: want a non-zero exit naming the first (pid %s, socket %s) and --state-dir\n%s", pid, d.sock, r)
+	}
+	if fileExists(other) {
+		t.Errorf("the daemon that gave up left its socket %s", other)
+	}
+	if got := d.inspect(id).State; got != "running" {
+		t.Errorf("first daemon after the second gave up: session %s, want running", got)
+	}
+	// Its cgroups and keeper are whole: the next start works, and the
+	// first session's log still takes output.
+	id2 := d.start(project(t), "--", "sh", "-c", "echo second-start; sleep 1000")
+	waitFor(t, 10*time.Second, "the second session's output in its log", func() (bool, string) {
+		out := d.mustCtl("logs", id2)
+		return strings.Contains(out, "second-start"), out
+	})
+	if strings.Contains(readFile(t, d.logPath), "log keeper went away") {
+		t.Errorf("the first daemon lost its log keeper to the second:\n%s", readFile(t, d.logPath))
+	}
+	// Once the first daemon is gone, the dir is free again.
+	d.stop()
+	d2 := startDaemonAt(t, d.stateDir, other)
+	if got := d2.inspect(id).State; !strings.HasPrefix(got, "ended") {
+		t.Errorf("the next daemon on the state dir: session %s, want ended", got)
 	}
 }
 
