@@ -236,6 +236,22 @@ func TestExtend(t *testing.T) {
 	if again.Warning == nil || !again.Warning.At.After(firstWarning) || again.Warning.At.Before(ext.WarnAt.Add(-50*time.Millisecond)) {
 		t.Errorf("second warning at %v, want at the new warn_at %s", again.Warning, ext.WarnAt)
 	}
+	// Extensions add up, to no further than 100 years ahead: a deadline
+	// past the year 9999 would have no form in the record or the listing.
+	far := d.inspect(id).Deadline.Add(800000 * time.Hour)
+	d.mustCtl("extend", id, "800000h")
+	for i := 0; i < 2; i++ {
+		r := d.ctl("extend", id, "800000h")
+		if r.code != 1 || !strings.Contains(r.stderr, "more than 100 years from now") {
+			t.Errorf("an extension to 182 years ahead: want exit 1 saying it is too far\n%s", r)
+		}
+	}
+	if got := d.inspect(id).Deadline; !got.Equal(far) {
+		t.Errorf("deadline after a refused extension: %s, want %s", got, far)
+	}
+	if r := d.ctl("ps"); r.code != 0 || !strings.Contains(r.stdout, id) {
+		t.Errorf("ps after the refused extensions:\n%s", r)
+	}
 	d.mustCtl("stop", id)
 
 	r := d.ctl("extend", id, "5s")

@@ -94,11 +94,20 @@ func (s *Session) writeWarning(deadline, now time.Time, text string) {
 	}
 }
 
+// maxDeadlineAhead is as far ahead as an extension may move a deadline:
+// extensions add up, and a time past the year 9999 has no RFC 3339 form
+// for the record and the listing.
+const maxDeadlineAhead = 100 * 365 * 24 * time.Hour
+
 // extend moves the deadline and the warning later; a warning already given
 // is given again at the new time.
 func (s *Session) extend(by time.Duration, byAgent bool) (ipc.Session, error) {
 	if by <= 0 {
 		return ipc.Session{}, ipc.BadRequest("extend by %s: want a positive duration", by)
+	}
+	now := s.deps.Clock.Now()
+	if to := s.timeline.deadline.Add(by); to.Sub(now) > maxDeadlineAhead {
+		return ipc.Session{}, ipc.BadRequest("extend by %s: the deadline would be %s, more than 100 years from now", by, to.UTC().Format("2006-01-02"))
 	}
 	if byAgent {
 		// The agent may move its own deadline only within what the spec
@@ -119,7 +128,6 @@ func (s *Session) extend(by time.Duration, byAgent bool) (ipc.Session, error) {
 		}
 		s.rec.Agent.ExtendedSeconds += int64(by / time.Second)
 	}
-	now := s.deps.Clock.Now()
 	s.timeline = s.timeline.extend(by, now)
 	s.rec.Deadline, s.rec.WarnAt = s.timeline.deadline, s.timeline.warnAt
 	deadlineWarning := s.rec.Warning == nil || s.rec.Warning.Reason == "" || s.rec.Warning.Reason == warnDeadline
