@@ -417,6 +417,10 @@ func TestBadDeadlineFlags(t *testing.T) {
 		{"unknown warn signal", []string{"--warn-signal", "FOO"}, "FOO"},
 		{"negative stop-grace", []string{"--stop-grace=-1s"}, "grace"},
 		{"zero idle-timeout", []string{"--idle-timeout", "0s"}, "idle"},
+		{"negative timeout says positive", []string{"--timeout", "-1s"}, "want a positive duration"},
+		{"negative checkpoint interval", []string{"--checkpoint", "@every -5m"}, "1s or more"},
+		{"zero checkpoint interval", []string{"--checkpoint", "@every 0s"}, "1s or more"},
+		{"garbage checkpoint", []string{"--checkpoint", "bogus"}, "schedule"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append(append([]string{"start", dir}, tc.flags...), "--", "sleep", "1000")

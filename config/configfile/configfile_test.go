@@ -209,6 +209,17 @@ func TestParseScheduleNeverPanics(t *testing.T) {
 	if _, err := ParseSchedule("@every 5m"); err != nil {
 		t.Errorf("@every 5m: %v", err)
 	}
+	// An interval under a second is refused, not taken as every second.
+	for _, spec := range []string{"@every -5m", "@every 0s", "@every 1ms", "@every 999ms"} {
+		if _, err := ParseSchedule(spec); err == nil || !strings.Contains(err.Error(), "1s or more") {
+			t.Errorf("%s: err = %v, want one saying the interval must be 1s or more", spec, err)
+		}
+	}
+	for _, spec := range []string{"@every 1s", "@every 1500ms", "@every 2h"} {
+		if _, err := ParseSchedule(spec); err != nil {
+			t.Errorf("%s: %v", spec, err)
+		}
+	}
 	if _, err := ParseSchedule("61 * * * *"); err == nil {
 		t.Error("61 * * * *: want an error")
 	}

@@ -2,6 +2,8 @@ package configfile
 
 import (
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/robfig/cron/v3"
 )
@@ -22,6 +24,13 @@ func ParseSchedule(spec string) (sched cron.Schedule, err error) {
 	sched, err = CronParser.Parse(spec)
 	if err != nil {
 		return nil, fmt.Errorf("invalid schedule %q: %w (use cron syntax such as \"*/5 * * * *\" or \"@every 5m\")", spec, err)
+	}
+	// The parser takes any interval, and one under a second (zero and
+	// negative ones included) as every second.
+	if every, ok := strings.CutPrefix(spec, "@every "); ok {
+		if d, err := time.ParseDuration(strings.TrimSpace(every)); err == nil && d < time.Second {
+			return nil, fmt.Errorf("invalid schedule %q: the interval must be 1s or more (such as \"@every 5m\"); \"\" turns checkpoints off", spec)
+		}
 	}
 	return sched, nil
 }

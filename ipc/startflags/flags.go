@@ -124,10 +124,10 @@ func (f *Flags) Request(dir string, command []string) (ipc.StartRequest, error) 
 		switch {
 		case err != nil:
 			return req, fmt.Errorf("%s: %v", d.flag, err)
+		case d.positive && x.Duration <= 0:
+			return req, fmt.Errorf("%s %q: want a positive duration such as 30m or 4h", d.flag, d.v)
 		case x.Duration < 0:
 			return req, fmt.Errorf("%s %q: want a duration of 0 or more", d.flag, d.v)
-		case d.positive && x.Duration == 0:
-			return req, fmt.Errorf("%s %q: want a positive duration such as 30m or 4h", d.flag, d.v)
 		}
 	}
 	for _, s := range []struct{ flag, v string }{{"--warn-signal", req.WarnSignal}, {"--stop-signal", req.StopSignal}} {
