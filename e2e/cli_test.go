@@ -132,7 +132,11 @@ func TestRmAndPrune(t *testing.T) {
 	if r := d.ctl("rm", live); r.code != 1 || !strings.Contains(r.stderr, "stop it first") {
 		t.Errorf("rm of a live session:\n%s", r)
 	}
-	d.mustCtl("rm", ended[0])
+	// --json: the ids removed, as prune answers them.
+	var rm struct{ Removed []string }
+	if out := d.mustCtl("--json", "rm", ended[0]); json.Unmarshal([]byte(out), &rm) != nil || len(rm.Removed) != 1 || rm.Removed[0] != ended[0] {
+		t.Errorf("rm --json %s: got %q, want {\"removed\":[%q]}", ended[0], out, ended[0])
+	}
 	if r := d.ctl("inspect", ended[0]); r.code != 1 {
 		t.Errorf("inspect after rm:\n%s", r)
 	}

@@ -469,6 +469,14 @@ func TestContinuityRestoreSummary(t *testing.T) {
 	if got := d.mustCtl("state", dir); got != "No session state in "+dir+": no session has ended there yet, and the next one starts from scratch.\n" {
 		t.Errorf("state after clear-session: %q", got)
 	}
+	// --json says the same to a program.
+	var cleared struct {
+		Project string
+		Cleared bool
+	}
+	if out := d.mustCtl("--json", "clear-session", dir); json.Unmarshal([]byte(out), &cleared) != nil || !cleared.Cleared || cleared.Project != dir {
+		t.Errorf("clear-session --json: got %q", out)
+	}
 }
 
 func TestContinuityCorruptFiles(t *testing.T) {

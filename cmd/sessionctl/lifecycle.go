@@ -55,6 +55,8 @@ func (a *app) rmCmd() *cobra.Command {
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var failed error
+			// --json: what prune answers, the ids removed.
+			removed := ipc.PruneResponse{Removed: []string{}}
 			for _, arg := range args {
 				id, err := a.resolve(cmd.Context(), arg)
 				if err == nil {
@@ -65,8 +67,14 @@ func (a *app) rmCmd() *cobra.Command {
 					failed = &exitError{exitFailed, fmt.Errorf("%s: not removed", arg)}
 					continue
 				}
+				removed.Removed = append(removed.Removed, id)
 				if !a.json {
 					fmt.Fprintln(a.out, id)
+				}
+			}
+			if a.json {
+				if err := a.printJSON(removed); err != nil {
+					return err
 				}
 			}
 			return failed

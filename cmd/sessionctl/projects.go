@@ -252,6 +252,12 @@ func (a *app) clearSessionCmd() *cobra.Command {
 			if err := a.client.ClearSessionState(cmd.Context(), dir); err != nil {
 				return err
 			}
+			if a.json {
+				return a.printJSON(struct {
+					Project string `json:"project"`
+					Cleared bool   `json:"cleared"`
+				}{dir, true})
+			}
 			fmt.Fprintln(a.out, "✓ Session state cleared")
 			return nil
 		},
