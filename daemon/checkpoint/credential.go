@@ -1,18 +1,18 @@
 package checkpoint
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"slices"
 	"syscall"
 	"time"
 
 	"github.com/sessiond/sessiond/daemon/identity"
 	"github.com/sessiond/sessiond/daemon/state"
+	"golang.org/x/sys/unix"
 )
 
 // Credential is the user that every git process of one call runs as, and
@@ -34,69 +34,34 @@ func sysProcAttr(c *Credential) *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Credential: c.Credential()}
 }
 
-// own gives path to the credential's user (nothing for nil), without
-// following a symlink.
-func own(c *Credential, path string) error {
-	if c == nil || int(c.UID) == os.Geteuid() {
-		return nil
-	}
-	if err := os.Lchown(path, int(c.UID), int(c.GID)); err != nil {
-		return fmt.Errorf("give %s to uid %d: %w", path, c.UID, err)
-	}
-	return nil
+// asUser runs fn with the credential's user's rights (state.Files.Do;
+// the daemon's own for nil or its own user). Every file the daemon makes,
+// moves, times or removes on a checkpoint's behalf is made so: a shadow
+// repository and the temporary indexes lie where the user can swap a
+// directory for a symlink, and root's rights would follow it anywhere. As
+// the user, the kernel checks each step as the user's, sticky directories
+// and ACLs included, and what is made is the user's. fn must do nothing
+// but file system calls.
+func asUser(c *Credential, fn func() error) error { return state.FilesOf(c).Do(fn) }
+
+// mkdirTemp makes a private temporary directory, as the credential's user.
+func mkdirTemp(c *Credential, parent, pattern string) (dir string, err error) {
+	err = asUser(c, func() error {
+		dir, err = os.MkdirTemp(parent, pattern)
+		return err
+	})
+	return dir, err
 }
 
-// mkdirTemp makes a private temporary directory owned by the credential's
-// user.
-func mkdirTemp(c *Credential, parent, pattern string) (string, error) {
-	dir, err := os.MkdirTemp(parent, pattern)
-	if err != nil {
-		return "", err
-	}
-	if err := own(c, dir); err != nil {
-		os.RemoveAll(dir)
-		return "", err
-	}
-	return dir, nil
+// removeAll removes path and what it holds, as the credential's user.
+func removeAll(c *Credential, path string) error {
+	return asUser(c, func() error { return os.RemoveAll(path) })
 }
 
-// mkdirAll makes dir and its missing parents (mode 0700), giving each one
-// it makes to the credential's user.
+// mkdirAll makes dir and its missing parents (mode 0700), as the
+// credential's user.
 func mkdirAll(c *Credential, dir string) error {
-	var missing []string
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Lstat(d); err == nil {
-			break
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		missing = append(missing, d)
-		if filepath.Dir(d) == d {
-			break
-		}
-	}
-	for i := len(missing) - 1; i >= 0; i-- {
-		if err := os.Mkdir(missing[i], 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-			return err
-		}
-		if err := own(c, missing[i]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// mayWriteDir reports whether the credential's user may create and remove
-// entries in a directory with the given owner and mode.
-func mayWriteDir(c *Credential, uid, gid, mode uint32) bool {
-	switch {
-	case int(uid) == c.UID:
-		return mode&0o300 == 0o300
-	case int(gid) == c.GID || slices.Contains(c.Groups, int(gid)):
-		return mode&0o030 == 0o030
-	default:
-		return mode&0o003 == 0o003
-	}
+	return asUser(c, func() error { return os.MkdirAll(dir, 0o700) })
 }
 
 // openUserFile opens a file of the user's repository (its index) for
@@ -123,7 +88,7 @@ func openUserFile(c *Credential, path string) (*os.File, os.FileInfo, error) {
 	return f, fi, nil
 }
 
-// copyUserFile copies the user's file src to dst (created, owned by the
+// copyUserFile copies the user's file src to dst (created as the
 // credential's user) with src's mtime, so that git's racy-entry check sees
 // the copy as it would the original. A missing src leaves dst absent.
 func copyUserFile(c *Credential, src, dst string) error {
@@ -135,42 +100,32 @@ func copyUserFile(c *Credential, src, dst string) error {
 		return err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Close(); err != nil {
-		return err
-	}
-	if err := own(c, dst); err != nil {
-		return err
-	}
-	return os.Chtimes(dst, fi.ModTime(), fi.ModTime())
+	return asUser(c, func() error { return createFile(dst, in, fi.ModTime()) })
 }
 
-// writePrivateFile writes a new file for git to read, owned by the
-// credential's user, with the given mtime (zero: now).
+// writePrivateFile writes a new file for git to read, as the credential's
+// user, with the given mtime (zero: now).
 func writePrivateFile(c *Credential, path string, data []byte, mtime time.Time) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	return asUser(c, func() error { return createFile(path, bytes.NewReader(data), mtime) })
+}
+
+// createFile makes the new file path (mode 0600) with what r holds and,
+// unless mtime is zero, that mtime: set on the open file, never through a
+// name that may have become a symlink meanwhile.
+func createFile(path string, r io.Reader, mtime time.Time) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
+	if _, err := io.Copy(f, r); err != nil {
 		f.Close()
 		return err
 	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := own(c, path); err != nil {
-		return err
-	}
 	if !mtime.IsZero() {
-		return os.Chtimes(path, mtime, mtime)
+		if err := setMtime(f, mtime); err != nil {
+			f.Close()
+			return fmt.Errorf("set the mtime of %s: %w", path, err)
+		}
 	}
-	return nil
+	return f.Close()
 }

@@ -170,7 +170,7 @@ func (r *repo) initShadow(ctx context.Context, stateDir, shadowRoot string) erro
 	if err != nil {
 		return fmt.Errorf("create shadow repository for %s: %w", r.project, err)
 	}
-	defer os.RemoveAll(tmp)
+	defer removeAll(r.cred, tmp)
 	// --template=: no hooks or other files from the user's template dir.
 	if _, err := git(ctx, gitRun{dir: parent, timeout: r.timeout, cred: r.cred}, "init", "-q", "--bare", "--template=", tmp); err != nil {
 		return fmt.Errorf("create shadow repository for %s: %w", r.project, err)
@@ -194,20 +194,25 @@ func (r *repo) initShadow(ctx context.Context, stateDir, shadowRoot string) erro
 			exclude += "/" + filepath.ToSlash(rel) + "/\n"
 		}
 	}
-	info := filepath.Join(tmp, "info")
-	if err := os.Mkdir(info, 0o700); err != nil && !os.IsExist(err) {
-		return fmt.Errorf("create shadow repository for %s: %w", r.project, err)
-	}
-	if err := own(r.cred, info); err != nil {
-		return fmt.Errorf("create shadow repository for %s: %w", r.project, err)
-	}
-	if err := writePrivateFile(r.cred, filepath.Join(info, "exclude"), []byte(exclude), time.Time{}); err != nil {
-		return fmt.Errorf("create shadow repository for %s: %w", r.project, err)
-	}
-	if err := os.Rename(tmp, r.gitDir); err != nil {
-		if _, serr := os.Stat(filepath.Join(r.gitDir, "HEAD")); serr == nil {
-			return nil // another process made it first
+	// As the user: the directory is the user's, who may have swapped what
+	// is in it while git ran.
+	err = asUser(r.cred, func() error {
+		info := filepath.Join(tmp, "info")
+		if err := os.Mkdir(info, 0o700); err != nil && !os.IsExist(err) {
+			return err
 		}
+		if err := createFile(filepath.Join(info, "exclude"), strings.NewReader(exclude), time.Time{}); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, r.gitDir); err != nil {
+			if _, serr := os.Stat(filepath.Join(r.gitDir, "HEAD")); serr == nil {
+				return nil // another process made it first
+			}
+			return err
+		}
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("create shadow repository for %s: %w", r.project, err)
 	}
 	return nil

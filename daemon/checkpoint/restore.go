@@ -3,7 +3,6 @@ package checkpoint
 import (
 	"context"
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -135,24 +134,9 @@ func (r *repo) restoreTree(ctx context.Context, cur, target string) error {
 			write = append(write, path)
 		}
 	}
-	dirs := map[string]bool{}
-	for _, p := range remove {
-		if err := removeBeneath(r.top, p, false, r.cred); err != nil {
-			return err
-		}
-		for d := path.Dir(p); d != "." && d != "/"; d = path.Dir(d) {
-			dirs[d] = true
-		}
-	}
-	// Directories left empty go too, deepest first; one that still holds
-	// something (an ignored file) stays.
-	order := make([]string, 0, len(dirs))
-	for d := range dirs {
-		order = append(order, d)
-	}
-	slices.SortFunc(order, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
-	for _, d := range order {
-		_ = removeBeneath(r.top, d, true, r.cred)
+	// As the user, all of it: see removeBeneath.
+	if err := asUser(r.cred, func() error { return removeEntries(r.top, remove) }); err != nil {
+		return err
 	}
 	if len(write) == 0 {
 		return nil
@@ -161,7 +145,7 @@ func (r *repo) restoreTree(ctx context.Context, cur, target string) error {
 	if err != nil {
 		return fmt.Errorf("make temporary index: %w", err)
 	}
-	defer os.RemoveAll(tmp)
+	defer removeAll(r.cred, tmp)
 	env := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
 	if _, err := r.run(ctx, env, nil, "read-tree", target); err != nil {
 		return err
@@ -172,6 +156,30 @@ func (r *repo) restoreTree(ctx context.Context, cur, target string) error {
 	}
 	_, err = r.run(ctx, env, []byte(stdin.String()), "checkout-index", "-f", "-z", "--stdin")
 	return err
+}
+
+// removeEntries removes the files remove under top, then the directories they
+// leave empty, deepest first; one that still holds something (an ignored
+// file) stays.
+func removeEntries(top string, remove []string) error {
+	dirs := map[string]bool{}
+	for _, p := range remove {
+		if err := removeBeneath(top, p, false); err != nil {
+			return err
+		}
+		for d := path.Dir(p); d != "." && d != "/"; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	order := make([]string, 0, len(dirs))
+	for d := range dirs {
+		order = append(order, d)
+	}
+	slices.SortFunc(order, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
+	for _, d := range order {
+		_ = removeBeneath(top, d, true)
+	}
+	return nil
 }
 
 // tempBase is where temporary indexes go: the system temp dir, or inside a

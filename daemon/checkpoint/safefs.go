@@ -13,10 +13,11 @@ import (
 // under top without following a symlink on the way: each directory is
 // opened from its parent with O_NOFOLLOW, and the entry is unlinked from the
 // last one. A path that goes through a symlink is not under top, and is
-// left alone; so is a missing one. With a credential, the entry goes only
-// if that user could remove it (write and search permission on its
-// directory): a root daemon removes nothing the user could not.
-func removeBeneath(top, rel string, dir bool, cred *Credential) error {
+// left alone; so is a missing one. A root daemon calls it only inside
+// asUser: the kernel then removes nothing the user could not (a sticky
+// directory's other entries, an ACL's refusal), wherever top has been
+// made to point.
+func removeBeneath(top, rel string, dir bool) error {
 	parts := strings.Split(rel, "/")
 	fd, err := unix.Open(top, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -34,15 +35,6 @@ func removeBeneath(top, rel string, dir bool, cred *Credential) error {
 		fd = next
 	}
 	defer unix.Close(fd)
-	if cred != nil {
-		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil {
-			return fmt.Errorf("remove %s: %w", filepath.Join(top, rel), err)
-		}
-		if !mayWriteDir(cred, st.Uid, st.Gid, uint32(st.Mode)) {
-			return fmt.Errorf("remove %s: %w (not writable by uid %d)", filepath.Join(top, rel), unix.EACCES, cred.UID)
-		}
-	}
 	flags := 0
 	if dir {
 		flags = unix.AT_REMOVEDIR

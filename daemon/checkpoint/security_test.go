@@ -205,6 +205,15 @@ func newUser(t *testing.T) testUser {
 	return tu
 }
 
+// stickyDir is a temporary directory every user may write in, sticky as
+// /tmp is.
+func stickyDir(t *testing.T) string {
+	t.Helper()
+	dir := reachableDir(t)
+	must(t, os.Chmod(dir, 0o777|os.ModeSticky))
+	return dir
+}
+
 // reachableDir is a temporary directory that every user may enter.
 func reachableDir(t *testing.T) string {
 	t.Helper()
@@ -243,7 +252,7 @@ func (u testUser) run(t *testing.T, dir string, name string, args ...string) str
 // ownership error, which shows the check is real.
 func TestCredentialRunsGitAsTheUser(t *testing.T) {
 	u := newUser(t)
-	t.Setenv("TMPDIR", reachableDir(t))
+	t.Setenv("TMPDIR", stickyDir(t))
 	ctx := ctxT(t)
 	dir := filepath.Join(reachableDir(t), "repo")
 	must(t, os.Mkdir(dir, 0o755))
@@ -309,13 +318,14 @@ func TestCredentialRunsGitAsTheUser(t *testing.T) {
 // says, owned by the user.
 func TestShadowRootPerCall(t *testing.T) {
 	u := newUser(t)
-	t.Setenv("TMPDIR", reachableDir(t))
+	t.Setenv("TMPDIR", stickyDir(t))
 	ctx := ctxT(t)
 	project := filepath.Join(reachableDir(t), "plain")
 	must(t, os.Mkdir(project, 0o755))
 	must(t, os.Chown(project, int(u.uid), int(u.gid)))
 	u.run(t, project, "sh", "-c", "echo a > a.txt")
-	root := filepath.Join(reachableDir(t), "users", u.name, "shadow")
+	// Where a root daemon puts it (session.GitAccess): in the user's home.
+	root := filepath.Join(u.home, ".local", "state", "sessiond", "shadow")
 	c := New(Options{StateDir: t.TempDir()})
 	res, err := c.Take(ctx, TakeRequest{Dir: project, SessionID: "s", ShadowRoot: root, Credential: u.cred()})
 	if err != nil {
@@ -342,5 +352,87 @@ func TestShadowRootPerCall(t *testing.T) {
 	cps, err := c.List(ctx, ListRequest{Dir: project, ShadowRoot: root, Credential: u.cred()})
 	if err != nil || len(cps) != 1 {
 		t.Errorf("List = %v, %v", cps, err)
+	}
+}
+
+// A root daemon makes the shadow repository of a user's non-git project
+// as the user: a home whose ~/.local/state is a symlink to a directory of
+// root's gets nothing made there, and nothing in it given to the user.
+func TestShadowRootThroughASymlinkIsTheUsers(t *testing.T) {
+	u := newUser(t)
+	t.Setenv("TMPDIR", stickyDir(t))
+	project := filepath.Join(reachableDir(t), "plain")
+	must(t, os.Mkdir(project, 0o755))
+	must(t, os.Chown(project, int(u.uid), int(u.gid)))
+	u.run(t, project, "sh", "-c", "echo a > a.txt")
+	roots := reachableDir(t) // root's, 0755
+	u.run(t, u.home, "sh", "-c", "mkdir -p .local && ln -s "+roots+" .local/state")
+	c := New(Options{StateDir: t.TempDir()})
+	_, err := c.Take(ctxT(t), TakeRequest{Dir: project, SessionID: "s", Credential: u.cred(),
+		ShadowRoot: filepath.Join(u.home, ".local", "state", "sessiond", "shadow")})
+	if err == nil || !errors.Is(err, os.ErrPermission) {
+		t.Errorf("Take through a symlink to root's directory = %v, want a permission error", err)
+	}
+	if entries, _ := os.ReadDir(roots); len(entries) != 0 {
+		t.Errorf("root's directory got %v", entries)
+	}
+}
+
+// The temporary files a checkpoint writes for git are made as the user:
+// a directory on their way swapped for a symlink to root's leads nowhere,
+// and a symlink in a new file's place is not followed.
+func TestTemporaryFilesAreTheUsers(t *testing.T) {
+	u := newUser(t)
+	tmp := filepath.Join(stickyDir(t), "sessiond-index-1")
+	must(t, os.Mkdir(tmp, 0o700))
+	must(t, os.Chown(tmp, int(u.uid), int(u.gid)))
+	roots := reachableDir(t)
+	must(t, os.Symlink(roots, filepath.Join(tmp, "info")))
+	if err := writePrivateFile(u.cred(), filepath.Join(tmp, "info", "exclude"), []byte("x\n"), time.Time{}); !errors.Is(err, os.ErrPermission) {
+		t.Errorf("writePrivateFile through a symlink to root's directory = %v, want a permission error", err)
+	}
+	if entries, _ := os.ReadDir(roots); len(entries) != 0 {
+		t.Errorf("root's directory got %v", entries)
+	}
+	target := filepath.Join(roots, "target")
+	must(t, os.WriteFile(target, []byte("root's\n"), 0o644))
+	old := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	must(t, os.Symlink(target, filepath.Join(tmp, "index")))
+	if err := writePrivateFile(u.cred(), filepath.Join(tmp, "index"), []byte("x"), old); err == nil {
+		t.Error("writePrivateFile over a symlink succeeded")
+	}
+	if fi, err := os.Stat(target); err != nil || fi.ModTime().Equal(old) || read(t, roots, "target") != "root's\n" {
+		t.Errorf("the symlink's target: %v, %v; want it untouched", fi, err)
+	}
+	// What it makes is the user's, with the mtime asked, to the nanosecond.
+	want := time.Date(2020, 2, 3, 4, 5, 6, 789, time.UTC)
+	file := filepath.Join(tmp, "made")
+	must(t, writePrivateFile(u.cred(), file, []byte("x"), want))
+	fi, err := os.Lstat(file)
+	if err != nil || fi.Sys().(*syscall.Stat_t).Uid != u.uid || !fi.ModTime().Equal(want) || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the file made: %v, %v; want the user's, 0600, mtime %v", fi, err, want)
+	}
+}
+
+// A restore removes, as the user, only what the user could: a sticky
+// directory's entries of others stay, wherever the project top points by
+// the time the removal runs.
+func TestRestoreRemovesOnlyWhatTheUserCould(t *testing.T) {
+	u := newUser(t)
+	sticky := stickyDir(t)
+	victim := filepath.Join(sticky, "victim")
+	must(t, os.WriteFile(victim, []byte("another's\n"), 0o644))
+	mine := filepath.Join(sticky, "mine")
+	must(t, os.WriteFile(mine, []byte("the user's\n"), 0o644))
+	must(t, os.Chown(mine, int(u.uid), int(u.gid)))
+	err := asUser(u.cred(), func() error { return removeEntries(sticky, []string{"mine", "victim"}) })
+	if err == nil || !errors.Is(err, syscall.EPERM) {
+		t.Errorf("removing another's file in a sticky directory as the user = %v, want EPERM", err)
+	}
+	if !exists(sticky, "victim") {
+		t.Error("another's file in a sticky directory was removed")
+	}
+	if exists(sticky, "mine") {
+		t.Error("the user's own file was not removed")
 	}
 }

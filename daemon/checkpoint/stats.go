@@ -97,7 +97,7 @@ func (c *Checkpointer) Stats(ctx context.Context, req StatsRequest) (Stats, erro
 	if err != nil {
 		return st, fmt.Errorf("checkpoint stats of %s: %w", r.top, err)
 	}
-	defer os.RemoveAll(tmp)
+	defer removeAll(r.cred, tmp)
 	pol := c.policy(req.MaxFileSize, req.Ignore)
 	if err := r.pinExcludes(tmp, pol.ignore); err != nil {
 		return st, fmt.Errorf("checkpoint stats of %s: %w", r.top, err)

@@ -194,7 +194,7 @@ func (c *Checkpointer) takeRefOnce(ctx context.Context, r *repo, req *TakeReques
 	if err != nil {
 		return res, prev, fmt.Errorf("make temporary index: %w", err)
 	}
-	defer os.RemoveAll(tmp)
+	defer removeAll(r.cred, tmp)
 	if err := r.pinExcludes(tmp, pol.ignore); err != nil {
 		return res, prev, err
 	}
@@ -215,7 +215,7 @@ func (c *Checkpointer) takeRefOnce(ctx context.Context, r *repo, req *TakeReques
 			}
 			// A fresh directory: the small index of the attempt is not the
 			// copy the full scan needs.
-			os.Remove(filepath.Join(tmp, "index"))
+			_ = asUser(r.cred, func() error { return os.Remove(filepath.Join(tmp, "index")) })
 		}
 	}
 	if !res.Incremental {
@@ -231,10 +231,15 @@ func (c *Checkpointer) takeRefOnce(ctx context.Context, r *repo, req *TakeReques
 			// The shadow repository's own index is ours: keep the refreshed
 			// stat cache for the next checkpoint.
 			index := filepath.Join(r.gitDir, "index")
-			if err := os.Rename(filepath.Join(tmp, "index"), index); err != nil {
-				return fmt.Errorf("keep index of %s: %w", r.gitDir, err)
-			}
-			fi, err := os.Lstat(index)
+			var fi os.FileInfo
+			err := asUser(r.cred, func() error {
+				if err := os.Rename(filepath.Join(tmp, "index"), index); err != nil {
+					return err
+				}
+				var err error
+				fi, err = os.Lstat(index)
+				return err
+			})
 			if err != nil {
 				return fmt.Errorf("keep index of %s: %w", r.gitDir, err)
 			}
