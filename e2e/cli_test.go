@@ -158,6 +158,17 @@ func TestRmAndPrune(t *testing.T) {
 	if !fileExists(filepath.Join(dir, ".sessiond", "handoff.json")) || !fileExists(filepath.Join(dir, ".sessiond", "progress.md")) {
 		t.Error("prune removed the project's .sessiond files")
 	}
+	// With its sessions' records gone, a project's handoff is still the
+	// one in its .sessiond: the last session's.
+	var h struct {
+		SessionID string `json:"session_id"`
+	}
+	if out := d.mustCtl("handoff", dir); json.Unmarshal([]byte(out), &h) != nil || h.SessionID != ended[2] {
+		t.Errorf("handoff %s after prune: got %q, want the handoff of %s", dir, out, ended[2])
+	}
+	if r := d.ctl("handoff", project(t)); r.code != 1 || !strings.Contains(r.stderr, "no session has run in") {
+		t.Errorf("handoff of a project no session ran in:\n%s", r)
+	}
 	if r := d.ctl("prune", "--older-than", "soon"); r.code != 2 {
 		t.Errorf("prune --older-than soon:\n%s", r)
 	}

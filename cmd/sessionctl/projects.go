@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -178,6 +181,12 @@ func (a *app) handoffCmd() *cobra.Command {
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := a.resolve(cmd.Context(), argOrHere(args))
+			var none *noSessionError
+			if errors.As(err, &none) && remote == nil {
+				// The sessions' records are gone (rm, prune): the
+				// project's own handoff is the latest session's.
+				return a.projectHandoff(none.dir, err)
+			}
 			if err != nil {
 				return err
 			}
@@ -188,6 +197,23 @@ func (a *app) handoffCmd() *cobra.Command {
 			return a.printJSON(h)
 		},
 	}
+}
+
+// projectHandoff prints the handoff in dir's .sessiond, read with the
+// caller's own rights, or returns orElse when there is none.
+func (a *app) projectHandoff(dir string, orElse error) error {
+	data, err := os.ReadFile(filepath.Join(dir, ".sessiond", "handoff.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return orElse
+	}
+	if err != nil {
+		return err
+	}
+	var h ipc.Handoff
+	if err := json.Unmarshal(data, &h); err != nil {
+		return &exitError{exitFailed, fmt.Errorf("%s: %v", filepath.Join(dir, ".sessiond", "handoff.json"), err)}
+	}
+	return a.printJSON(h)
 }
 
 func (a *app) stateCmd() *cobra.Command {

@@ -280,7 +280,7 @@ func (a *app) resolve(ctx context.Context, arg string) (string, error) {
 		return "", err
 	}
 	if len(list) == 0 {
-		return "", &exitError{exitFailed, fmt.Errorf("no session has run in %s", dir)}
+		return "", &exitError{exitFailed, &noSessionError{dir}}
 	}
 	for i := len(list) - 1; i >= 0; i-- {
 		if ipc.Live(list[i].State) {
@@ -289,6 +289,12 @@ func (a *app) resolve(ctx context.Context, arg string) (string, error) {
 	}
 	return list[len(list)-1].ID, nil
 }
+
+// noSessionError is resolve's answer for a project the daemon keeps no
+// session of (none ran, or rm and prune removed them).
+type noSessionError struct{ dir string }
+
+func (e *noSessionError) Error() string { return "no session has run in " + e.dir }
 
 // sessionFromEnv is the session sessionctl runs inside, for report,
 // remaining and the agent hook.
