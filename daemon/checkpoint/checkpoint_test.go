@@ -390,6 +390,13 @@ func TestNonGitProject(t *testing.T) {
 			t.Errorf("temporary %s left in the shadow repository", e.Name())
 		}
 	}
+	// What the shadow repository holds is its owner's alone.
+	filepath.Walk(shadow, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s: mode %v, want no rights for group or others", p, fi.Mode().Perm())
+		}
+		return nil
+	})
 	assertClean(t, project)
 }
 

@@ -171,8 +171,9 @@ func (r *repo) initShadow(ctx context.Context, stateDir, shadowRoot string) erro
 		return fmt.Errorf("create shadow repository for %s: %w", r.project, err)
 	}
 	defer removeAll(r.cred, tmp)
-	// --template=: no hooks or other files from the user's template dir.
-	if _, err := git(ctx, gitRun{dir: parent, timeout: r.timeout, cred: r.cred}, "init", "-q", "--bare", "--template=", tmp); err != nil {
+	// --template=: no hooks or other files from the user's template dir;
+	// --shared=0600: what git makes in it is the owner's alone (0600, 0700).
+	if _, err := git(ctx, gitRun{dir: parent, timeout: r.timeout, cred: r.cred}, "init", "-q", "--bare", "--template=", "--shared=0600", tmp); err != nil {
 		return fmt.Errorf("create shadow repository for %s: %w", r.project, err)
 	}
 	for _, kv := range [][2]string{
