@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -579,6 +580,12 @@ func TestCheckpointBadInput(t *testing.T) {
 			if r.code != 1 || !strings.Contains(r.stderr, bad) || !strings.Contains(r.stderr, "unknown checkpoint") {
 				t.Errorf("restore %s: want exit 1 naming it as an unknown checkpoint\n%s", bad, r)
 			}
+		}
+		// Through the API: not found.
+		resp, body := curl(t, d.sock, "POST", "/v1/projects/"+ipcProjectID(repo.dir)+"/restore",
+			[]byte(`{"checkpoint":"deadbeef","dir":"`+repo.dir+`"}`))
+		if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), `"code":"not_found"`) {
+			t.Errorf("POST restore of an unknown checkpoint: %d %s, want 404 not_found", resp.StatusCode, body)
 		}
 		if got := repo.read("b.txt"); got != "b\n" {
 			t.Errorf("a failed restore changed b.txt: %q", got)

@@ -5,6 +5,7 @@ package projects
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -267,7 +268,10 @@ func (d *Service) RestoreProject(ctx context.Context, c ipc.Caller, p ipc.Projec
 		Dir: dir, Checkpoint: req.Checkpoint, MaxFileSize: int64(sp.CheckpointMaxFile), Ignore: sp.Watch.Ignore,
 		ShadowRoot: shadow, Credential: cred,
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, checkpoint.ErrUnknownCheckpoint):
+		return nil, ipc.NotFound("restore %s to %s: %w", dir, req.Checkpoint, err)
+	case err != nil:
 		return nil, ipc.Conflict("restore %s to %s: %w", dir, req.Checkpoint, err)
 	}
 	// The next start says the tree was restored, as a cause of what
