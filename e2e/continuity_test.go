@@ -382,8 +382,8 @@ func TestContinuityReport(t *testing.T) {
 	if got := read("report.out"); !strings.HasSuffix(got, "\n0\n") {
 		t.Fatalf("sessionctl report from inside the session failed:\n%s", got)
 	}
-	if code, msg := strings.TrimSpace(read("bad.code")), read("bad.err"); code != "1" || !strings.Contains(msg, "progress") || !strings.Contains(msg, "100") {
-		t.Errorf("report --progress 150: exit %s, message %q; want exit 1 saying progress is 0 to 100", code, msg)
+	if code, msg := strings.TrimSpace(read("bad.code")), read("bad.err"); code != "2" || !strings.Contains(msg, "progress") || !strings.Contains(msg, "100") {
+		t.Errorf("report --progress 150: exit %s, message %q; want exit 2 (usage) saying progress is 0 to 100", code, msg)
 	}
 
 	h := readHandoff(t, dir)

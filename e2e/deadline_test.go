@@ -242,8 +242,8 @@ func TestExtend(t *testing.T) {
 	d.mustCtl("extend", id, "800000h")
 	for i := 0; i < 2; i++ {
 		r := d.ctl("extend", id, "800000h")
-		if r.code != 1 || !strings.Contains(r.stderr, "more than 100 years from now") {
-			t.Errorf("an extension to 182 years ahead: want exit 1 saying it is too far\n%s", r)
+		if r.code != 2 || !strings.Contains(r.stderr, "more than 100 years from now") {
+			t.Errorf("an extension to 182 years ahead: want exit 2 (usage) saying it is too far\n%s", r)
 		}
 	}
 	if got := d.inspect(id).Deadline; !got.Equal(far) {

@@ -340,7 +340,7 @@ func (a *app) reportCmd() *cobra.Command {
 			}
 			got, err := a.client.Report(cmd.Context(), id, r)
 			if err != nil {
-				return err
+				return badValue(err)
 			}
 			if a.json {
 				return a.printJSON(got)

@@ -24,6 +24,16 @@ import (
 	"github.com/sessiond/sessiond/ipc/startflags"
 )
 
+// badValue makes the daemon's refusal of a request's values (400) a usage
+// error (exit 2), for a command whose request carries nothing but its
+// arguments' values.
+func badValue(err error) error {
+	if errors.Is(err, ipc.ErrBadRequest) {
+		return &exitError{exitUsage, err}
+	}
+	return err
+}
+
 func (a *app) printJSON(v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
@@ -562,7 +572,7 @@ func (a *app) extendCmd() *cobra.Command {
 			}
 			rec, err := a.client.Extend(cmd.Context(), id, args[1])
 			if err != nil {
-				return err
+				return badValue(err)
 			}
 			if a.json {
 				return a.printJSON(rec)

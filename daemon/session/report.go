@@ -138,14 +138,14 @@ func ApplyBlockers(open, resolved []ipc.Blocker, seq int, rep ipc.Report) ([]ipc
 		id, _ := strconv.Atoi(strings.TrimPrefix(r, "#"))
 		i := slices.IndexFunc(open, func(b ipc.Blocker) bool { return b.ID == id })
 		if i < 0 {
-			return nil, nil, 0, ipc.BadRequest("resolve: no open blocker #%d (sessionctl state lists them)", id)
+			return nil, nil, 0, ipc.NotFound("resolve: no open blocker #%d (sessionctl state lists them)", id)
 		}
 		resolved = append(resolved, open[i])
 		open = slices.Delete(open, i, i+1)
 	}
 	for _, q := range rep.Blockers {
 		if len(open) >= maxBlockers {
-			return nil, nil, 0, ipc.BadRequest("blockers: %d are open already; resolve some first (--resolve ID)", maxBlockers)
+			return nil, nil, 0, ipc.Conflict("blockers: %d are open already; resolve some first (--resolve ID)", maxBlockers)
 		}
 		seq++
 		open = append(open, ipc.Blocker{ID: seq, Question: q, Priority: "high"})
