@@ -146,6 +146,8 @@ func FuzzParseMessage(f *testing.F) {
 	f.Add("Checkpoint: 1 file changed: a\n\nbody\n\nSessiond-Session: s\nSessiond-File: a\n")
 	f.Add("subject only")
 	f.Add("\n\n\nSessiond-: x\n")
+	f.Add("\n Sessiond-Session: 0")
+	f.Add("subject\n\nSessiond-Session: other\nSessiond-File: x")
 	f.Fuzz(func(t *testing.T, s string) {
 		m := parseMessage(s)
 		_ = m.getInt(trailerFiles)

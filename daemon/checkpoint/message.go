@@ -138,7 +138,13 @@ func (m message) String() string {
 	b.WriteString("\n")
 	if m.body != "" {
 		b.WriteString("\n")
-		b.WriteString(m.body)
+		body := m.body
+		if len(m.trailers) == 0 {
+			// Its last paragraph would be read back as trailers: a body
+			// cannot pass for the daemon's own.
+			body = strings.ReplaceAll("\n"+body, "\nSessiond-", "\n Sessiond-")[1:]
+		}
+		b.WriteString(body)
 		b.WriteString("\n")
 	}
 	if len(m.trailers) > 0 {
