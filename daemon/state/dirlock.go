@@ -28,7 +28,7 @@ type DirLock struct{ f *os.File }
 // which daemon holds it (ErrDirInUse).
 func LockDir(dir, socket string) (*DirLock, error) {
 	path := filepath.Join(dir, DirLockName)
-	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}

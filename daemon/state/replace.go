@@ -61,7 +61,7 @@ func (r *replacements) add(name, display string, data []byte, perm os.FileMode) 
 		return it.err
 	}
 	spare := "." + name + spareMark
-	fd, err := openat(r.dirfd, spare, unix.O_WRONLY|unix.O_NOFOLLOW, 0)
+	fd, err := openat(r.dirfd, spare, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	var st unix.Stat_t
 	if err == nil && (unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1) {
 		// Not a spare of ours (a directory, a link): out of the way.

@@ -149,7 +149,7 @@ func writeReusingNow(dirfd int, name, display string, data []byte, perm os.FileM
 		return writeAtWith(dirfd, name, display, data, perm, synchronous(d))
 	}
 	spare := "." + name + spareMark
-	fd, err := openat(dirfd, spare, unix.O_WRONLY|unix.O_NOFOLLOW, 0)
+	fd, err := openat(dirfd, spare, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err != nil {
 		return writeKeepingSpare(dirfd, name, spare, display, data, perm, synchronous(d))
 	}

@@ -72,6 +72,8 @@ func TestWriteJSONReusingIgnoresAForeignSpare(t *testing.T) {
 	for _, plant := range []func() error{
 		func() error { return os.Symlink(outside, spare) },
 		func() error { return os.Link(outside, spare) },
+		// A FIFO with no reader: opened, it would block the write forever.
+		func() error { return syscall.Mkfifo(spare, 0o600) },
 	} {
 		if err := WriteJSONReusing(path, map[string]int{"seq": 1}); err != nil {
 			t.Fatal(err)
