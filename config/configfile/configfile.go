@@ -5,12 +5,14 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/BurntSushi/toml"
 
@@ -62,7 +64,7 @@ func Default() *config.Config {
 // Load reads the daemon configuration at path over the embedded defaults.
 // A missing file is not an error: the defaults apply (found is false).
 func Load(path string) (c *config.Config, found bool, err error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Default(), false, nil
 	}
@@ -71,6 +73,51 @@ func Load(path string) (c *config.Config, found bool, err error) {
 	}
 	c, err = Parse(path, data)
 	return c, true, err
+}
+
+// maxFileSize bounds a config file: far above any real one, far below
+// what would hurt to hold.
+const maxFileSize = 1 << 20
+
+// readFile reads the config file path: a regular file of at most
+// maxFileSize bytes. Anything else (a FIFO, a device such as /dev/zero, a
+// directory) is refused without blocking on it or reading it.
+func readFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is %s, not a regular file", path, kindOf(fi.Mode()))
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxFileSize {
+		return nil, fmt.Errorf("%s is larger than the %d KiB a config file may be", path, maxFileSize>>10)
+	}
+	return data, nil
+}
+
+// kindOf names what a file that is not a regular one is.
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file"
 }
 
 // Parse decodes a daemon configuration over the embedded defaults; file
@@ -131,7 +178,7 @@ func CheckSpec(s *config.Spec) error {
 // LoadProject reads path (a project's sessiond.toml) over base and returns
 // the merged spec. A missing file returns base unchanged.
 func LoadProject(path string, base config.Spec) (config.Spec, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return base, nil
 	}

@@ -1,10 +1,12 @@
 package configfile
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -109,6 +111,34 @@ func TestLoadMissingIsDefaults(t *testing.T) {
 	}
 	if c.Defaults.Timeout.Duration != 4*time.Hour {
 		t.Errorf("timeout = %v, want 4h", c.Defaults.Timeout)
+	}
+}
+
+// A config path that names no plain file, or too large a one, is refused
+// at once: never read without end, never blocked on.
+func TestLoadRefusesWhatIsNoConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.toml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.toml")
+	if err := os.WriteFile(big, bytes.Repeat([]byte("# a comment\n"), 100000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		"/dev/zero": "is a device", fifo: "is a FIFO", dir: "is a directory", big: "larger than the 1024 KiB",
+	} {
+		done := make(chan error, 1)
+		go func() { _, _, err := Load(path); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), path) {
+				t.Errorf("Load(%s) = %v, want an error naming it and saying %q", path, err, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("Load(%s) still running after 10 s", path)
+		}
 	}
 }
 
