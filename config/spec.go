@@ -187,6 +187,9 @@ func (s *Spec) Validate() error {
 	if s.StopSignal.Num == 0 {
 		return &FieldError{"stop_signal", "must be set (e.g. SIGTERM)"}
 	}
+	if err := CheckWarnSignal(s.WarnSignal); err != nil {
+		return &FieldError{"warn_signal", err.Error()}
+	}
 	if s.StopGrace.Duration < 0 {
 		return &FieldError{"stop_grace", fmt.Sprintf("must not be negative, got %s", s.StopGrace)}
 	}

@@ -109,6 +109,16 @@ type Signal struct {
 	Name string
 }
 
+// CheckWarnSignal says why sig cannot be a warning's signal: one no
+// process can catch (SIGKILL, SIGSTOP) would end or freeze the session,
+// and a warning never does.
+func CheckWarnSignal(sig Signal) error {
+	if sig.Num == unix.SIGKILL || sig.Num == unix.SIGSTOP {
+		return fmt.Errorf("%s cannot be caught: a warning must never end or freeze the session; give one the agent catches (such as SIGUSR1), or none", sig.Name)
+	}
+	return nil
+}
+
 // ParseSignal parses a signal name or number. An empty string is no signal.
 func ParseSignal(s string) (Signal, error) {
 	s = strings.TrimSpace(s)

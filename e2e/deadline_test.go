@@ -415,6 +415,8 @@ func TestBadDeadlineFlags(t *testing.T) {
 		{"warn-before over timeout", []string{"--timeout", "3s", "--warn-before", "5s"}, "warn"},
 		{"negative warn-before", []string{"--timeout", "3s", "--warn-before=-1s"}, "warn"},
 		{"unknown warn signal", []string{"--warn-signal", "FOO"}, "FOO"},
+		{"uncatchable warn signal", []string{"--warn-signal", "SIGKILL"}, "cannot be caught"},
+		{"freezing warn signal", []string{"--warn-signal", "STOP"}, "cannot be caught"},
 		{"negative stop-grace", []string{"--stop-grace=-1s"}, "grace"},
 		{"zero idle-timeout", []string{"--idle-timeout", "0s"}, "idle"},
 		{"negative timeout says positive", []string{"--timeout", "-1s"}, "want a positive duration"},

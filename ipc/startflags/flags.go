@@ -131,7 +131,11 @@ func (f *Flags) Request(dir string, command []string) (ipc.StartRequest, error) 
 		}
 	}
 	for _, s := range []struct{ flag, v string }{{"--warn-signal", req.WarnSignal}, {"--stop-signal", req.StopSignal}} {
-		if _, err := config.ParseSignal(s.v); err != nil {
+		sig, err := config.ParseSignal(s.v)
+		if err == nil && s.flag == "--warn-signal" {
+			err = config.CheckWarnSignal(sig)
+		}
+		if err != nil {
 			return req, fmt.Errorf("%s: %v", s.flag, err)
 		}
 	}
