@@ -493,6 +493,7 @@ func TestHTTPAPIWithCurl(t *testing.T) {
 
 	big := append([]byte(`{"dir":"`), bytes.Repeat([]byte("a"), 1<<20+10)...)
 	big = append(big, `"}`...)
+	fresh := project(t) // no session: its starts fail on their values alone
 	for _, tc := range []struct {
 		name, method, path string
 		body               []byte
@@ -510,6 +511,9 @@ func TestHTTPAPIWithCurl(t *testing.T) {
 		{"bad signal", "POST", "/v1/sessions/" + id + "/signal", []byte(`{"signal":"SIGFOO"}`), 400, "bad_request", "SIGFOO"},
 		{"bad extend", "POST", "/v1/sessions/" + id + "/extend", []byte(`{"by":"soon"}`), 400, "bad_request", "soon"},
 		{"bad tail", "GET", "/v1/sessions/" + id + "/logs?tail=-3", nil, 400, "bad_request", "tail"},
+		{"negative max_tokens", "POST", "/v1/sessions", []byte(`{"dir":"` + fresh + `","command":["true"],"max_tokens":-5}`), 400, "bad_request", "max_tokens"},
+		{"negative max_cost_usd", "POST", "/v1/sessions", []byte(`{"dir":"` + fresh + `","command":["true"],"max_cost_usd":-1}`), 400, "bad_request", "max_cost_usd"},
+		{"uncatchable warn_signal", "POST", "/v1/sessions", []byte(`{"dir":"` + fresh + `","command":["true"],"warn_signal":"SIGKILL"}`), 400, "bad_request", "cannot be caught"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, body := curl(t, d.sock, tc.method, tc.path, tc.body)

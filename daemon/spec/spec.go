@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -103,6 +104,12 @@ func Resolve(defaults config.Spec, p *state.Project, req ipc.StartRequest) (conf
 	}
 	if req.Agent != "" {
 		spec.Agent = req.Agent
+	}
+	switch {
+	case req.MaxTokens < 0:
+		return spec, ipc.BadRequest("max_tokens: want 0 (none) or more, got %d", req.MaxTokens)
+	case req.MaxCostUSD < 0 || math.IsNaN(req.MaxCostUSD) || math.IsInf(req.MaxCostUSD, 0):
+		return spec, ipc.BadRequest("max_cost_usd: want 0 (none) or more, got %v", req.MaxCostUSD)
 	}
 	if req.MaxTokens > 0 {
 		spec.MaxTokens = req.MaxTokens
