@@ -514,6 +514,7 @@ func TestHTTPAPIWithCurl(t *testing.T) {
 		{"negative max_tokens", "POST", "/v1/sessions", []byte(`{"dir":"` + fresh + `","command":["true"],"max_tokens":-5}`), 400, "bad_request", "max_tokens"},
 		{"negative max_cost_usd", "POST", "/v1/sessions", []byte(`{"dir":"` + fresh + `","command":["true"],"max_cost_usd":-1}`), 400, "bad_request", "max_cost_usd"},
 		{"uncatchable warn_signal", "POST", "/v1/sessions", []byte(`{"dir":"` + fresh + `","command":["true"],"warn_signal":"SIGKILL"}`), 400, "bad_request", "cannot be caught"},
+		{"unknown agent", "POST", "/v1/sessions", []byte(`{"dir":"` + fresh + `","command":["true"],"agent":"gpt"}`), 400, "bad_request", "gpt"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, body := curl(t, d.sock, tc.method, tc.path, tc.body)
@@ -532,6 +533,12 @@ func TestHTTPAPIWithCurl(t *testing.T) {
 				t.Errorf("%s %s: Content-Type %q, want application/json", tc.method, tc.path, ct)
 			}
 		})
+	}
+	// The refused starts left no record.
+	for _, rec := range d.list(true) {
+		if rec.ProjectDir == fresh {
+			t.Errorf("a refused start left session %s (%s) in %s", rec.ID, rec.State, fresh)
+		}
 	}
 	// None of that disturbed the daemon or the session.
 	if got := d.inspect(id); got.State != "running" {

@@ -136,6 +136,11 @@ func Resolve(defaults config.Spec, p *state.Project, req ipc.StartRequest) (conf
 	if len(spec.Command) == 0 {
 		return spec, ipc.BadRequest("no command: give one after -- (sessionctl start DIR -- CMD ARGS) or set [session] command in %s", filepath.Join(dir, config.ProjectFile))
 	}
+	// A name no adapter has is refused here, before the start makes a
+	// record of it.
+	if _, err := agent.Detect(spec.Agent, spec.Command); err != nil {
+		return spec, ipc.BadRequest("agent: %w", err)
+	}
 	resolveTerminal(&spec)
 	spec.StopOnTerminal()
 	return spec, nil
