@@ -490,6 +490,8 @@ func TestContinuityCorruptFiles(t *testing.T) {
 		{"non-JSON state", "session_state.json", "this is not JSON\n"},
 		{"wrongly typed state", "session_state.json", `{"progress_pct": "x"}`},
 		{"truncated handoff", "handoff.json", `{"session_id": "abc", "end_re`},
+		// An unreadable lock is still one left behind: an unclean end.
+		{"garbage lock", "session.lock", "garbage"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -518,6 +520,12 @@ func TestContinuityCorruptFiles(t *testing.T) {
 			}
 			id := strings.TrimSpace(strings.Split(strings.TrimSpace(r.stdout), "\n")[1])
 			d.mustCtl("stop", id)
+			if tc.file == "session.lock" {
+				if !strings.Contains(r.stderr, "ended uncleanly") {
+					t.Errorf("start with a garbage lock: want a warning of an unclean end\n%s", r)
+				}
+				return // released by the end
+			}
 			// The end writes a good file in its place.
 			var v map[string]any
 			if err := json.Unmarshal(readProjectFile(t, dir, tc.file), &v); err != nil {

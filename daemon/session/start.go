@@ -382,6 +382,9 @@ func (s *Session) prepareFiles(p *state.Project, now time.Time, gitLog []string,
 	}
 	if l, err := p.ReadLock(); err == nil && l.SessionID != s.id && (s.deps.Live == nil || !s.deps.Live(l.SessionID)) {
 		notice(fmt.Errorf("%s: session %s ended uncleanly (its lock was left behind)", filepath.Join(p.StateDir(), state.LockFile), l.SessionID))
+	} else if errors.Is(err, state.ErrCorrupt) {
+		// Moved aside, and still a lock left behind.
+		notice(fmt.Errorf("a session ended uncleanly (its lock was left behind, unreadable): %w", err))
 	}
 	in := state.ContextInput{SessionID: s.id, ProjectDir: s.projectDir, Previous: prev, State: view, Notes: notes, Now: now,
 		Deadline: s.rec.Deadline, WarnAt: s.rec.WarnAt}
