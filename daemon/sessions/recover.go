@@ -70,20 +70,24 @@ func (d *Service) Recover() {
 			continue
 		}
 		var rec ipc.Session
-		err := state.ReadRecord(filepath.Join(root, e.Name(), "session.json"), &rec)
+		path := filepath.Join(root, e.Name(), "session.json")
+		aside, err := state.RecoverRecord(path, &rec)
+		if aside != nil && err == nil {
+			d.log.Warn("session record unreadable: its previous version is used", zap.String("session", e.Name()), zap.Error(aside))
+		}
 		if err != nil {
 			// None, or an empty one (a spare's, or one a crash of the
 			// machine cut off before its first sync): a start that never
 			// got as far as its record.
 			if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, state.ErrEmpty) {
 				sum.unreadable++
-				d.log.Debug("skipping unreadable session record", zap.String("dir", e.Name()), zap.Error(err))
+				d.log.Warn("skipping unreadable session record", zap.String("path", path), zap.Error(err))
 			}
 			continue
 		}
 		if rec.ID != e.Name() {
 			sum.mismatched++
-			d.log.Debug("skipping session record with a mismatched id", zap.String("dir", e.Name()), zap.String("id", rec.ID))
+			d.log.Warn("skipping session record with a mismatched id", zap.String("path", path), zap.String("id", rec.ID))
 			continue
 		}
 		sum.records++

@@ -203,32 +203,69 @@ func ReadJSON(path string, v any) error {
 // record with no newer spare gives ErrEmpty and stays where it is.
 // Anything else that does not decode is moved aside as ReadJSON does.
 func ReadRecord(path string, v any) error {
+	_, err := RecoverRecord(path, v)
+	return err
+}
+
+// RecoverRecord is ReadRecord that also says what it kept aside: a record
+// that is none (unreadable, not JSON, no session's) with a spare that is
+// one is moved aside as NAME.corrupt-<time> (aside, a *CorruptError), and
+// the spare takes its name.
+func RecoverRecord(path string, v any) (aside, err error) {
 	// It may exchange the names: not while a deferred write's sync runs.
 	_ = pendingSyncs.wait(path)
 	dfd, err := openDir(filepath.Dir(path))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer unix.Close(dfd)
 	name := filepath.Base(path)
 	data, _, err := readAt(dfd, name, path, MaxRecordSize, false)
 	if spare, ok := newerSpare(dfd, name, path, data, err); ok {
-		if swapped, err := exchanged(dfd, SpareName(name), name); err == nil && swapped {
+		if broken := brokenRecord(data, err); broken != nil {
+			aside = moveAsideAt(dfd, name, path, broken)
+			if unix.Renameat(dfd, SpareName(name), dfd, name) == nil {
+				_ = syncDirFD(dfd)
+			}
+		} else if swapped, err := exchanged(dfd, SpareName(name), name); err == nil && swapped {
 			_ = syncDirFD(dfd)
 		}
-		return decodeJSON(spare, v)
+		return aside, decodeJSON(spare, v)
 	}
 	if errors.Is(err, ErrTooLarge) {
-		return moveAsideAt(dfd, name, path, err)
+		return nil, moveAsideAt(dfd, name, path, err)
 	}
 	if err != nil {
+		return nil, err
+	}
+	if len(data) == 0 {
+		return nil, fmt.Errorf("%s: %w", path, ErrEmpty)
+	}
+	if err := decodeJSON(data, v); err != nil {
+		return nil, moveAsideAt(dfd, name, path, err)
+	}
+	return nil, nil
+}
+
+// brokenRecord says why a record read as data (with the error err) is
+// none at all, or nil: a missing or empty one is a record not yet
+// written, and one that decodes with an id is a record, if an old one.
+func brokenRecord(data []byte, err error) error {
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
 		return err
 	}
 	if len(data) == 0 {
-		return fmt.Errorf("%s: %w", path, ErrEmpty)
+		return nil
 	}
-	if err := decodeJSON(data, v); err != nil {
-		return moveAsideAt(dfd, name, path, err)
+	var cur recordSeq
+	if err := json.Unmarshal(data, &cur); err != nil {
+		return err
+	}
+	if cur.ID == "" {
+		return errors.New("no session id in it")
 	}
 	return nil
 }
@@ -252,7 +289,7 @@ func newerSpare(dirfd int, name, display string, data []byte, err error) ([]byte
 		return nil, false
 	}
 	var cur recordSeq
-	if err != nil || len(data) == 0 || json.Unmarshal(data, &cur) != nil {
+	if err != nil || len(data) == 0 || json.Unmarshal(data, &cur) != nil || cur.ID == "" {
 		return spare, true
 	}
 	return spare, s.ID == cur.ID && s.Seq > cur.Seq

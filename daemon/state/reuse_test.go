@@ -287,3 +287,46 @@ func recordIn(t *testing.T, p string) recordSeq {
 	}
 	return r
 }
+
+// TestRecoverRecordKeepsABrokenRecordAside: a record that is none (not
+// JSON, null, a directory) beside a spare that is one gives the spare,
+// which takes the name, and the broken one is kept as .corrupt-<time>,
+// said so, never written over.
+func TestRecoverRecordKeepsABrokenRecordAside(t *testing.T) {
+	for name, plant := range map[string]func(path string) error{
+		"garbage":     func(p string) error { return os.WriteFile(p, []byte("garbage\n"), 0o600) },
+		"null":        func(p string) error { return os.WriteFile(p, []byte("null\n"), 0o600) },
+		"a directory": func(p string) error { return os.Mkdir(p, 0o700) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "session.json")
+			good := `{"id": "abc", "seq": 3, "state": "running"}`
+			if err := os.WriteFile(filepath.Join(dir, SpareName("session.json")), []byte(good), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := plant(path); err != nil {
+				t.Fatal(err)
+			}
+			var rec struct {
+				ID    string `json:"id"`
+				State string `json:"state"`
+			}
+			aside, err := RecoverRecord(path, &rec)
+			if err != nil || rec.ID != "abc" || rec.State != "running" {
+				t.Fatalf("RecoverRecord = %+v, %v; want the spare's record", rec, err)
+			}
+			var ce *CorruptError
+			if !errors.As(aside, &ce) || ce.MoveErr != nil || !strings.Contains(aside.Error(), path) {
+				t.Errorf("aside = %v, want a CorruptError naming %s, kept aside", aside, path)
+			}
+			if b, err := os.ReadFile(path); err != nil || string(b) != good {
+				t.Errorf("%s now holds %q, %v; want the spare's record", path, b, err)
+			}
+			kept, _ := filepath.Glob(path + ".corrupt-*")
+			if len(kept) != 1 {
+				t.Errorf("kept aside: %v, want one %s.corrupt-*", kept, path)
+			}
+		})
+	}
+}
