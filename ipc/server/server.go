@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -227,7 +228,10 @@ func decodeBody(r *http.Request, v any) error {
 		}
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return ipc.BadRequest("field %q: want %s, got JSON %s", te.Field, te.Type, te.Value)
+			if te.Field == "" {
+				return ipc.BadRequest("the body: want a JSON object, got JSON %s", te.Value)
+			}
+			return ipc.BadRequest("field %q: want %s, got JSON %s", te.Field, jsonKind(te.Type), te.Value)
 		}
 		return ipc.BadRequest("malformed JSON body: %w", err)
 	}
@@ -235,6 +239,32 @@ func decodeBody(r *http.Request, v any) error {
 		return ipc.BadRequest("malformed JSON body: data after the object")
 	}
 	return nil
+}
+
+// jsonKind names the JSON a Go type takes, for an error a client reads:
+// "an object", not a Go type's name.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "another value"
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return "another value"
 }
 
 func boolParam(v, name string) (bool, error) {
