@@ -348,3 +348,27 @@ func TestExecIdleExitCode(t *testing.T) {
 		t.Errorf("summary line: %q", r.stderr.String())
 	}
 }
+
+// TestExecKeepsNoEnvironmentInTheProject: the caller's environment reaches
+// the command, and the exec keeps none of it in the project's
+// .sessiond/exec once it exits (a container's volume keeps that dir).
+func TestExecKeepsNoEnvironmentInTheProject(t *testing.T) {
+	t.Parallel()
+	dir := project(t)
+	if err := os.WriteFile(filepath.Join(dir, "expected"), []byte("s3cr3t-value"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := startExec(t, []string{"E2E_EXEC_SECRET=s3cr3t-value"}, "--checkpoint", "", dir, "--", "sh", "-c", `test "$E2E_EXEC_SECRET" = "$(cat expected)"`)
+	if code := r.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("exit %d, want 0 (the command saw the caller's environment)\nstderr: %s", code, r.stderr.String())
+	}
+	filepath.Walk(filepath.Join(dir, ".sessiond"), func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return nil
+		}
+		if data, _ := os.ReadFile(p); strings.Contains(string(data), "s3cr3t-value") {
+			t.Errorf("%s keeps the caller's environment after the exec", p)
+		}
+		return nil
+	})
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/daemon"
+	"github.com/sessiond/sessiond/daemon/session"
 	"github.com/sessiond/sessiond/daemon/state"
 	"github.com/sessiond/sessiond/ipc"
 	"github.com/sessiond/sessiond/ipc/startflags"
@@ -109,6 +110,11 @@ func runExec(cmd *cobra.Command, args []string, f *execFlags) error {
 		if err != nil {
 			return &exitError{1, fmt.Errorf("state dir of %s: %w", dir, err)}
 		}
+		// The state dir is in the project, which a container's volume
+		// may keep and share: the caller's environment, kept for a
+		// restart of a session by a later daemon (there is none), goes
+		// with this one.
+		defer forgetEnvirons(f.run.stateDir)
 	}
 	if f.run.socket == "" && os.Getenv(config.EnvSocket) == "" {
 		sock, cleanup, err := execSocket(dir)
@@ -210,6 +216,15 @@ func runExec(cmd *cobra.Command, args []string, f *execFlags) error {
 		return &exitError{code, nil}
 	}
 	return nil
+}
+
+// forgetEnvirons removes the environments the sessions of stateDir were
+// started with (their environ files).
+func forgetEnvirons(stateDir string) {
+	files, _ := filepath.Glob(filepath.Join(stateDir, "sessions", "*", session.EnvironFile))
+	for _, f := range files {
+		_ = os.Remove(f)
+	}
 }
 
 // execSocket is the default socket of sessiond exec: in $XDG_RUNTIME_DIR
