@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -202,16 +204,26 @@ func (a *app) handoffCmd() *cobra.Command {
 // projectHandoff prints the handoff in dir's .sessiond, read with the
 // caller's own rights, or returns orElse when there is none.
 func (a *app) projectHandoff(dir string, orElse error) error {
-	data, err := os.ReadFile(filepath.Join(dir, ".sessiond", "handoff.json"))
+	path := filepath.Join(dir, ".sessiond", "handoff.json")
+	// As the daemon writes it: a plain file, no symlink, never blocking.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return orElse
 	}
 	if err != nil {
 		return err
 	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return &exitError{exitFailed, fmt.Errorf("%s is not a plain file", path)}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, 4<<20))
+	if err != nil {
+		return err
+	}
 	var h ipc.Handoff
 	if err := json.Unmarshal(data, &h); err != nil {
-		return &exitError{exitFailed, fmt.Errorf("%s: %v", filepath.Join(dir, ".sessiond", "handoff.json"), err)}
+		return &exitError{exitFailed, fmt.Errorf("%s is not a handoff: %v", path, err)}
 	}
 	return a.printJSON(h)
 }
