@@ -384,16 +384,20 @@ func (s system) Version(context.Context) ipc.Version {
 	return ipc.Version{Version: s.d.version, API: ipc.APIVersion, PID: os.Getpid(), Socket: s.d.cfg.Socket, Mode: mode, StateDir: s.d.cfg.StateDir, Containment: ptr(s.d.cgroups.Info())}
 }
 
-// Health implements ipc.System.
-func (s system) Health(context.Context) ipc.Health {
-	all := s.d.reg.All()
-	live := 0
-	for _, sess := range all {
+// Health implements ipc.System: the sessions counted are those c may see
+// (a user of a root daemon learns nothing of others').
+func (s system) Health(_ context.Context, c ipc.Caller) ipc.Health {
+	n, live := 0, 0
+	for _, sess := range s.d.reg.All() {
+		if !registry.Visible(c, sess) {
+			continue
+		}
+		n++
 		if ipc.Live(sess.State()) {
 			live++
 		}
 	}
-	return ipc.Health{Status: "ok", Warning: s.Warning(), Sessions: len(all), Live: live, Since: s.d.since}
+	return ipc.Health{Status: "ok", Warning: s.Warning(), Sessions: n, Live: live, Since: s.d.since}
 }
 
 // Warning implements ipc.System: the ends that cannot be written yet.

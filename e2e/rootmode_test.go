@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -380,6 +381,20 @@ func TestRootDaemonActsWithTheUsersRights(t *testing.T) {
 		}
 		if r := u.ctl(t, d.sock, "stop", rootID); r.code != 1 {
 			t.Errorf("the user stopped root's session:\n%s", r)
+		}
+		// Nor counted: the health the user gets counts the user's own.
+		out, err := exec.Command("runuser", "-u", u.name, "--", "curl", "-s", "--unix-socket", d.sock, "http://sessiond/v1/health").Output()
+		var mine, all struct{ Sessions, Live int }
+		if err != nil || json.Unmarshal(out, &mine) != nil {
+			t.Fatalf("GET /v1/health as the user: %v %s", err, out)
+		}
+		_, body := curl(t, d.sock, "GET", "/v1/health", nil)
+		if err := json.Unmarshal(body, &all); err != nil {
+			t.Fatal(err)
+		}
+		own := len(strings.Fields(u.ctl(t, d.sock, "ps", "-a", "-q").stdout))
+		if mine.Sessions != own || all.Sessions <= own || mine.Live > mine.Sessions {
+			t.Errorf("health as the user counts %d sessions (%d live), root's %d; want the user's own %d", mine.Sessions, mine.Live, all.Sessions, own)
 		}
 	})
 }

@@ -129,7 +129,7 @@ type Events interface {
 // System is the daemon's own information: /v1/version and /v1/health.
 type System interface {
 	Version(ctx context.Context) Version
-	Health(ctx context.Context) Health
+	Health(ctx context.Context, c Caller) Health
 	// Warning is Health's Warning, cheap enough for every answer.
 	Warning() string
 }

@@ -71,8 +71,8 @@ func (s *Server) register() {
 	s.handle("GET "+v+"/version", func(w http.ResponseWriter, r *http.Request, _ ipc.Caller) error {
 		return writeJSON(w, http.StatusOK, b.System.Version(r.Context()))
 	})
-	s.handle("GET "+v+"/health", func(w http.ResponseWriter, r *http.Request, _ ipc.Caller) error {
-		return writeJSON(w, http.StatusOK, b.System.Health(r.Context()))
+	s.handle("GET "+v+"/health", func(w http.ResponseWriter, r *http.Request, c ipc.Caller) error {
+		return writeJSON(w, http.StatusOK, b.System.Health(r.Context(), c))
 	})
 	s.handle("GET "+v+"/metrics", s.serveMetrics)
 	s.handle("GET "+v+"/openapi.json", s.openAPI)
