@@ -96,7 +96,7 @@ func (b *backend) Version(context.Context) ipc.Version {
 	return ipc.Version{Version: "test", API: ipc.APIVersion}
 }
 func (b *backend) Health(context.Context, ipc.Caller) ipc.Health { return ipc.Health{Status: "ok"} }
-func (b *backend) Warning() string                   { return "" }
+func (b *backend) Warning() string                               { return "" }
 func (b *backend) ExtendSession(ctx context.Context, c ipc.Caller, id string, req ipc.ExtendRequest) (*ipc.Session, error) {
 	if req.By == "" {
 		return nil, ipc.BadRequest("by: empty")
