@@ -181,6 +181,13 @@ func New(opt Options) (*Daemon, error) {
 	return d, nil
 }
 
+// ForgetEnvirons removes the environments the sessions of stateDir were
+// started with (their environ files), for a state dir no later daemon
+// restarts them from: sessiond exec's, in the project.
+func ForgetEnvirons(stateDir string) error {
+	return state.RemoveInSessions(stateDir, session.EnvironFile)
+}
+
 // KeeperSocket is the log keeper's socket in the state dir.
 func KeeperSocket(stateDir string) string { return filepath.Join(stateDir, "logkeeper.sock") }
 

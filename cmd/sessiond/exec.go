@@ -18,7 +18,6 @@ import (
 
 	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/daemon"
-	"github.com/sessiond/sessiond/daemon/session"
 	"github.com/sessiond/sessiond/daemon/state"
 	"github.com/sessiond/sessiond/ipc"
 	"github.com/sessiond/sessiond/ipc/startflags"
@@ -114,7 +113,11 @@ func runExec(cmd *cobra.Command, args []string, f *execFlags) error {
 		// may keep and share: the caller's environment, kept for a
 		// restart of a session by a later daemon (there is none), goes
 		// with this one.
-		defer forgetEnvirons(f.run.stateDir)
+		defer func() {
+			if err := daemon.ForgetEnvirons(f.run.stateDir); err != nil {
+				fmt.Fprintln(os.Stderr, "sessiond: warning: the sessions' kept environments:", err)
+			}
+		}()
 	}
 	if f.run.socket == "" && os.Getenv(config.EnvSocket) == "" {
 		sock, cleanup, err := execSocket(dir)
@@ -216,15 +219,6 @@ func runExec(cmd *cobra.Command, args []string, f *execFlags) error {
 		return &exitError{code, nil}
 	}
 	return nil
-}
-
-// forgetEnvirons removes the environments the sessions of stateDir were
-// started with (their environ files).
-func forgetEnvirons(stateDir string) {
-	files, _ := filepath.Glob(filepath.Join(stateDir, "sessions", "*", session.EnvironFile))
-	for _, f := range files {
-		_ = os.Remove(f)
-	}
 }
 
 // execSocket is the default socket of sessiond exec: in $XDG_RUNTIME_DIR
