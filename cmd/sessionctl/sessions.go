@@ -399,6 +399,19 @@ func (a *app) tellWaiting(ctx context.Context, req ipc.StopBatchRequest) {
 			sig = full.Spec.StopSignal.Name
 		}
 		kill := r.Stop.At.Add(time.Duration(r.Stop.GraceMS) * time.Millisecond)
+		switch {
+		case r.EndedAt != nil:
+			// The command is gone and its end recorded: what is left is
+			// the end's files (a full disk holds them; the daemon's
+			// warning says so).
+			lines = append(lines, fmt.Sprintf("sessionctl: waiting for %s (%s): its command has ended; its end is not on disk yet",
+				r.ID, ipc.TerminalLine(r.Name)))
+			continue
+		case !time.Now().Before(kill):
+			lines = append(lines, fmt.Sprintf("sessionctl: waiting for %s (%s): its stop grace ran out %s ago; its end is being written",
+				r.ID, ipc.TerminalLine(r.Name), roundSeconds(time.Since(kill))))
+			continue
+		}
 		lines = append(lines, fmt.Sprintf("sessionctl: waiting for %s (%s) to exit: %s sent %s ago; SIGKILL in %s (stop_grace; --grace 0s to kill now)",
 			r.ID, ipc.TerminalLine(r.Name), sig, roundSeconds(time.Since(r.Stop.At)), roundSeconds(time.Until(kill))))
 	}

@@ -23,10 +23,19 @@ const bufSize = 256 << 10
 // drainTimeout bounds how long a drain waits for the next move: a log
 // whose rotation does not make room (a disk that refuses) must not hold a
 // session's end for ever. A drain that moves on, however slowly (a loaded
-// machine, a rotator that lags), goes on, within drainMax.
+// machine, a rotator that lags), goes on, within drainMax. A write held
+// for want of room (writeOut) is waited for without either bound: the
+// state dir it fills is the one the session's end is written to.
 const (
 	drainTimeout = 5 * time.Second
 	drainMax     = time.Minute
+)
+
+// writeRetryMin and writeRetryMax bound the wait between tries of a log
+// write that failed (writeOut).
+const (
+	writeRetryMin = 10 * time.Millisecond
+	writeRetryMax = time.Second
 )
 
 // orphanWait is how long a keeper with no pipe waits for its first daemon.
@@ -353,10 +362,13 @@ type stream struct {
 	// taken counts the bytes read from the pipe (under mu, with the read
 	// itself, so that a drain sees each byte in the pipe or taken), moved
 	// those written to the log.
-	taken    int64
-	moved    int64
-	eof      bool
-	closed   bool
+	taken  int64
+	moved  int64
+	eof    bool
+	closed bool
+	// held says a write failed for want of room and is being tried
+	// again (writeOut): a drain waits for it however long it takes.
+	held     bool
 	progress chan struct{} // closed at each move, and at the end
 	dups     []int         // pipeFD's, until pipeDone
 }
@@ -382,11 +394,10 @@ func (s *stream) run() {
 			continue
 		}
 		var n int
-		var rerr, werr error
+		var rerr error
+		bp := bufs.Get().(*[]byte)
+		b := (*bp)[:min(int64(len(*bp)), room)]
 		err := rc.Read(func(fd uintptr) bool {
-			bp := bufs.Get().(*[]byte)
-			defer bufs.Put(bp)
-			b := (*bp)[:min(int64(len(*bp)), room)]
 			s.mu.Lock()
 			for {
 				n, rerr = unix.Read(int(fd), b)
@@ -398,30 +409,71 @@ func (s *stream) run() {
 				s.taken += int64(n)
 			}
 			s.mu.Unlock()
-			if rerr == unix.EAGAIN {
-				return false
-			}
-			if n > 0 {
-				s.k.rest.busy()
-				_, werr = s.out.Write(b[:n]) // all of it, or an error
-			}
-			return true
+			return rerr != unix.EAGAIN
 		})
 		if err == nil {
 			err = rerr
 		}
 		if err != nil || n <= 0 {
+			bufs.Put(bp)
 			// n == 0: every writer is gone.
 			if err != nil && !errors.Is(err, os.ErrClosed) {
 				s.k.log.Warn("log keeper read", zap.String("path", s.path), zap.Error(err))
 			}
 			return
 		}
-		if werr != nil {
-			s.k.log.Warn("log keeper write", zap.String("path", s.path), zap.Error(werr))
-		}
+		s.k.rest.busy()
+		s.writeOut(b[:n])
+		bufs.Put(bp)
 		s.used += int64(n)
 		s.moved1(int64(n))
+	}
+}
+
+// writeOut writes b to the log, all of it. A write that fails for want of
+// room (a full disk, a quota) keeps what it did not write and is tried
+// again, every writeRetryMax at the longest, while nothing more is read
+// from the pipe: the command's output waits in the pipe and then in its
+// own write(2), as it does at the log's cap, and none of it is lost or
+// cut mid-line; a drain waits for it meanwhile. Only the stream's close
+// ends the wait, dropping what was held. Any other failure drops the
+// chunk, as nothing would make a retry succeed.
+func (s *stream) writeOut(b []byte) {
+	wait := writeRetryMin
+	held := false
+	defer func() {
+		if held {
+			s.mu.Lock()
+			s.held = false
+			s.mu.Unlock()
+		}
+	}()
+	for len(b) > 0 {
+		n, err := s.out.Write(b)
+		b = b[n:]
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.ENOSPC) && !errors.Is(err, unix.EDQUOT) {
+			s.k.log.Warn("log keeper write", zap.String("path", s.path), zap.Error(err), zap.Int("dropped", len(b)))
+			return
+		}
+		s.mu.Lock()
+		closed := s.closed
+		if !held && !closed {
+			s.held, held = true, true
+			s.k.log.Warn("log keeper write failed: the session's output is held until there is room", zap.String("path", s.path), zap.Error(err))
+		}
+		s.mu.Unlock()
+		if closed {
+			s.k.log.Warn("log keeper: the output held for want of room is dropped: the stream is closed", zap.String("path", s.path), zap.Int("bytes", len(b)))
+			return
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, writeRetryMax)
+	}
+	if held {
+		s.k.log.Info("log keeper write succeeded again: the held output is in the log", zap.String("path", s.path))
 	}
 }
 
@@ -530,13 +582,28 @@ func (s *stream) drain() {
 		case <-wait:
 			idle.Reset(drainTimeout)
 		case <-idle.C:
+			if s.isHeld() {
+				idle.Reset(drainTimeout)
+				continue
+			}
 			s.k.log.Warn("log keeper: drain timed out: nothing moved", zap.String("path", s.path), zap.Duration("for", drainTimeout))
 			return
 		case <-whole.C:
+			if s.isHeld() {
+				whole.Reset(drainMax)
+				continue
+			}
 			s.k.log.Warn("log keeper: drain timed out", zap.String("path", s.path), zap.Duration("after", drainMax))
 			return
 		}
 	}
+}
+
+// isHeld reports whether a write waits for room (writeOut).
+func (s *stream) isHeld() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held
 }
 
 // close stops keeping the stream: what is still in the pipe is dropped,

@@ -102,6 +102,10 @@ func (s *Session) beginEnd(reason Reason, exit proc.Exit) {
 func (s *Session) finishRecordedEnd(reason Reason) {
 	s.phase = phaseEnding
 	s.end = &ending{reason: reason, stage: endAccount, delay: time.Second}
+	// Its cgroup, found again, goes once the end is on disk, as any end's:
+	// the daemon's sweep at start passes over the sessions whose ends are
+	// still being written (a full disk).
+	s.closeCgroup()
 	s.writeAccountNow()
 }
 

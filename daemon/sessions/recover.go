@@ -77,11 +77,24 @@ func (d *Service) Recover() {
 		}
 		if err != nil {
 			// None, or an empty one (a spare's, or one a crash of the
-			// machine cut off before its first sync): a start that never
-			// got as far as its record.
+			// machine or a full disk cut off before its first sync): a
+			// start that never got as far as its record, so was never
+			// answered and never ran its command. Its directory holds
+			// nothing of a session's, and goes.
 			if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, state.ErrEmpty) {
 				sum.unreadable++
 				d.log.Warn("skipping unreadable session record", zap.String("path", path), zap.Error(err))
+				continue
+			}
+			gone := filepath.Join(root, removedPrefix+e.Name())
+			rerr := os.Rename(filepath.Join(root, e.Name()), gone)
+			if rerr == nil {
+				rerr = os.RemoveAll(gone)
+			}
+			if rerr != nil {
+				d.log.Warn("remove the directory of a start that never got as far as its record", zap.String("dir", e.Name()), zap.Error(rerr))
+			} else {
+				sum.unstarted++
 			}
 			continue
 		}
@@ -165,7 +178,7 @@ func (d *Service) Recover() {
 			go d.finishRestart(s)
 		}
 	}
-	if sum.records+sum.unreadable+sum.mismatched+sum.swept > 0 {
+	if sum.records+sum.unreadable+sum.mismatched+sum.swept+sum.unstarted > 0 {
 		d.log.Info("recovered session records", sum.fields()...)
 	}
 	if w := d.deps.Pending.Warning(); w != "" {
@@ -229,6 +242,9 @@ type recoverySummary struct {
 	adopted, finished, exited, gone, pending     int
 	queued                                       int
 	swept                                        int
+	// unstarted are the directories of starts that never got as far as
+	// their record, removed.
+	unstarted int
 }
 
 func (r recoverySummary) fields() []zap.Field {
@@ -244,6 +260,7 @@ func (r recoverySummary) fields() []zap.Field {
 		zap.Int("skipped_unreadable", r.unreadable),
 		zap.Int("skipped_mismatched_id", r.mismatched),
 		zap.Int("stray_processes_killed", r.swept),
+		zap.Int("unstarted_removed", r.unstarted),
 	}
 }
 
