@@ -139,6 +139,7 @@ func New(opt Options) (*Daemon, error) {
 		d.close()
 		return nil, fmt.Errorf("start project watcher: %w", err)
 	}
+	d.hub.NameTemp(cgroup.NameFor(cfg.StateDir) + "-watch")
 	d.pending = session.NewPendingEnds(cfg.StateDir)
 	d.cgroups = cgroup.Detect(cgroup.Options{Name: cgroup.NameFor(cfg.StateDir), Off: !cfg.CgroupsOn()})
 	if c := d.cgroups.Info(); c.Mode == cgroup.None {

@@ -50,6 +50,8 @@ type Hub struct {
 	closed  bool
 	nextID  int
 	tmp     string // temporary dir: the empty repository, excludes files
+	// tmpName names tmp in os.TempDir() (NameTemp); "" for a random name.
+	tmpName string
 	bdir    string // barrier dir in tmp, watched by the hub itself
 
 	setsMu       sync.Mutex
@@ -416,6 +418,41 @@ func (h *Hub) forget(w *Watch) {
 	delete(h.watches, w)
 }
 
+// NameTemp names the hub's temporary directory in os.TempDir(), before its
+// first use: one name for each state dir (the daemon's lock on it keeps
+// two daemons from sharing one), so that the directory a daemon killed
+// before its Close left is removed by the next daemon of the same state
+// dir rather than left in /tmp for good. A name taken by something that
+// is not a directory of this process's user is left alone, and the
+// directory gets a random name as without NameTemp.
+func (h *Hub) NameTemp(name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.tmpName = name
+}
+
+// namedTemp makes the hub's named temporary directory, in place of the one
+// an earlier daemon left there; "" when the name is another's.
+func (h *Hub) namedTemp() string {
+	dir := filepath.Join(os.TempDir(), h.tmpName)
+	if fi, err := os.Lstat(dir); err == nil {
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !fi.IsDir() || !ok || int(st.Uid) != os.Geteuid() {
+			h.log.Warn("the watcher's temporary directory is taken by another's file; a random name is used", zap.String("path", dir))
+			return ""
+		}
+		// What a daemon of this state dir that was killed left.
+		if err := os.RemoveAll(dir); err != nil {
+			h.log.Warn("remove the watcher's temporary directory a killed daemon left", zap.String("path", dir), zap.Error(err))
+			return ""
+		}
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return ""
+	}
+	return dir
+}
+
 // tempDir returns the hub's temporary directory, made on first use.
 func (h *Hub) tempDir() (string, error) {
 	h.mu.Lock()
@@ -426,7 +463,14 @@ func (h *Hub) tempDir() (string, error) {
 	if h.closed {
 		return "", ErrClosed
 	}
-	dir, err := os.MkdirTemp("", "sessiond-watch-")
+	var dir string
+	var err error
+	if h.tmpName != "" {
+		dir = h.namedTemp()
+	}
+	if dir == "" {
+		dir, err = os.MkdirTemp("", "sessiond-watch-")
+	}
 	if err != nil {
 		return "", fmt.Errorf("make temporary dir for the watcher: %w", err)
 	}

@@ -1,0 +1,87 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestAKilledDaemonsTemporaryDirectoryIsRemovedByTheNext: the watcher's
+// directory in $TMPDIR is named for the state dir, so that the one a
+// daemon killed with SIGKILL leaves is removed by the next daemon of that
+// state dir, not left for good; a file of that name that is not the
+// daemon's is left alone.
+func TestAKilledDaemonsTemporaryDirectoryIsRemovedByTheNext(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	env := []string{"TMPDIR=" + tmp}
+	stateDir := filepath.Join(t.TempDir(), "state")
+	watchDirs := func() []string {
+		m, _ := filepath.Glob(filepath.Join(tmp, "sessiond-*watch*"))
+		return m
+	}
+	// A checkpoint waits for the watcher's barrier, a file in its
+	// directory.
+	gitProject := func() string {
+		dir := project(t)
+		mustRun(t, "git", "init", "-q", dir)
+		if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	sock := newSocketPath(t)
+	for round := range 3 {
+		d := startBuild(t, sessiondBin, env, stateDir, sock, "")
+		id := d.start(gitProject(), "--", "sleep", "1000")
+		d.waitState(id, 10*time.Second, "running")
+		d.mustCtl("checkpoint", id)
+		waitFor(t, 10*time.Second, "the watcher's directory", func() (bool, string) {
+			return len(watchDirs()) == 1, fmt.Sprint(watchDirs())
+		})
+		if round < 2 {
+			d.kill9()
+			continue
+		}
+		d.mustCtl("stop", "--all")
+		if code := d.stop(); code != 0 {
+			t.Fatalf("sessiond exited %d", code)
+		}
+	}
+	if left := watchDirs(); len(left) != 0 {
+		t.Errorf("left in $TMPDIR after a clean stop: %v", left)
+	}
+	// Another user's file of that name: kept, and the daemon works all the
+	// same with a directory of its own.
+	d := startBuild(t, sessiondBin, env, stateDir, sock, "")
+	id := d.start(gitProject(), "--", "sleep", "1000")
+	d.waitState(id, 10*time.Second, "running")
+	d.mustCtl("checkpoint", id)
+	waitFor(t, 10*time.Second, "the watcher's directory", func() (bool, string) {
+		return len(watchDirs()) == 1, fmt.Sprint(watchDirs())
+	})
+	named := watchDirs()
+	if len(named) != 1 {
+		t.Fatalf("watcher's directories: %v", named)
+	}
+	d.mustCtl("stop", "--all")
+	d.stop()
+	if err := os.WriteFile(named[0], []byte("not the daemon's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(named[0], 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	d = startBuild(t, sessiondBin, env, stateDir, sock, "")
+	id = d.start(gitProject(), "--", "sleep", "1000")
+	d.waitState(id, 10*time.Second, "running")
+	d.mustCtl("checkpoint", id)
+	waitFor(t, 10*time.Second, "a watcher's directory of another name", func() (bool, string) {
+		return len(watchDirs()) == 2, fmt.Sprint(watchDirs())
+	})
+	if data, err := os.ReadFile(named[0]); err != nil || string(data) != "not the daemon's" {
+		t.Errorf("the other user's file of the watcher's name was touched: %q %v", data, err)
+	}
+}
