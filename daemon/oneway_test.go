@@ -47,6 +47,7 @@ var sanctioned = map[string]struct {
 	"checkpoint/repo.go":                {"git's own state files of the resolved repository (in progress markers), and the shadow repository made inside asUser", []string{"repo.inProgress", "repo.initShadow", "resolve"}},
 	"checkpoint/safefs.go":              {"a restore's removal of what the checkpoint did not hold, inside asUser: each directory opened from its parent without following a symlink, the kernel checking each step as the session's user's", []string{"removeBeneath"}},
 	"checkpoint/stats.go":               {"measure runs inside state.Files.Do", []string{"measure"}},
+	"checkpoint/temps.go":               {"the removal of an earlier daemon's temporary directories, inside asUser (state.Files.Do): the user's rights, only the user's own", []string{"tempNames.sweep"}},
 	"checkpoint/take.go":                {"its own temporary index, removed and renamed inside asUser", []string{"Checkpointer.takeRefOnce"}},
 	"checkpoint/tree.go":                {"git's batch object reader, started as git is (the credential's user)", []string{"repo.startBatch"}},
 	"logfile/log.go":                    {"the session logs in the daemon's own state dir", []string{"Log.DiskUsage", "Log.takeOver"}},

@@ -104,6 +104,7 @@ type Checkpointer struct {
 	repos   repoCache
 	states  stateStore
 	aged    agedPrunes
+	temps   *tempNames
 	clock   func() time.Time // tests move it; nil: time.Now
 }
 
@@ -141,7 +142,7 @@ func New(opt Options) *Checkpointer {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Checkpointer{opt: opt, log: log.Named("checkpoint"), locks: make(map[string]chan struct{})}
+	return &Checkpointer{opt: opt, log: log.Named("checkpoint"), locks: make(map[string]chan struct{}), temps: newTempNames(opt.StateDir)}
 }
 
 // lock waits until no other operation of this Checkpointer runs on the
@@ -187,6 +188,7 @@ func (c *Checkpointer) resolve(ctx context.Context, w where, create bool) (*repo
 	if r.config, err = c.filterConfig(ctx, r); err != nil {
 		return nil, false, err
 	}
+	r.temps = c.temps
 	return r, true, nil
 }
 

@@ -31,6 +31,9 @@ type repo struct {
 	timeout   time.Duration
 	cred      *Credential
 	config    [][2]string // per-repository and per-call config overrides
+	// temps names the call's temporary directories (nil: names of no
+	// state dir, never swept).
+	temps *tempNames
 }
 
 // where names the project of one call and how git runs for it.

@@ -141,7 +141,7 @@ func (r *repo) restoreTree(ctx context.Context, cur, target string) error {
 	if len(write) == 0 {
 		return nil
 	}
-	tmp, err := mkdirTemp(r.cred, tempBase(r), "sessiond-restore-*")
+	tmp, err := r.mkdirTemp("restore")
 	if err != nil {
 		return fmt.Errorf("make temporary index: %w", err)
 	}

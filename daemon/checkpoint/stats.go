@@ -93,7 +93,7 @@ func (c *Checkpointer) Stats(ctx context.Context, req StatsRequest) (Stats, erro
 			return st, fmt.Errorf("checkpoint stats of %s: %w", r.top, err)
 		}
 	}
-	tmp, err := mkdirTemp(r.cred, tempBase(r), "sessiond-stats-*")
+	tmp, err := r.mkdirTemp("stats")
 	if err != nil {
 		return st, fmt.Errorf("checkpoint stats of %s: %w", r.top, err)
 	}

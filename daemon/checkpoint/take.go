@@ -190,7 +190,7 @@ func (c *Checkpointer) takeRefOnce(ctx context.Context, r *repo, req *TakeReques
 		}
 	}
 	pol := c.policy(req.MaxFileSize, req.Ignore)
-	tmp, err := mkdirTemp(r.cred, tempBase(r), "sessiond-index-*")
+	tmp, err := r.mkdirTemp("index")
 	if err != nil {
 		return res, prev, fmt.Errorf("make temporary index: %w", err)
 	}
