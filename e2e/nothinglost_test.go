@@ -324,8 +324,13 @@ func TestSpareDirectoriesAcrossACrash(t *testing.T) {
 	if out := d2.mustCtl("ps", "-a", "-q"); strings.TrimSpace(out) != id {
 		t.Errorf("ps -a -q after the crash = %q, want %s alone", out, id)
 	}
-	if _, err := os.Stat(filepath.Join(sessionsDir, "zzzz9999", "session.json")); err != nil {
-		t.Errorf("the empty record was moved: %v", err)
+	// Nothing of a session in it (its record and log empty: the start
+	// was never answered, its command never ran): removed, not set aside.
+	if _, err := os.Stat(filepath.Join(sessionsDir, "zzzz9999")); !os.IsNotExist(err) {
+		t.Errorf("the directory of the start that never got its record is still there: %v", err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(sessionsDir, "*", "*corrupt*")); len(m) > 0 {
+		t.Errorf("set aside as corrupt: %v", m)
 	}
 	second := d2.start(project(t), "--", "sleep", "100")
 	if rec := d2.inspect(second); rec.State != "running" {

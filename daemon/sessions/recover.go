@@ -79,11 +79,15 @@ func (d *Service) Recover() {
 			// None, or an empty one (a spare's, or one a crash of the
 			// machine or a full disk cut off before its first sync): a
 			// start that never got as far as its record, so was never
-			// answered and never ran its command. Its directory holds
-			// nothing of a session's, and goes.
+			// answered. Its directory goes, unless its log holds output:
+			// a crash of the machine can leave a starting record unsynced
+			// after its command ran.
 			if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, state.ErrEmpty) {
 				sum.unreadable++
 				d.log.Warn("skipping unreadable session record", zap.String("path", path), zap.Error(err))
+				continue
+			}
+			if fi, err := os.Lstat(filepath.Join(root, e.Name(), "output.log")); err == nil && fi.Size() > 0 {
 				continue
 			}
 			gone := filepath.Join(root, removedPrefix+e.Name())
