@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sessiond/sessiond/daemon/checkpoint"
 )
@@ -39,6 +40,30 @@ func repoLock(dir string) *sync.Mutex {
 	return mu.(*sync.Mutex)
 }
 
+// listWorktrees is git worktree list. A worktree being added meanwhile
+// (by another start, or by the user's own git) is a directory under
+// .git/worktrees whose files are not all written yet, on which the list
+// fails ("failed to read .git/worktrees/NAME/commondir"); the add is over
+// within milliseconds, so the list is tried again, a few times.
+func listWorktrees(ctx context.Context, dir string, cred *checkpoint.Credential) (checkpoint.GitOutput, error) {
+	wait := 10 * time.Millisecond
+	for try := 1; ; try++ {
+		out, err := checkpoint.Git(ctx, checkpoint.GitRequest{Dir: dir, Credential: cred, Args: []string{"worktree", "list", "--porcelain", "-z"}})
+		if err == nil || try == listTries || !strings.Contains(err.Error(), "failed to read") || !strings.Contains(err.Error(), "worktrees/") {
+			return out, err
+		}
+		select {
+		case <-ctx.Done():
+			return out, err
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+}
+
+// listTries bounds the tries of listWorktrees: 10+20+...+160 ms of waits.
+const listTries = 5
+
 // gitOK is git with exit codes besides 0 that are answers, not errors.
 func gitOK(ctx context.Context, dir string, cred *checkpoint.Credential, ok []int, args ...string) (string, int, error) {
 	out, err := checkpoint.Git(ctx, checkpoint.GitRequest{Dir: dir, Args: args, Credential: cred, OKCodes: ok})
@@ -58,7 +83,7 @@ func mainWorkTree(ctx context.Context, dir string, cred *checkpoint.Credential) 
 	if bare == "true" {
 		return "", fmt.Errorf("%s is a %w: it has no work tree to branch from; start from a clone of it", dir, ErrBare)
 	}
-	out, err := checkpoint.Git(ctx, checkpoint.GitRequest{Dir: dir, Credential: cred, Args: []string{"worktree", "list", "--porcelain", "-z"}})
+	out, err := listWorktrees(ctx, dir, cred)
 	if err != nil {
 		return "", fmt.Errorf("list the worktrees of %s: %w", dir, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/daemon/checkpoint"
@@ -559,5 +560,29 @@ func TestRemoveCheckStopsIt(t *testing.T) {
 	}
 	if cur, ok := m.Get(e.Key()); !ok || cur.State != StateReady || !exists(e.Path) {
 		t.Errorf("after the stopped removal: %+v, dir %v", cur, exists(e.Path))
+	}
+}
+
+// A worktree that another git is adding (its commondir not written yet)
+// makes git worktree list fail for a moment: the repository's main work
+// tree is found all the same once the add is over.
+func TestMainWorkTreeWhileAWorktreeIsAdded(t *testing.T) {
+	repo := newRepo(t)
+	half := filepath.Join(repo, ".git", "worktrees", "half")
+	if err := os.MkdirAll(half, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(repo, ".git", "worktrees", "half"), "gitdir", filepath.Join(t.TempDir(), "half", ".git")+"\n")
+	write(t, filepath.Join(repo, ".git", "worktrees", "half"), "commondir", "")
+	if _, err := checkpoint.Git(context.Background(), checkpoint.GitRequest{Dir: repo, Args: []string{"worktree", "list"}}); err == nil || !strings.Contains(err.Error(), "failed to read") {
+		t.Fatalf("git worktree list beside a worktree half made: %v, want it to fail (the race this test stands for)", err)
+	}
+	go func() {
+		time.Sleep(40 * time.Millisecond)
+		_ = os.WriteFile(filepath.Join(half, "commondir"), []byte("../..\n"), 0o644)
+	}()
+	got, err := mainWorkTree(context.Background(), repo, nil)
+	if err != nil || got != repo {
+		t.Errorf("mainWorkTree = %q, %v; want %s", got, err, repo)
 	}
 }
