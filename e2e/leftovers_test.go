@@ -22,50 +22,40 @@ func TestAKilledDaemonsTemporaryDirectoryIsRemovedByTheNext(t *testing.T) {
 		m, _ := filepath.Glob(filepath.Join(tmp, "sessiond-*watch*"))
 		return m
 	}
-	// A checkpoint waits for the watcher's barrier, a file in its
+	// A daemon with a session in a git project that has had a checkpoint:
+	// a checkpoint waits for the watcher's barrier, a file in its
 	// directory.
-	gitProject := func() string {
+	sock := newSocketPath(t)
+	withWatcher := func(want int) *daemon {
+		d := startBuild(t, sessiondBin, env, stateDir, sock, "")
 		dir := project(t)
 		mustRun(t, "git", "init", "-q", dir)
 		if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		return dir
-	}
-	sock := newSocketPath(t)
-	for round := range 3 {
-		d := startBuild(t, sessiondBin, env, stateDir, sock, "")
-		id := d.start(gitProject(), "--", "sleep", "1000")
+		id := d.start(dir, "--", "sleep", "1000")
 		d.waitState(id, 10*time.Second, "running")
 		d.mustCtl("checkpoint", id)
-		waitFor(t, 10*time.Second, "the watcher's directory", func() (bool, string) {
-			return len(watchDirs()) == 1, fmt.Sprint(watchDirs())
+		waitFor(t, 10*time.Second, fmt.Sprint(want, " watcher's directories"), func() (bool, string) {
+			return len(watchDirs()) == want, fmt.Sprint(watchDirs())
 		})
-		if round < 2 {
-			d.kill9()
-			continue
-		}
-		d.mustCtl("stop", "--all")
-		if code := d.stop(); code != 0 {
-			t.Fatalf("sessiond exited %d", code)
-		}
+		return d
+	}
+	for range 2 {
+		withWatcher(1).kill9()
+	}
+	d := withWatcher(1)
+	d.mustCtl("stop", "--all")
+	if code := d.stop(); code != 0 {
+		t.Fatalf("sessiond exited %d", code)
 	}
 	if left := watchDirs(); len(left) != 0 {
 		t.Errorf("left in $TMPDIR after a clean stop: %v", left)
 	}
 	// Another user's file of that name: kept, and the daemon works all the
 	// same with a directory of its own.
-	d := startBuild(t, sessiondBin, env, stateDir, sock, "")
-	id := d.start(gitProject(), "--", "sleep", "1000")
-	d.waitState(id, 10*time.Second, "running")
-	d.mustCtl("checkpoint", id)
-	waitFor(t, 10*time.Second, "the watcher's directory", func() (bool, string) {
-		return len(watchDirs()) == 1, fmt.Sprint(watchDirs())
-	})
+	d = withWatcher(1)
 	named := watchDirs()
-	if len(named) != 1 {
-		t.Fatalf("watcher's directories: %v", named)
-	}
 	d.mustCtl("stop", "--all")
 	d.stop()
 	if err := os.WriteFile(named[0], []byte("not the daemon's"), 0o644); err != nil {
@@ -74,13 +64,7 @@ func TestAKilledDaemonsTemporaryDirectoryIsRemovedByTheNext(t *testing.T) {
 	if err := os.Chown(named[0], 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
-	d = startBuild(t, sessiondBin, env, stateDir, sock, "")
-	id = d.start(gitProject(), "--", "sleep", "1000")
-	d.waitState(id, 10*time.Second, "running")
-	d.mustCtl("checkpoint", id)
-	waitFor(t, 10*time.Second, "a watcher's directory of another name", func() (bool, string) {
-		return len(watchDirs()) == 2, fmt.Sprint(watchDirs())
-	})
+	withWatcher(2)
 	if data, err := os.ReadFile(named[0]); err != nil || string(data) != "not the daemon's" {
 		t.Errorf("the other user's file of the watcher's name was touched: %q %v", data, err)
 	}
