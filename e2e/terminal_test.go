@@ -73,6 +73,11 @@ exit 3
 	if r := d.ctl("send", id, "x"); r.code != 1 || !strings.Contains(r.stderr, "has ended") {
 		t.Errorf("send to an ended session:\n%s", r)
 	}
+	// Its directory holds no stamp file, nor the empty next version of one
+	// its directory was made with: its holder writes its log, untimed.
+	if m, _ := filepath.Glob(filepath.Join(filepath.Dir(rec.LogPath), "*stamps*")); len(m) > 0 {
+		t.Errorf("a terminal session's directory keeps %v", m)
+	}
 }
 
 // Attach and detach driven through tmux as a person would: the window size

@@ -350,6 +350,11 @@ func (o *Watcher) Adopt(path string) {
 // the daemon watches the session's directory for writes to it, which
 // follow the log across its renames, and never rotates it itself.
 func (o *Watcher) WatchTerminalLog(path string, onWrite func(time.Time)) (unwatch func()) {
+	// A terminal log has no stamps (its holder writes it): the empty next
+	// version of a stamp file its directory was made with (a spare's) goes.
+	if fi, err := os.Lstat(path + logfile.StampSuffix + ".tmp"); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
+		_ = os.Remove(path + logfile.StampSuffix + ".tmp")
+	}
 	l := &watchedLog{path: path, onWrite: onWrite, changed: make(chan struct{})}
 	o.mu.Lock()
 	o.logs[path] = l
