@@ -492,8 +492,8 @@ func TestLimitInteractiveContinues(t *testing.T) {
 }
 
 // TestQueueAfterAndRestart: a session started --after-any another waits
-// queued, keeps its place over a daemon crash (its record, its environment
-// and its place are on disk), and starts once the other has ended; one
+// queued, keeps its place over a daemon crash (its record, its environment,
+// its --env values and its place are on disk), and starts once the other has ended; one
 // started --after a session that does not complete is cancelled.
 func TestQueueAfterAndRestart(t *testing.T) {
 	t.Parallel()
@@ -504,8 +504,9 @@ func TestQueueAfterAndRestart(t *testing.T) {
 	gate := filepath.Join(t.TempDir(), "go")
 	first := d.start(dir, "--", "sh", "-c", "while [ ! -e "+gate+" ]; do sleep 0.1; done")
 	marker := filepath.Join(t.TempDir(), "ran")
-	// Started from a shell whose environment the session keeps.
-	r := runCtl(t, d.sock, []string{"QUEUE_TEST=kept"}, "start", "-q", "--after-any", first, dir, "--", "sh", "-c", "echo \"$QUEUE_TEST\" > "+marker)
+	// Started from a shell whose environment the session keeps, with a
+	// value given with --env, which it keeps too (and nowhere but there).
+	r := runCtl(t, d.sock, []string{"QUEUE_TEST=kept"}, "start", "-q", "--env", "GIVEN=given-7731", "--after-any", first, dir, "--", "sh", "-c", "echo \"$QUEUE_TEST $GIVEN\" > "+marker)
 	second := strings.TrimSpace(r.stdout)
 	if r.code != 0 || !validID(second) {
 		t.Fatalf("start --after-any: %s", r)
@@ -529,8 +530,11 @@ func TestQueueAfterAndRestart(t *testing.T) {
 	}
 	if b, err := os.ReadFile(marker); err != nil {
 		t.Errorf("the queued session did not run: %v", err)
-	} else if strings.TrimSpace(string(b)) != "kept" {
-		t.Errorf("the queued session ran with QUEUE_TEST=%q, want the environment it was started with", b)
+	} else if strings.TrimSpace(string(b)) != "kept given-7731" {
+		t.Errorf("the queued session ran with QUEUE_TEST and GIVEN %q, want the environment it was started with and its --env value", b)
+	}
+	if _, data := d2.readRecordFile(second); strings.Contains(string(data), "given-7731") {
+		t.Error("the value given with --env is in the session's record")
 	}
 	// The first ended as an adopted session does, its status unknown: not
 	// complete, so the session to start after its success never runs.

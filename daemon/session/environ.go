@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,10 +15,12 @@ import (
 )
 
 // EnvironFile is the file in a session's directory that keeps the
-// environment it was started with (the caller's, DESIGN §5.4), for what
-// starts it again after the daemon itself restarted: its restart policy,
-// sessionctl restart. Mode 0600, owned by the session's user; its values
-// appear nowhere else on disk.
+// environment it was started with (the caller's, DESIGN §5.4), and the
+// values given with --env, for what starts it again after the daemon
+// itself restarted: a queued session, its restart policy, sessionctl
+// restart. Mode 0600, owned by the session's user; its values appear
+// nowhere else on disk. The caller's entries come first; an empty entry,
+// then the --env values, follow when there are any.
 const EnvironFile = "environ"
 
 // maxEnviron bounds the environment kept for a session (Linux's own bound
@@ -29,24 +32,47 @@ const maxEnviron = 2 << 20
 // the daemon's own for a user daemon). A session loaded from an earlier
 // daemon's record reads it from its directory, once.
 func (s *Session) Environ() []string {
+	s.loadEnviron()
+	return s.environ
+}
+
+// loadEnviron reads, once, what a session loaded from an earlier daemon's
+// record kept in its directory: the caller's environment, and the values
+// given with --env, which go back into its spec.
+func (s *Session) loadEnviron() {
 	s.environOnce.Do(func() {
 		if !s.loaded {
 			return
 		}
-		env, err := readEnviron(filepath.Join(s.dir, EnvironFile))
+		env, given, err := readEnviron(filepath.Join(s.dir, EnvironFile))
 		if err != nil {
 			s.logger().Warn("the environment the session was started with is lost: it runs again with a clean one", zap.Error(err))
 			return
 		}
 		s.environ = env
+		if len(given) == 0 {
+			return
+		}
+		// The project's and the daemon's env were taken again; the values
+		// given with --env go over them, as at the start.
+		spec := maps.Clone(s.spec.Env)
+		if spec == nil {
+			spec = map[string]string{}
+		}
+		for _, k := range s.rec.EnvKeys {
+			if v, ok := given[k]; ok {
+				spec[k] = v
+			}
+		}
+		s.spec.Env = spec
 	})
-	return s.environ
 }
 
-// saveEnviron keeps the session's environment in its directory, only
-// readable by its user; a session without one keeps nothing.
+// saveEnviron keeps the session's environment and its --env values in its
+// directory, only readable by its user; a session with neither keeps
+// nothing.
 func (s *Session) saveEnviron() error {
-	if s.environ == nil || s.environSaved {
+	if (s.environ == nil && len(s.rec.EnvKeys) == 0) || s.environSaved {
 		return nil
 	}
 	s.environSaved = true
@@ -54,6 +80,15 @@ func (s *Session) saveEnviron() error {
 	for _, kv := range s.environ {
 		b.WriteString(kv)
 		b.WriteByte(0)
+	}
+	if len(s.rec.EnvKeys) > 0 {
+		b.WriteByte(0)
+		for _, k := range s.rec.EnvKeys {
+			if v, ok := s.spec.Env[k]; ok {
+				b.WriteString(k + "=" + v)
+				b.WriteByte(0)
+			}
+		}
 	}
 	// A file of a new session's directory (made with it, empty, when the
 	// directory was a spare), not synced: a start pays no sync for it, and
@@ -86,33 +121,33 @@ func (s *Session) saveEnviron() error {
 	return nil
 }
 
-// readEnviron reads an EnvironFile; a missing or empty one (made with the
-// session's directory, state.SpareDirs, and never written) is no
-// environment.
-func readEnviron(path string) ([]string, error) {
+// readEnviron reads an EnvironFile: the caller's environment (nil for
+// none: a missing or empty file, made with the session's directory,
+// state.SpareDirs, and never written, or one that holds --env values
+// alone) and the values given with --env.
+func readEnviron(path string) (env []string, given map[string]string, err error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !fi.Mode().IsRegular() || fi.Size() > maxEnviron {
-		return nil, fmt.Errorf("%s: not a regular file of at most %d bytes", path, maxEnviron)
+		return nil, nil, fmt.Errorf("%s: not a regular file of at most %d bytes", path, maxEnviron)
 	}
 	if fi.Size() == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	data := make([]byte, fi.Size())
 	if _, err := f.ReadAt(data, 0); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	env := []string{}
 	text, _ := strings.CutSuffix(string(data), "\x00")
 	if !strings.HasSuffix(string(data), "\x00") {
 		// The last entry was cut short (a crash as it was written).
@@ -122,10 +157,24 @@ func readEnviron(path string) ([]string, error) {
 			text = ""
 		}
 	}
-	for _, kv := range strings.Split(text, "\x00") {
+	entries := strings.Split(text, "\x00")
+	if entries[0] != "" {
+		env = []string{}
+	}
+	for i, kv := range entries {
+		if kv == "" && i < len(entries)-1 {
+			// The --env values follow.
+			given = map[string]string{}
+			for _, kv := range entries[i+1:] {
+				if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
+					given[k] = v
+				}
+			}
+			break
+		}
 		if k, _, ok := strings.Cut(kv, "="); ok && k != "" {
 			env = append(env, kv)
 		}
 	}
-	return env, nil
+	return env, given, nil
 }

@@ -29,11 +29,36 @@ func TestSaveEnvironWritesTheFileWhole(t *testing.T) {
 		if string(data) != "A=1\x00B=two\x00" {
 			t.Errorf("old %q: the file holds %q", old, data)
 		}
-		if got, err := readEnviron(path); err != nil || !slices.Equal(got, want) {
+		if got, given, err := readEnviron(path); err != nil || !slices.Equal(got, want) || given != nil {
 			t.Errorf("old %q: read back %q, %v; want %q", old, got, err, want)
 		}
 		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("old %q: mode %v, %v; want 0600", old, fi.Mode(), err)
+		}
+	}
+}
+
+// The values given with --env are kept after the caller's environment,
+// and read back apart from it; a session started with a clean
+// environment keeps them alone.
+func TestSaveEnvironKeepsTheGivenValues(t *testing.T) {
+	for _, environ := range [][]string{{"A=1", "HOME=/home/me"}, nil} {
+		dir := t.TempDir()
+		s := &Session{dir: dir, uid: os.Geteuid(), environ: environ}
+		s.rec.EnvKeys = []string{"HOME", "TOKEN"}
+		s.spec.Env = map[string]string{"HOME": "/elsewhere", "TOKEN": "a=b c", "FROM_TOML": "x"}
+		if err := s.saveEnviron(); err != nil {
+			t.Fatal(err)
+		}
+		env, given, err := readEnviron(filepath.Join(dir, EnvironFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(env, environ) || (environ == nil) != (env == nil) {
+			t.Errorf("the caller's environment read back as %q, want %q", env, environ)
+		}
+		if len(given) != 2 || given["HOME"] != "/elsewhere" || given["TOKEN"] != "a=b c" {
+			t.Errorf("the --env values read back as %q", given)
 		}
 	}
 }

@@ -270,6 +270,11 @@ func Load(rec ipc.Session, spec config.Spec, proj *state.Project, owner *state.O
 		return s
 	}
 	s.inbox = make(chan request, inboxSize)
+	if len(rec.EnvKeys) > 0 {
+		// Its spec lacks the values given with --env until they are read
+		// back: before it is queued or started again.
+		s.loadEnviron()
+	}
 	return s
 }
 

@@ -126,8 +126,9 @@ func (d *Service) Recover() {
 			}
 			d.log.Debug("project of a recorded session unreachable", zap.String("session", rec.ID), zap.Error(err))
 		} else if p, err := spec.Project(proj, d.cfg.Defaults.Clone()); err == nil {
-			// Env values are never on disk: take the project's and the
-			// daemon's again (values given with --env are gone).
+			// Env values are in no record: take the project's and the
+			// daemon's again; Load puts the values given with --env back
+			// from the session's directory.
 			sp.Env = p.Env
 		}
 		if proj != nil && ipc.Live(rec.State) {
