@@ -542,3 +542,43 @@ func TestQueueAfterAndRestart(t *testing.T) {
 		t.Errorf("the session --after an end that is not complete ended %q, want cancelled", end.EndReason)
 	}
 }
+
+// TestQueueOrderAcrossACrash: sessions of equal priority queued for a pool
+// keep their order over a daemon crash, first come first, whatever their
+// ids (the order the next daemon finds their directories in).
+func TestQueueOrderAcrossACrash(t *testing.T) {
+	t.Parallel()
+	state, sock := filepath.Join(t.TempDir(), "state"), newSocketPath(t)
+	conf := "[pool.b]\nmax_running = 1\n"
+	d := startDaemonWith(t, state, sock, conf)
+	d.start("--pool", "b", project(t), "--", "sleep", "1000")
+	var want []string
+	for range 6 {
+		want = append(want, d.start("--pool", "b", project(t), "--", "sleep", "1000"))
+	}
+	order := func(d *daemon) []string {
+		var q struct {
+			Queued []struct {
+				ID string `json:"id"`
+			} `json:"queued"`
+		}
+		out := d.mustCtl("--json", "queue")
+		if err := json.Unmarshal([]byte(out), &q); err != nil {
+			t.Fatalf("queue --json: %v\n%s", err, out)
+		}
+		var ids []string
+		for _, s := range q.Queued {
+			ids = append(ids, s.ID)
+		}
+		return ids
+	}
+	if got := order(d); !slices.Equal(got, want) {
+		t.Fatalf("the queue is %v, want the order of the starts %v", got, want)
+	}
+	d.kill9()
+	d2 := startDaemonWith(t, state, sock, conf)
+	if got := order(d2); !slices.Equal(got, want) {
+		t.Errorf("after the daemon's crash the queue is %v, want %v as before it", got, want)
+	}
+	d2.mustCtl("stop", "--all")
+}

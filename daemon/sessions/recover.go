@@ -1,11 +1,13 @@
 package sessions
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -148,7 +150,19 @@ func (d *Service) Recover() {
 	}
 	ending := d.recoverLive(live, &sum)
 	// The queued wait on in this daemon's queue, once every record is
-	// known (a session they start after among them).
+	// known (a session they start after among them), in the order they
+	// came: first come goes first among equals, as before the restart.
+	slices.SortStableFunc(queued, func(a, b *session.Session) int {
+		ra, rb := a.Snapshot(), b.Snapshot()
+		var sa, sb time.Time
+		if ra.Queue != nil {
+			sa = ra.Queue.Since
+		}
+		if rb.Queue != nil {
+			sb = rb.Queue.Since
+		}
+		return cmp.Or(sa.Compare(sb), strings.Compare(ra.ID, rb.ID))
+	})
 	for _, s := range queued {
 		s.Requeue()
 		d.queue.add(s, interactiveSpec(s.Spec()))
