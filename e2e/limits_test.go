@@ -134,9 +134,35 @@ command = ["sh", "-c", "cat > `+hook+`"]
 		t.Errorf("ps shows the ended session beside its continuation:\n%s", ps)
 	}
 
+	// Two more sessions of the account, started while it is limited: held
+	// by the account, they go on after the reset one at a time with the
+	// continuation, at least 5 s apart, not in one burst.
+	var held []string
+	for i := range 2 {
+		other := project(t)
+		held = append(held, d.start(append(a.flags, "--env", "FAKEAGENT_SCRIPT=prompt,stop,exit",
+			"--env", "FAKEAGENT_LOG="+filepath.Join(t.TempDir(), fmt.Sprint("held", i, ".log")), other, "--", "claude", "-p", "more")...))
+	}
+	for _, id := range held {
+		if st := d.limitRecord(id).State; st != "queued" {
+			t.Errorf("a session of the limited account is %s, want queued", st)
+		}
+	}
+
 	done := d.waitEnded(next, 50*time.Second)
 	if done.EndReason != "complete" {
 		t.Errorf("the continuation ended %q, want complete", done.EndReason)
+	}
+	var resumed []time.Time
+	for _, id := range append([]string{next}, held...) {
+		d.waitEnded(id, 50*time.Second)
+		resumed = append(resumed, d.limitRecord(id).StartedAt)
+	}
+	slices.SortFunc(resumed, func(a, b time.Time) int { return a.Compare(b) })
+	for i := 1; i < len(resumed); i++ {
+		if gap := resumed[i].Sub(resumed[i-1]); gap < 4900*time.Millisecond {
+			t.Errorf("after the reset the account's sessions went on %s apart, want 5s at least: %v", gap, resumed)
+		}
 	}
 	cont := d.limitRecord(next)
 	if cont.StartedAt.Before(lim.ResetsAt) {

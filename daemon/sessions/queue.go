@@ -54,6 +54,9 @@ type queuedSession struct {
 type poolState struct {
 	lastStart    time.Time
 	limitedUntil time.Time
+	// lastResume is when the last session of an account that waited for
+	// its limit's reset went on (resumes).
+	lastResume time.Time
 }
 
 // resumeSpacing is the least time between two sessions of one pool that
@@ -179,6 +182,18 @@ func (q *queue) accountHeld(account string, now time.Time) string {
 	return ""
 }
 
+// resumes reports whether a queued session goes on after its account's
+// limit: it waited for the reset (a continuation, or a session queued
+// before the reset passed), so that it starts at least resumeSpacing after
+// the last such session of the account, in whatever pool (resumes).
+func (q *queue) resumes(place *ipc.QueuePlace) bool {
+	a := q.pools[place.Account]
+	if place.Account == "" || a == nil || a.limitedUntil.IsZero() {
+		return false
+	}
+	return place.Reason == ipc.QueuedForLimit || place.Since.Before(a.limitedUntil)
+}
+
 // running counts the sessions of pool that run (or start).
 func (q *queue) running(pool string) int {
 	n := 0
@@ -270,6 +285,15 @@ func (q *queue) pass() {
 			kept = append(kept, w)
 			continue
 		}
+		resume := q.resumes(place)
+		if resume {
+			if a := q.pools[place.Account]; now.Sub(a.lastResume) < resumeSpacing {
+				w.why = fmt.Sprintf("account %s goes on after its limit's reset one session at a time, %s apart", place.Account, resumeSpacing)
+				soon(a.lastResume.Add(resumeSpacing))
+				kept = append(kept, w)
+				continue
+			}
+		}
 		pool := rec.Pool
 		if why, held := heldPools[pool]; held && pool != "" {
 			w.why = why
@@ -304,6 +328,9 @@ func (q *queue) pass() {
 		if pool != "" {
 			q.pool(pool).lastStart = now
 			runningOf[pool]++
+		}
+		if resume {
+			q.pools[place.Account].lastResume = now
 		}
 		q.d.log.Info("queued session started", zap.String("session", w.s.ID()), zap.String("pool", pool),
 			zap.Duration("waited", now.Sub(place.Since).Round(time.Millisecond)))
