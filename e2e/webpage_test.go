@@ -98,6 +98,10 @@ func TestWebPage(t *testing.T) {
 		screen, _ := chromedp.Run(ctx, chromedp.Text(ID("screen")))
 		t.Fatalf("the answer did not reach the session: %v (screen %q, console %v)", err, screen, console)
 	}
+	// A shell waits for no permission: no choices are shown to press.
+	if shown, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`getComputedStyle(document.getElementById("choices")).display !== "none"`)); err != nil || shown {
+		t.Errorf("a permission prompt's choices are shown for a session that asks none (%v)", err)
+	}
 	if err := chromedp.Do(ctx, chromedp.Click(ID("extend"))); err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +146,7 @@ func TestWebPage(t *testing.T) {
 	waitFor(t, 20*time.Second, "the agent to go on after the answer", func() (bool, string) {
 		return len(agenttest.Find(agenttest.ReadLog(t, a.log), "granted")) == 1, fmt.Sprint(agenttest.ReadLog(t, a.log))
 	})
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("choices").hidden`, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`getComputedStyle(document.getElementById("choices")).display === "none"`, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
 		t.Errorf("the choices stay after the answer: %v", err)
 	}
 
