@@ -50,6 +50,7 @@ var sanctioned = map[string]struct {
 	"checkpoint/temps.go":               {"the removal of an earlier daemon's temporary directories, inside asUser (state.Files.Do): the user's rights, only the user's own", []string{"tempNames.sweep"}},
 	"checkpoint/take.go":                {"its own temporary index, removed and renamed inside asUser", []string{"Checkpointer.takeRefOnce"}},
 	"checkpoint/tree.go":                {"git's batch object reader, started as git is (the credential's user)", []string{"repo.startBatch"}},
+	"identity/identity.go":              {"/etc/passwd, the local account database: a fixed system path, read for an account's login shell", []string{"loginShell"}},
 	"logfile/log.go":                    {"the session logs in the daemon's own state dir", []string{"Log.DiskUsage", "Log.takeOver"}},
 	"logfile/open.go":                   {"the session logs in the daemon's own state dir (every open of logfile goes through openFile)", []string{"openFile"}},
 	"logfile/renamed.go":                {"the session logs in the daemon's own state dir", []string{"inode"}},

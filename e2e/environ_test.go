@@ -19,6 +19,7 @@ import (
 // sessionctl is on its PATH.
 const envProbe = `printf 'secret=%s\n' "$(printf %s "$CALLER_SECRET" | sha256sum | cut -c1-16)"
 echo "daemon=${DAEMON_ONLY:-unset} pwd_kept=${OLDPWD:-no} path=$PATH"
+echo "shell=${SHELL:-unset} user=${USER:-unset}"
 echo "sessionctl=$(command -v sessionctl || echo missing)"
 echo probed
 exec sleep 300`
@@ -183,7 +184,9 @@ func TestEachUserGetsTheirOwnEnvironment(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("start: %s", r)
 	}
-	if out := d.probeLog(strings.TrimSpace(r.stdout)); !strings.Contains(out, "daemon=unset") || !strings.Contains(out, "secret="+hashOf("")) {
+	// The user's: PATH without root's sbins, the account's login shell.
+	if out := d.probeLog(strings.TrimSpace(r.stdout)); !strings.Contains(out, "daemon=unset") || !strings.Contains(out, "secret="+hashOf("")) ||
+		!strings.Contains(out, "path=/usr/local/bin:/usr/bin:/bin\n") || !strings.Contains(out, "shell=/bin/sh user="+u.name+"\n") {
 		t.Errorf("a clean environment under a root daemon:\n%s", out)
 	}
 	d.mustCtl("stop", "--all")

@@ -5,10 +5,13 @@
 package identity
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"os/user"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -23,6 +26,9 @@ type User struct {
 	// when the account database has none.
 	Home string `json:"home,omitempty"`
 	Name string `json:"name,omitempty"`
+	// Shell is the account's login shell, from /etc/passwd; "" when it
+	// names none (an account of another database, NIS or LDAP).
+	Shell string `json:"shell,omitempty"`
 }
 
 // Lookup returns the account uid as a login would set it up: its primary
@@ -38,7 +44,7 @@ func Lookup(uid int) (*User, error) {
 	if err != nil {
 		return nil, fmt.Errorf("look up uid %d: primary group %q is not a number", uid, u.Gid)
 	}
-	o := &User{UID: uid, GID: gid, Home: u.HomeDir, Name: u.Username}
+	o := &User{UID: uid, GID: gid, Home: u.HomeDir, Name: u.Username, Shell: loginShell(uid)}
 	ids, err := u.GroupIds()
 	if err != nil {
 		return nil, fmt.Errorf("look up the groups of uid %d: %w", uid, err)
@@ -87,8 +93,8 @@ func (u *User) Credential() *syscall.Credential {
 	return c
 }
 
-// Env is what a process of u is told of its account: HOME, USER and
-// LOGNAME, those that are known.
+// Env is what a process of u is told of its account: HOME, USER, LOGNAME
+// and SHELL, those that are known.
 func (u *User) Env() []string {
 	if u == nil {
 		return nil
@@ -100,7 +106,37 @@ func (u *User) Env() []string {
 	if u.Name != "" {
 		env = append(env, "USER="+u.Name, "LOGNAME="+u.Name)
 	}
+	if u.Shell != "" {
+		env = append(env, "SHELL="+u.Shell)
+	}
 	return env
+}
+
+// passwdFile is the local account database; maxPasswd bounds what is read
+// of it.
+const (
+	passwdFile = "/etc/passwd"
+	maxPasswd  = 16 << 20
+)
+
+// loginShell is the login shell /etc/passwd gives uid, "" for none.
+func loginShell(uid int) string {
+	f, err := os.Open(passwdFile)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(io.LimitReader(f, maxPasswd))
+	sc.Buffer(make([]byte, 0, 4096), 64<<10)
+	want := strconv.Itoa(uid)
+	for sc.Scan() {
+		// name:password:uid:gid:gecos:home:shell
+		fields := strings.Split(sc.Text(), ":")
+		if len(fields) == 7 && fields[2] == want {
+			return fields[6]
+		}
+	}
+	return ""
 }
 
 // maxGroups is the kernel's NGROUPS_MAX.

@@ -3,6 +3,7 @@ package session
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -15,8 +16,15 @@ import (
 
 // env is the child's full environment (DESIGN §5.4).
 func (s *Session) env() []string {
-	env := spec.BaseEnv(s.spec, s.Environ())
-	env = append(env, s.owner.Env()...)
+	env := spec.CleanPathFor(spec.BaseEnv(s.spec, s.Environ()), s.owner.ID())
+	for _, kv := range s.owner.Env() {
+		// The account's login shell where the environment names none: a
+		// caller's own SHELL stays.
+		if strings.HasPrefix(kv, "SHELL=") && slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "SHELL=") }) {
+			continue
+		}
+		env = append(env, kv)
+	}
 	pdir := filepath.Join(s.projectDir, state.DirName)
 	if s.proj != nil {
 		pdir = s.proj.StateDir()

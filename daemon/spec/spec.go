@@ -231,6 +231,27 @@ func Environ(caller []string, inherit bool) []string {
 	return CleanEnv()
 }
 
+// The PATH of a clean environment: root's has the sbins.
+const (
+	cleanPath     = "/usr/local/bin:/usr/bin:/bin"
+	rootCleanPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+)
+
+// CleanPathFor puts in env the PATH of a clean environment for uid where
+// it has root's (a root daemon made the clean environment of a session of
+// another user): the sbins are root's alone.
+func CleanPathFor(env []string, uid int) []string {
+	if uid == 0 {
+		return env
+	}
+	for i, kv := range env {
+		if kv == "PATH="+rootCleanPath {
+			env[i] = "PATH=" + cleanPath
+		}
+	}
+	return env
+}
+
 // shellOwn are the variables a shell keeps for itself, which a session
 // started elsewhere must not take over.
 var shellOwn = map[string]bool{"_": true, "PWD": true, "OLDPWD": true, "SHLVL": true}
@@ -240,9 +261,9 @@ var shellOwn = map[string]bool{"_": true, "PWD": true, "OLDPWD": true, "SHLVL": 
 // HOME, USER, LOGNAME and SHELL. A root daemon adds the session's user's
 // own identity after it.
 func CleanEnv() []string {
-	path := "/usr/local/bin:/usr/bin:/bin"
+	path := cleanPath
 	if os.Geteuid() == 0 {
-		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+		path = rootCleanPath
 	}
 	env := []string{"PATH=" + path}
 	for _, kv := range os.Environ() {
