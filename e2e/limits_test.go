@@ -538,6 +538,9 @@ func TestQueueAfterAndRestart(t *testing.T) {
 		t.Fatalf("start --after-any: %s", r)
 	}
 	failing := d.start("--after", first, dir, "--", "true")
+	if r := d.ctl("start", "--after-any", "zzzzzzzz", dir, "--", "true"); r.code == 0 || !strings.Contains(r.stderr, "--after-any zzzzzzzz: ") {
+		t.Errorf("start --after-any of no session: the error names another flag:\n%s", r)
+	}
 	if rec := d.limitRecord(second); rec.State != "queued" || rec.Queue == nil || rec.Queue.Reason != "after" {
 		t.Fatalf("the session to start after %s: %+v", first, rec)
 	}

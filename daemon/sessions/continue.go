@@ -97,9 +97,13 @@ func (d *Service) afterPlace(c ipc.Caller, sp config.Spec, req ipc.StartRequest)
 	if req.After == "" {
 		return nil, nil
 	}
+	flag := "--after"
+	if req.AfterAny {
+		flag = "--after-any"
+	}
 	dep, err := d.reg.Lookup(c, req.After)
 	if err != nil {
-		return nil, ipc.BadRequest("--after %s: %w", req.After, err)
+		return nil, ipc.BadRequest("%s %s: %w", flag, req.After, err)
 	}
 	rec := dep.Snapshot()
 	if !ipc.Live(rec.State) {
@@ -109,7 +113,7 @@ func (d *Service) afterPlace(c ipc.Caller, sp config.Spec, req ipc.StartRequest)
 		return nil, ipc.Conflict("--after %s: session %s ended %s, not complete: nothing to start after (use --after-any to start after any end)", req.After, dep.ID(), ipc.EndLabel(rec.EndReason))
 	}
 	if req.Queue != nil && !*req.Queue {
-		return nil, ipc.BadRequest("--after and --no-queue contradict each other: a session that starts after another waits in the queue")
+		return nil, ipc.BadRequest("%s and --no-queue contradict each other: a session that starts after another waits in the queue", flag)
 	}
 	return &ipc.QueuePlace{Priority: sp.Priority, After: dep.ID(), AfterAny: req.AfterAny, Reason: ipc.QueuedForAfter, Since: d.clock.Now()}, nil
 }

@@ -101,6 +101,7 @@ func (h *webHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	remote := remoteHost(r.RemoteAddr)
 	if !h.admit(remote) {
+		hd.Set("Retry-After", "60")
 		writeError(w, ipc.TooMany("too many failed authentications from %s: try again in a minute", remote))
 		return
 	}

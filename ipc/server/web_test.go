@@ -65,4 +65,11 @@ func TestAuthFailuresBoundUnderConcurrency(t *testing.T) {
 	if code := try("good"); code != http.StatusTooManyRequests {
 		t.Fatalf("past the bound, even a good token is held off until the minute is over: got %d", code)
 	}
+	req := httptest.NewRequest("GET", "/"+ipc.APIVersion+"/version", nil)
+	req.RemoteAddr = "192.0.2.7:4242"
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "60" {
+		t.Errorf("held off: %d, Retry-After %q; want 429 saying when to try again", rec.Code, rec.Header().Get("Retry-After"))
+	}
 }
