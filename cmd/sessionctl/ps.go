@@ -61,6 +61,9 @@ its base name), reason=END_REASON.
 				}
 			}
 			opt.Stats = !quiet && (tmpl == nil || usesUsage(format))
+			if allContexts && (a.host != "" || a.context != "") {
+				return usageErr("--all-contexts asks every context: give it no --host or --context (or give those without it)")
+			}
 			if allContexts || strings.Contains(a.context, ",") {
 				return a.psHosts(cmd.Context(), opt, match, allContexts, hostTimeout, quiet, tmpl, table, noTrunc)
 			}

@@ -69,6 +69,9 @@ func TestOneCommandTree(t *testing.T) {
 	if msg, code := out("--socket", "/nonexistent/s.sock", "ps", "--bogus"); code != exitUsage || !bytes.Contains([]byte(msg), []byte("unknown flag: --bogus")) {
 		t.Errorf("ps --bogus: exit %d, %q", code, msg)
 	}
+	if msg, code := out("--host", "ssh://someone@127.0.0.1:1", "ps", "--all-contexts"); code != exitUsage || !bytes.Contains([]byte(msg), []byte("--all-contexts asks every context")) {
+		t.Errorf("ps --all-contexts with --host: exit %d, %q", code, msg)
+	}
 	msg, code := out("pss")
 	if code != exitUsage || !bytes.Contains([]byte(msg), []byte(`unknown command "pss"`)) {
 		t.Errorf("pss: exit %d, %q", code, msg)
