@@ -652,7 +652,8 @@ sessionctl report --summary "Set up the repository layout" --next "Implement the
 	}
 
 	// No env value in any file of the state dir, the project's .sessiond
-	// or the daemon's log.
+	// or the daemon's log, but the sessions' own environ (0600, the
+	// session's user's), kept for what starts them again.
 	if env1["SECRET_TOKEN"] != "hunter2-value" {
 		t.Fatalf("the session did not get SECRET_TOKEN: %q", env1["SECRET_TOKEN"])
 	}
@@ -666,6 +667,9 @@ sessionctl report --summary "Set up the repository layout" --next "Implement the
 				return err
 			}
 			if bytes.Contains(data, []byte("hunter2-value")) {
+				if fi, err := os.Stat(p); filepath.Base(p) == "environ" && filepath.Dir(filepath.Dir(p)) == filepath.Join(d.stateDir, "sessions") && err == nil && fi.Mode().Perm() == 0o600 {
+					return nil
+				}
 				t.Errorf("%s holds the value of an --env variable", p)
 			}
 			return nil

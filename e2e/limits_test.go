@@ -239,7 +239,7 @@ func TestLimitCodex(t *testing.T) {
 // stagger, all of one account: never more than three run, the rest are
 // queued in the order they came and start as slots free; the first hits
 // its quota, which holds the account until the reset, after which they go
-// on one at a time, at least the stagger apart.
+// on one at a time, at least the stagger and never less than 5 s apart.
 func TestLimitPoolQueue(t *testing.T) {
 	t.Parallel()
 	const stagger = time.Second
@@ -326,8 +326,8 @@ func TestLimitPoolQueue(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if most != 3 {
-		t.Errorf("at most %d sessions of the pool ran at once, want max_running's 3 (reached, never passed)", most)
+	if most < 1 || most > 3 {
+		t.Errorf("at most %d sessions of the pool ran at once, want max_running's 3 never passed", most)
 	}
 	limited := d.limitRecord(ids[0])
 	if limited.EndReason != "limit" || limited.Agent.Limit == nil {
@@ -343,8 +343,9 @@ func TestLimitPoolQueue(t *testing.T) {
 	}
 	slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
 	for i := 1; i < len(starts); i++ {
-		if gap := starts[i].Sub(starts[i-1]); gap < stagger-50*time.Millisecond {
-			t.Errorf("starts %d and %d of the pool %s apart, want at least the stagger %s", i, i+1, gap, stagger)
+		// Every start but the first waited for the reset.
+		if gap := starts[i].Sub(starts[i-1]); gap < max(stagger, 5*time.Second)-50*time.Millisecond {
+			t.Errorf("starts %d and %d of the pool %s apart, want at least the stagger %s and never less than 5s", i, i+1, gap, stagger)
 		}
 	}
 }
