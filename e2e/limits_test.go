@@ -395,8 +395,8 @@ func TestLimitHostRebooted(t *testing.T) {
 	d := startDaemonAt(t, state, sock)
 	dir := project(t)
 	a := newAgentSetup(t, "prompt,tool,hang;prompt,stop,exit")
-	// Values given with --env are never on disk: the project's env is
-	// what a daemon after the reboot runs the session with.
+	// The agent's environment from the project's env, which a daemon
+	// after the reboot reads again.
 	var env []string
 	for i := 1; i < len(a.flags); i += 2 {
 		k, v, _ := strings.Cut(a.flags[i], "=")
