@@ -182,6 +182,12 @@ func TestRemoteOverSSH(t *testing.T) {
 	if remote.code != 0 || !strings.Contains(remote.stdout, id) || firstField(local.stdout) != firstField(remote.stdout) {
 		t.Errorf("ps -a over SSH differs from ps on the host:\nremote: %s\nlocal: %s", remote, local)
 	}
+	if r := h.ctl(t, "version"); r.code != 0 || !strings.Contains(r.stdout, "host       "+h.url+"\n") || strings.Contains(r.stdout, "socket ") {
+		t.Errorf("version over SSH names the host it talks to, not a socket of this one: %s", r)
+	}
+	if r := h.ctl(t, "ps", "--all-contexts"); r.code != 2 {
+		t.Errorf("ps --all-contexts with --host: %s, want a usage error", r)
+	}
 	if r := h.ctl(t, "inspect", "nosuch"); r.code != 1 || !strings.Contains(r.stderr, "nosuch") {
 		t.Errorf("an unknown session over SSH: %s, want exit 1 naming it", r)
 	}

@@ -19,7 +19,10 @@ type versionInfo struct {
 	Client string `json:"client"`
 	// Socket is the socket sessionctl uses (--socket, SESSIOND_SOCKET,
 	// else the user's, else the system's).
-	Socket string `json:"socket"`
+	Socket string `json:"socket,omitempty"`
+	// Host is the other host's URL sessionctl talks to through SSH
+	// (--host, --context), in place of a socket of this one.
+	Host string `json:"host,omitempty"`
 	// Daemon is the daemon's version information; nil when it does not
 	// answer.
 	Daemon *ipc.Version `json:"daemon,omitempty"`
@@ -54,6 +57,9 @@ needs no daemon. For the HTTP API with curl, whoever you are:
 				}
 			}
 			info := versionInfo{Client: version, Socket: a.socket}
+			if remote != nil {
+				info.Socket, info.Host = "", remote.URL
+			}
 			v, err := a.client.Version(cmd.Context())
 			if err == nil {
 				info.Daemon = &v
@@ -77,7 +83,11 @@ needs no daemon. For the HTTP API with curl, whoever you are:
 				return err
 			}
 			fmt.Fprintf(a.out, "sessionctl %s\n", version)
-			fmt.Fprintf(a.out, "socket     %s\n", a.socket)
+			if info.Host != "" {
+				fmt.Fprintf(a.out, "host       %s\n", info.Host)
+			} else {
+				fmt.Fprintf(a.out, "socket     %s\n", info.Socket)
+			}
 			if err != nil {
 				return err
 			}
@@ -92,6 +102,6 @@ needs no daemon. For the HTTP API with curl, whoever you are:
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "", "Go template over .Client, .Socket and .Daemon, e.g. '{{.Socket}}'")
+	cmd.Flags().StringVar(&format, "format", "", "Go template over .Client, .Socket (this host's), .Host (another's) and .Daemon, e.g. '{{.Socket}}'")
 	return cmd
 }
