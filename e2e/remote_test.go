@@ -272,6 +272,10 @@ func TestRemoteContexts(t *testing.T) {
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("the contexts file: %v, mode %v, want 0600", err, st.Mode())
 	}
+	// Its host given again: what it is stays said.
+	if r := lctl("context", "add", "build", h.url); r.code != 0 {
+		t.Fatalf("context add of a context there is: %s", r)
+	}
 	ls := lctl("context", "ls")
 	if !strings.Contains(ls.stdout, "default *") || !strings.Contains(ls.stdout, "build") || !strings.Contains(ls.stdout, "the build host") {
 		t.Errorf("context ls:\n%s", ls)
@@ -319,6 +323,9 @@ func TestRemoteContexts(t *testing.T) {
 		if strings.Contains(line, remoteID) && !strings.HasPrefix(line, "build ") || strings.Contains(line, localID) && !strings.HasPrefix(line, "default ") {
 			t.Errorf("a row without its host: %q", line)
 		}
+	}
+	if r := lctl("ps", "--context", "default,build", "--filter", "name=no-such-name"); r.code != 0 || !strings.HasPrefix(r.stdout, "HOST ") {
+		t.Errorf("ps of two hosts with no row: %s, want its HOST column all the same", r)
 	}
 	if r := lctl("ps", "--context", "default,build", "-q"); r.code != 0 || !strings.Contains(r.stdout, "build\t"+remoteID) {
 		t.Errorf("ps --context default,build: %s", r)

@@ -135,7 +135,7 @@ SESSIOND_HOST or SESSIOND_CONTEXT says otherwise.`,
 	var description string
 	add := &cobra.Command{
 		Use:   "add NAME ssh://[user@]host[:port]",
-		Short: "Add a context (or replace its host)",
+		Short: "Add a context (or replace its host, keeping its description unless --description is given)",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, host := args[0], args[1]
@@ -149,7 +149,12 @@ SESSIOND_HOST or SESSIOND_CONTEXT says otherwise.`,
 			if err != nil {
 				return err
 			}
-			cf.Contexts[name] = contextEntry{Host: host, Description: description}
+			entry := contextEntry{Host: host, Description: description}
+			if old, ok := cf.Contexts[name]; ok && !cmd.Flags().Changed("description") {
+				// A new host for the context: what it is stays said.
+				entry.Description = old.Description
+			}
+			cf.Contexts[name] = entry
 			if err := cf.save(path); err != nil {
 				return err
 			}

@@ -188,7 +188,9 @@ func (a *app) psHosts(ctx context.Context, opt ipc.ListOptions, match func(ipc.S
 	wg.Wait()
 	failed := 0
 	var rows []ipc.SessionRow
-	var names []string
+	// Not nil: a listing of several hosts has the HOST column, with no
+	// row as with many.
+	names := []string{}
 	recs := []ipc.Session{}
 	for _, res := range results {
 		if res.err != nil {
