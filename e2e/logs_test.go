@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -321,4 +322,59 @@ func TestLogsWithoutStamps(t *testing.T) {
 	tr.run("logs", "--since", "1h", id)
 	golden(t, "logs-no-stamps.txt", tr.b.String())
 	d.mustCtl("stop", id)
+}
+
+// TestLogsFollowAcrossTheDaemonsEnd: logs -f ends with exit 0 when the
+// session does, and with exit 1 and a line saying so when its stream ends
+// while the session goes on (the daemon killed): a script that waits on
+// logs -f must not take a daemon's crash for the session's end.
+func TestLogsFollowAcrossTheDaemonsEnd(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	dir := project(t)
+	id := d.start("--checkpoint", "", dir, "--", "sh", "-c", "while :; do echo tick; sleep 0.2; done")
+
+	follow := func(d *daemon) (wait func() (int, string)) {
+		cmd := exec.Command(sessionctlBin, "--socket", d.sock, "logs", "-f", id)
+		cmd.Env = cleanEnv()
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		first := make([]byte, 5)
+		if _, err := io.ReadFull(out, first); err != nil || string(first) != "tick\n" {
+			t.Fatalf("logs -f: %q, %v", first, err)
+		}
+		go func() { _, _ = io.Copy(io.Discard, out) }()
+		ended := make(chan error, 1)
+		go func() { ended <- cmd.Wait() }()
+		return func() (int, string) {
+			select {
+			case err := <-ended:
+				return exitCode(err), strings.TrimSpace(stderr.String())
+			case <-time.After(15 * time.Second):
+				_ = cmd.Process.Kill()
+				t.Fatalf("logs -f went on; stderr %q", stderr.String())
+				return 0, ""
+			}
+		}
+	}
+
+	wait := follow(d)
+	d.kill9()
+	if code, msg := wait(); code != 1 || !strings.Contains(msg, "the log stream of "+id+" ended before the session did") {
+		t.Errorf("logs -f when the daemon is killed: exit %d, %q; want exit 1 saying the stream ended before the session", code, msg)
+	}
+
+	d = startDaemonAt(t, d.stateDir, d.sock)
+	wait = follow(d)
+	d.mustCtl("stop", id)
+	if code, msg := wait(); code != 0 || msg != "" {
+		t.Errorf("logs -f when the session is stopped: exit %d, %q; want exit 0 and nothing on stderr", code, msg)
+	}
 }

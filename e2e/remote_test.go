@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -196,6 +197,48 @@ func TestRemoteOverSSH(t *testing.T) {
 	}
 
 	t.Logf("ps -a over SSH:\n%s", remote.stdout)
+
+	// A connection cut while a stream runs is one line that names the
+	// host, not a bare EOF.
+	r = h.ctl(t, "start", "-q", dir, "--", "sh", "-c", "while :; do echo tick; sleep 0.2; done")
+	long := strings.TrimSpace(r.stdout)
+	if r.code != 0 {
+		t.Fatalf("start over SSH: %s", r)
+	}
+	follow := exec.Command(sessionctlBin, "--host", h.url, "logs", "-f", long)
+	follow.Env = append(cleanEnv(), h.env...)
+	out, err := follow.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var followErr strings.Builder
+	follow.Stderr = &followErr
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	first := make([]byte, 5)
+	if _, err := io.ReadFull(out, first); err != nil || string(first) != "tick\n" {
+		t.Fatalf("logs -f over SSH: %q, %v", first, err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	if o, err := exec.Command("pkill", "-KILL", "-u", h.u.name, "-f", "dial-stdio").CombinedOutput(); err != nil {
+		t.Fatalf("pkill dial-stdio: %v\n%s", err, o)
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- follow.Wait() }()
+	select {
+	case err = <-ended:
+	case <-time.After(15 * time.Second):
+		_ = follow.Process.Kill()
+		t.Fatalf("logs -f went on after its connection was cut; stderr %q", followErr.String())
+	}
+	msg := strings.TrimSpace(followErr.String())
+	if exitCode(err) != 1 || strings.Contains(msg, "\n") || !strings.Contains(msg, "the connection to sessiond on "+h.url+" ended: ") {
+		t.Errorf("logs -f over a cut connection: exit %d, stderr %q; want exit 1 and one line naming the host", exitCode(err), msg)
+	}
+	t.Logf("logs -f over a cut connection: %s", msg)
+	h.d.mustCtl("stop", long)
+
 	h.stop()
 	started := time.Now()
 	r = h.ctl(t, "ps")

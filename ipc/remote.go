@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -48,6 +49,19 @@ func ParseHost(s string) (*Remote, error) {
 		return nil, fmt.Errorf("host %q: no host name", s)
 	}
 	r := &Remote{URL: s, Host: u.Hostname(), Port: u.Port(), Socket: u.Path, Sessionctl: "sessionctl"}
+	if r.Port != "" {
+		if n, err := strconv.Atoi(r.Port); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("host %q: port %q is not a number from 1 to 65535", s, r.Port)
+		}
+	}
+	for k := range u.Query() {
+		if k != "sessionctl" {
+			return nil, fmt.Errorf("host %q: unknown parameter %q (only ?sessionctl=PATH is read)", s, k)
+		}
+	}
+	if u.Fragment != "" {
+		return nil, fmt.Errorf("host %q: a host URL has no #fragment", s)
+	}
 	if u.User != nil {
 		r.User = u.User.Username()
 		if _, has := u.User.Password(); has {
@@ -138,7 +152,7 @@ func (r *Remote) Dial(ctx context.Context) (net.Conn, error) {
 	}
 	inR.Close()
 	outW.Close()
-	c := &sshConn{cmd: cmd, in: inW, out: outR, stderr: stderr}
+	c := &sshConn{url: r.URL, cmd: cmd, in: inW, out: outR, stderr: stderr}
 	c.exited = make(chan struct{})
 	go func() { _ = cmd.Wait(); close(c.exited) }()
 
@@ -153,6 +167,7 @@ func (r *Remote) Dial(ctx context.Context) (net.Conn, error) {
 	stop()
 	_ = outR.SetReadDeadline(time.Time{})
 	if err == nil && line == strings.TrimSuffix(DialStdioBanner(nil), "\n") {
+		stderr.mark()
 		return c, nil
 	}
 	// A dial that failed: nothing to finish, and ssh may be stuck in a
@@ -208,6 +223,7 @@ func cutLine(s string) string {
 // sshConn is the connection to a daemon through ssh's standard input and
 // output.
 type sshConn struct {
+	url    string
 	cmd    *exec.Cmd
 	in     *os.File
 	out    *os.File
@@ -235,6 +251,39 @@ func (c *sshConn) Close() error {
 	return nil
 }
 
+// cut turns a failed read or write of the daemon's answer into one that
+// names the host and says why the connection ended, as ssh said it (a
+// network gone, the other side's sshd or daemon stopped), once ssh has
+// exited or a second has passed.
+func (c *sshConn) cut(err error) error {
+	select {
+	case <-c.exited:
+	case <-time.After(time.Second):
+	}
+	why := c.stderr.last()
+	if why == "" {
+		why = "ssh ended"
+		if st := c.cmd.ProcessState; st != nil && !st.Success() {
+			why = "ssh ended: " + st.String()
+		}
+	}
+	return &CutError{Host: c.url, Why: why, Err: err}
+}
+
+// CutError is a connection to a host's daemon through SSH that ended
+// before the daemon's answer did.
+type CutError struct {
+	Host string
+	Why  string
+	Err  error
+}
+
+func (e *CutError) Error() string {
+	return fmt.Sprintf("the connection to sessiond on %s ended: %s", e.Host, e.Why)
+}
+
+func (e *CutError) Unwrap() error { return e.Err }
+
 // ended says whether ssh has exited: the daemon's end closed, and a
 // request written now would get no answer.
 func (c *sshConn) ended() bool {
@@ -261,8 +310,10 @@ func (a sshAddr) String() string  { return string(a) }
 
 // lastLines keeps the end of what ssh wrote on its standard error.
 type lastLines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	dropped int64 // bytes written before buf's first
+	from    int64 // what last reads from: the bytes after a mark
 }
 
 func (l *lastLines) Write(p []byte) (int, error) {
@@ -270,18 +321,33 @@ func (l *lastLines) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	l.buf.Write(p)
 	if l.buf.Len() > 8192 {
-		b := l.buf.Bytes()[l.buf.Len()-4096:]
+		cut := l.buf.Len() - 4096
+		l.dropped += int64(cut)
+		b := l.buf.Bytes()[cut:]
 		l.buf.Reset()
 		l.buf.Write(b)
 	}
 	return len(p), nil
 }
 
+// mark makes last read only what is written from now on: what ssh says
+// once the connection is up (a login's notices before are not why it
+// ended).
+func (l *lastLines) mark() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.from = l.dropped + int64(l.buf.Len())
+}
+
 // last is the last line ssh wrote that says something.
 func (l *lastLines) last() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	sc := bufio.NewScanner(bytes.NewReader(l.buf.Bytes()))
+	b := l.buf.Bytes()
+	if skip := l.from - l.dropped; skip > 0 {
+		b = b[min(skip, int64(len(b))):]
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
 	var last string
 	for sc.Scan() {
 		if t := strings.TrimSpace(sc.Text()); t != "" {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/textproto"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -199,6 +200,9 @@ func (c *Client) roundTrip(ctx context.Context, req Request) (*Response, error) 
 		}
 		if errors.As(err, &fresh) {
 			err = fresh.err
+		}
+		if ssh, ok := w.Conn.(*sshConn); ok {
+			return nil, ssh.cut(err)
 		}
 		return nil, fmt.Errorf("%s %s: %w", req.Method, req.Target, err)
 	}
@@ -416,6 +420,9 @@ func (b *body) Read(p []byte) (int, error) {
 	case err == io.EOF:
 		b.finish(b.keep, io.EOF)
 	case err != nil:
+		if ssh, ok := b.w.Conn.(*sshConn); ok && !errors.Is(err, errClosedBody) && !errors.Is(err, os.ErrClosed) {
+			err = ssh.cut(err)
+		}
 		b.finish(false, err)
 		b.mu.Lock()
 		err = b.err
@@ -469,6 +476,11 @@ func (c *chunked) Read(p []byte) (int, error) {
 	}
 	for c.left == 0 && !c.end {
 		if err := c.next(); err != nil {
+			if err == io.EOF {
+				// The connection's end before the last chunk: a cut
+				// answer, not a whole one.
+				err = io.ErrUnexpectedEOF
+			}
 			c.err = err
 			return 0, err
 		}

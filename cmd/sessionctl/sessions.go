@@ -505,6 +505,9 @@ func (a *app) logsCmd() *cobra.Command {
 			if cmd.Context().Err() != nil {
 				return nil
 			}
+			if follow && (err == nil || errors.Is(err, io.ErrUnexpectedEOF)) {
+				return a.followEnded(cmd.Context(), id, opt, err)
+			}
 			return err
 		},
 	}
@@ -513,6 +516,29 @@ func (a *app) logsCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&raw, "raw", false, "print the log's raw bytes, control sequences and all (colours, cursor movement, titles); by default they are stripped and any other control character is shown escaped")
 	times.register(cmd)
 	return cmd
+}
+
+// followEnded is what logs -f says once its stream has ended (err nil, or
+// cut before its end): nothing when the session ended or --until passed;
+// else the stream ended for another reason (the daemon stopped or
+// restarted, the connection was lost) while the session may still run,
+// which a script that waits on logs -f must not take for the session's
+// end.
+func (a *app) followEnded(ctx context.Context, id string, opt ipc.LogOptions, err error) error {
+	var cut *ipc.CutError
+	if errors.As(err, &cut) {
+		return err
+	}
+	if err == nil {
+		if !opt.Until.IsZero() && !time.Now().Before(opt.Until) {
+			return nil
+		}
+		st, serr := a.client.SessionTimes(ctx, id)
+		if serr == nil && !ipc.Live(st.State) {
+			return nil
+		}
+	}
+	return fmt.Errorf("the log stream of %s ended before the session did: sessiond stopped or restarted, or the connection was lost (sessionctl logs -f %s follows it again)", id, id)
 }
 
 func (a *app) inspectCmd() *cobra.Command {
