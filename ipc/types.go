@@ -20,6 +20,11 @@ const VersionHeader = "Sessiond-Version"
 // to warn every caller of ("state dir full: 3 ends pending").
 const WarningHeader = "Sessiond-Warning"
 
+// TokenScopeHeader is set on every answer of the web listener to the
+// scope of the token the request came with ("read" or "control"), so
+// that a page can offer only what the token may do.
+const TokenScopeHeader = "Sessiond-Token-Scope"
+
 // Session states.
 const (
 	StateStarting = "starting"

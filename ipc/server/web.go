@@ -120,6 +120,7 @@ func (h *webHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.passed(remote)
+	hd.Set(ipc.TokenScopeHeader, scope)
 	if scope != ScopeControl {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			writeError(w, ipc.Forbidden("a %s token may only read: %s %s needs a control token", scope, r.Method, r.URL.Path))

@@ -9,6 +9,7 @@ const tokenKey = "sessiond-token";
 const $ = (id) => document.getElementById(id);
 let timer = null;
 let current = null; // the session shown
+let readOnly = false; // the token may only read: nothing to press
 
 function token() { return localStorage.getItem(tokenKey) || ""; }
 
@@ -40,7 +41,8 @@ async function api(path, opts = {}) {
     setStatus(msg, true);
     throw new Error(msg);
   }
-  setStatus("connected · " + new Date().toLocaleTimeString(), false);
+  readOnly = resp.headers.get("Sessiond-Token-Scope") === "read";
+  setStatus("connected · " + new Date().toLocaleTimeString() + (readOnly ? " · read only" : ""), false);
   if (resp.status === 204) return null;
   const type = resp.headers.get("Content-Type") || "";
   return type.includes("json") ? resp.json() : resp.text();
@@ -100,10 +102,11 @@ async function refreshDetail(id) {
   const waiting = s.agent && s.agent.state === "waiting";
   $("d-wait").hidden = !waiting;
   $("d-wait").textContent = waiting ? "Waiting for " + (s.agent.waiting_reason || "input") : "";
-  $("choices").hidden = !(waiting && (s.agent.waiting_reason || "").startsWith("permission"));
+  $("choices").hidden = readOnly || !(waiting && (s.agent.waiting_reason || "").startsWith("permission"));
   const live = ["queued", "starting", "running", "warned", "stopping"].includes(s.state);
+  $("actions").hidden = readOnly;
   for (const b of [$("extend"), $("stop")]) b.disabled = !live;
-  $("send-form").hidden = !s.tty || !live;
+  $("send-form").hidden = readOnly || !s.tty || !live;
   let text = "";
   if (s.tty) {
     const scr = await api("/v1/sessions/" + encodeURIComponent(id) + "/screen");
