@@ -45,7 +45,7 @@ var sanctioned = map[string]struct {
 	"checkpoint/incremental.go":         {"Lstat of the paths the watcher reported, for their type and size only", []string{"Checkpointer.incremental", "repo.changedPaths"}},
 	"checkpoint/leftout.go":             {"walks of the user's untracked tree, inside state.Files.Do: the user's rights", []string{"Checkpointer.untracked", "leftOutFiles", "searchUntracked", "under"}},
 	"checkpoint/repo.go":                {"git's own state files of the resolved repository (in progress markers), and the shadow repository made inside asUser", []string{"repo.inProgress", "repo.initShadow", "resolve"}},
-	"checkpoint/safefs.go":              {"a restore's removal of what the checkpoint did not hold, inside asUser: each directory opened from its parent without following a symlink, the kernel checking each step as the session's user's", []string{"removeBeneath"}},
+	"checkpoint/safefs.go":              {"a restore's look at and removal of what the checkpoint did not hold, inside asUser: each directory opened from its parent without following a symlink, the kernel checking each step as the session's user's; types only, nothing read or shown", []string{"openParentBeneath", "removeBeneath", "lstatBeneath", "walkBeneath"}},
 	"checkpoint/stats.go":               {"measure runs inside state.Files.Do", []string{"measure"}},
 	"checkpoint/temps.go":               {"the removal of an earlier daemon's temporary directories, inside asUser (state.Files.Do): the user's rights, only the user's own", []string{"tempNames.sweep"}},
 	"checkpoint/take.go":                {"its own temporary index, removed and renamed inside asUser", []string{"Checkpointer.takeRefOnce"}},

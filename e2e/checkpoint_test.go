@@ -376,6 +376,62 @@ func (r *ckptRepo) commitTree(commit string) map[string]string {
 	return files
 }
 
+// TestRestoreOfAProjectInARepository: a project below a repository's top
+// is restored alone, and not while a session runs in a directory that
+// holds it; an ignored file that a restore would replace is kept, and the
+// restore refused, naming it.
+func TestRestoreOfAProjectInARepository(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	repo := newCkptRepo(t)
+	repo.write(".gitignore", "*.secret\n")
+	repo.write("proj/p", "p1\n")
+	repo.write("other/o", "o1\n")
+	repo.commitAll("initial")
+	proj := filepath.Join(repo.dir, "proj")
+
+	id := d.start("--checkpoint", "", proj, "--", "sleep", "1000")
+	repo.write("proj/p", "p2\n")
+	repo.write("proj/x", "a file\n")
+	cp := takeCheckpoint(t, d, repo, id)
+	d.mustCtl("stop", id)
+
+	outer := d.start("--checkpoint", "", repo.dir, "--", "sleep", "1000")
+	if r := d.ctl("restore", proj, cp[:12]); r.code != 1 || !strings.Contains(r.stderr, outer) || !strings.Contains(r.stderr, "--force") {
+		t.Errorf("restore of %s while session %s runs in the repository's top: want exit 1 naming it and --force\n%s", proj, outer, r)
+	}
+	d.mustCtl("stop", outer)
+	other := d.start("--checkpoint", "", filepath.Join(repo.dir, "other"), "--", "sleep", "1000")
+
+	repo.write("proj/p", "p3\n")
+	repo.write("other/o", "o2\n")
+	repo.write("other/work.txt", "work\n")
+	if err := os.Remove(filepath.Join(proj, "x")); err != nil {
+		t.Fatal(err)
+	}
+	repo.write("proj/x/keys.secret", "precious\n")
+	if r := d.ctl("restore", proj, cp[:12]); r.code != 1 || !strings.Contains(r.stderr, "x/keys.secret") || !strings.Contains(r.stderr, "nothing restored") {
+		t.Errorf("a restore that would replace an ignored file: want exit 1 naming it\n%s", r)
+	}
+	if got := repo.read("proj/x/keys.secret"); got != "precious\n" {
+		t.Errorf("the ignored proj/x/keys.secret = %q after a refused restore", got)
+	}
+	if got := repo.read("proj/p"); got != "p3\n" {
+		t.Errorf("a refused restore changed proj/p to %q", got)
+	}
+	if err := os.RemoveAll(filepath.Join(proj, "x")); err != nil {
+		t.Fatal(err)
+	}
+
+	d.mustCtl("restore", proj, cp[:12])
+	for name, want := range map[string]string{"proj/p": "p2\n", "proj/x": "a file\n", "other/o": "o2\n", "other/work.txt": "work\n"} {
+		if got := repo.read(name); got != want {
+			t.Errorf("%s = %q after the restore of proj, want %q", name, got, want)
+		}
+	}
+	d.mustCtl("stop", other)
+}
+
 func TestCheckpointRestore(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t)

@@ -908,3 +908,116 @@ func TestParseMessage(t *testing.T) {
 		t.Errorf("cleanMessage = %q", got)
 	}
 }
+
+// TestRestoreKeepsWhatNoCheckpointHolds: a restore that would write over
+// or remove a file that the checkpoint of the work tree taken first does
+// not hold (an ignored file in a directory that becomes a file, an
+// untracked file left out as too large, such a file where the checkpoint
+// has a directory) is refused, and changes nothing; once they are moved
+// away, it goes through.
+func TestRestoreKeepsWhatNoCheckpointHolds(t *testing.T) {
+	dir := newRepo(t)
+	c := newCheckpointer(t)
+	ctx := ctxT(t)
+	const max = 1024
+	write(t, dir, "x", "a file\n")
+	write(t, dir, "data.bin", "small\n")
+	write(t, dir, "big/inner.txt", "inner\n")
+	write(t, dir, "src/main.go", "package main // v1\n")
+	cp, err := c.Take(ctx, TakeRequest{Dir: dir, SessionID: "s", Mode: ModeRef, MaxFileSize: max})
+	if err != nil {
+		t.Fatal(err)
+	}
+	large := strings.Repeat("L", 2*max)
+	cases := []struct {
+		what, lost string
+		make       func()
+		undo       func()
+	}{
+		{"an ignored file in a directory that becomes a file", "x/keep.log",
+			func() { os.Remove(filepath.Join(dir, "x")); write(t, dir, "x/keep.log", "precious\n") },
+			func() { os.RemoveAll(filepath.Join(dir, "x")) }},
+		{"an untracked file left out as too large", "data.bin",
+			func() { write(t, dir, "data.bin", large) },
+			func() { os.Remove(filepath.Join(dir, "data.bin")) }},
+		{"a file left out where the checkpoint has a directory", "big",
+			func() { os.RemoveAll(filepath.Join(dir, "big")); write(t, dir, "big", large) },
+			func() { os.Remove(filepath.Join(dir, "big")) }},
+	}
+	for _, tc := range cases {
+		tc.make()
+		write(t, dir, "src/main.go", "package main // v2\n")
+		_, _, err := c.Restore(ctx, RestoreRequest{Dir: dir, Checkpoint: cp.ID, MaxFileSize: max})
+		var unsaved *UnsavedError
+		if !errors.As(err, &unsaved) || !errors.Is(err, ErrUnsaved) || !slices.Equal(unsaved.Paths, []string{tc.lost}) {
+			t.Errorf("%s: Restore = %v, want an UnsavedError naming %s", tc.what, err, tc.lost)
+		}
+		if got := read(t, dir, "src/main.go"); got != "package main // v2\n" {
+			t.Errorf("%s: a refused restore changed src/main.go to %q", tc.what, got)
+		}
+		if !exists(dir, tc.lost) {
+			t.Errorf("%s: %s is gone after a refused restore", tc.what, tc.lost)
+		}
+		tc.undo()
+	}
+	if _, _, err := c.Restore(ctx, RestoreRequest{Dir: dir, Checkpoint: cp.ID, MaxFileSize: max}); err != nil {
+		t.Fatalf("Restore with nothing in the way: %v", err)
+	}
+	for name, want := range map[string]string{"x": "a file\n", "data.bin": "small\n", "big/inner.txt": "inner\n", "src/main.go": "package main // v1\n"} {
+		if got := read(t, dir, name); got != want {
+			t.Errorf("%s = %q after the restore, want %q", name, got, want)
+		}
+	}
+}
+
+// TestRestoreOfASubdirectory: a project below the repository's top is
+// restored alone; the rest of the repository (another project) keeps its
+// files, changed and new, and the project's directory stays even when the
+// checkpoint has nothing in it.
+func TestRestoreOfASubdirectory(t *testing.T) {
+	repo := newRepo(t)
+	c := newCheckpointer(t)
+	ctx := ctxT(t)
+	proj := filepath.Join(repo, "proj")
+	write(t, repo, "proj/p", "p1\n")
+	write(t, repo, "other/o", "o1\n")
+	cp, err := c.Take(ctx, TakeRequest{Dir: proj, SessionID: "s", Mode: ModeRef})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, repo, "proj/p", "p2\n")
+	write(t, repo, "proj/new", "new\n")
+	write(t, repo, "other/o", "o2\n")
+	write(t, repo, "other/work.txt", "work\n")
+	write(t, repo, "top.txt", "top\n")
+	if _, _, err := c.Restore(ctx, RestoreRequest{Dir: proj, Checkpoint: cp.ID}); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"proj/p": "p1\n", "other/o": "o2\n", "other/work.txt": "work\n", "top.txt": "top\n"} {
+		if !exists(repo, name) {
+			t.Errorf("%s is gone after a restore of proj", name)
+		} else if got := read(t, repo, name); got != want {
+			t.Errorf("%s = %q after a restore of proj, want %q", name, got, want)
+		}
+	}
+	if exists(repo, "proj/new") {
+		t.Error("proj/new, which the checkpoint lacks, survived the restore of proj")
+	}
+
+	// A checkpoint with nothing in the project: its files go, it stays.
+	os.RemoveAll(proj)
+	if err := os.Mkdir(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	empty, err := c.Take(ctx, TakeRequest{Dir: proj, SessionID: "s", Mode: ModeRef})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, repo, "proj/p", "p3\n")
+	if _, _, err := c.Restore(ctx, RestoreRequest{Dir: proj, Checkpoint: empty.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(proj); err != nil || !fi.IsDir() || exists(repo, "proj/p") {
+		t.Errorf("after a restore to a checkpoint with nothing in proj: %v, proj/p there: %v", err, exists(repo, "proj/p"))
+	}
+}

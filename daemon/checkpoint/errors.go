@@ -78,3 +78,22 @@ func classify(stderr string) error {
 	}
 	return nil
 }
+
+// ErrUnsaved means a restore was refused, nothing changed, because it
+// would write over or remove files that no checkpoint holds; an
+// *UnsavedError names them.
+var ErrUnsaved = errors.New("the restore would lose files no checkpoint holds")
+
+// UnsavedError names the files a refused restore would have lost: ignored
+// ones, untracked ones left out of checkpoints (checkpoint_max_file), or
+// such files in a directory the checkpoint has as a file.
+type UnsavedError struct {
+	Paths []string // at most maxUnsaved, then "..."
+}
+
+func (e *UnsavedError) Error() string {
+	return "nothing restored: it would write over or remove files no checkpoint holds (ignored, or left out as too large): " +
+		strings.Join(e.Paths, ", ") + "; move them out of the way, then restore again"
+}
+
+func (e *UnsavedError) Unwrap() error { return ErrUnsaved }

@@ -107,11 +107,22 @@ func (r *repo) foldedCheckpoint(ctx context.Context, f Found) (Checkpoint, error
 // and their neighbours keep their stat data (and git's stat cache stays
 // valid for them).
 func (r *repo) restoreTree(ctx context.Context, cur, target string) error {
-	res, err := r.run(ctx, nil, nil, "diff-tree", "-r", "-z", "--no-renames", cur, target)
+	args := []string{"diff-tree", "-r", "-z", "--no-renames", cur, target}
+	// A project below the repository's top is restored alone: the rest of
+	// the repository (another project, a session's) stays as it is.
+	sub, err := filepath.Rel(r.top, r.project)
+	if err != nil || !filepath.IsLocal(sub) && sub != "." {
+		return fmt.Errorf("project %s is not in the work tree %s", r.project, r.top)
+	}
+	sub = filepath.ToSlash(sub)
+	if sub != "." {
+		args = append(args, "--", ":(literal)"+sub)
+	}
+	res, err := r.run(ctx, nil, nil, args...)
 	if err != nil {
 		return err
 	}
-	var remove, write []string
+	var remove, write, added []string
 	f := splitNUL(res.stdout)
 	for i := 0; i+1 < len(f); i += 2 {
 		// ":100644 100644 <old> <new> M" then the path.
@@ -130,12 +141,25 @@ func (r *repo) restoreTree(ctx context.Context, cur, target string) error {
 		case "T":
 			remove = append(remove, path)
 			write = append(write, path)
+		case "A":
+			added = append(added, path)
+			write = append(write, path)
 		default:
 			write = append(write, path)
 		}
 	}
 	// As the user, all of it: see removeBeneath.
-	if err := asUser(r.cred, func() error { return removeEntries(r.top, remove) }); err != nil {
+	err = asUser(r.cred, func() error {
+		lost, err := unsaved(r.top, added, remove)
+		if err != nil {
+			return err
+		}
+		if len(lost) > 0 {
+			return &UnsavedError{Paths: lost}
+		}
+		return removeEntries(r.top, remove, sub)
+	})
+	if err != nil {
 		return err
 	}
 	if len(write) == 0 {
@@ -158,10 +182,91 @@ func (r *repo) restoreTree(ctx context.Context, cur, target string) error {
 	return err
 }
 
+// maxUnsaved bounds the paths an UnsavedError names.
+const maxUnsaved = 10
+
+// unsaved is what a restore would write over or remove that the
+// checkpoint of the work tree just taken does not hold: an untracked file
+// left out (over checkpoint_max_file), an ignored file, or one in a
+// directory that becomes a file. added are the paths the target has and
+// that checkpoint lacks; remove the paths the restore removes. Only the
+// first maxUnsaved are named, and a last "..." says there are more.
+func unsaved(top string, added, remove []string) ([]string, error) {
+	removing := make(map[string]bool, len(remove))
+	for _, p := range remove {
+		removing[p] = true
+	}
+	var lost []string
+	seen := map[string]bool{}
+	note := func(p string) bool {
+		if seen[p] {
+			return true
+		}
+		seen[p] = true
+		if len(lost) == maxUnsaved {
+			lost = append(lost, "...")
+			return false
+		}
+		lost = append(lost, p)
+		return true
+	}
+	for _, p := range added {
+		// A file where the target has a directory on the way.
+		for i := strings.IndexByte(p, '/'); i >= 0; i = next(p, i) {
+			d := p[:i]
+			kind, err := lstatBeneath(top, d)
+			if err != nil {
+				return nil, err
+			}
+			if kind == entryNone {
+				break
+			}
+			if kind == entryOther && !removing[d] && !note(d) {
+				return lost, nil
+			}
+		}
+		kind, err := lstatBeneath(top, p)
+		if err != nil {
+			return nil, err
+		}
+		switch kind {
+		case entryOther:
+			if !note(p) {
+				return lost, nil
+			}
+		case entryDir:
+			more := true
+			err := entriesBeneath(top, p, func(e string) bool {
+				if !removing[e] {
+					more = note(e)
+				}
+				return more
+			})
+			if err != nil {
+				return nil, err
+			}
+			if !more {
+				return lost, nil
+			}
+		}
+	}
+	return lost, nil
+}
+
+// next is the index of the slash after the one at i in p, or -1.
+func next(p string, i int) int {
+	j := strings.IndexByte(p[i+1:], '/')
+	if j < 0 {
+		return -1
+	}
+	return i + 1 + j
+}
+
 // removeEntries removes the files remove under top, then the directories they
 // leave empty, deepest first; one that still holds something (an ignored
-// file) stays.
-func removeEntries(top string, remove []string) error {
+// file) stays, and so do the project's directory sub (relative to top, "."
+// for top) and those that hold it.
+func removeEntries(top string, remove []string, sub string) error {
 	dirs := map[string]bool{}
 	for _, p := range remove {
 		if err := removeBeneath(top, p, false); err != nil {
@@ -177,6 +282,9 @@ func removeEntries(top string, remove []string) error {
 	}
 	slices.SortFunc(order, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
 	for _, d := range order {
+		if d == sub || strings.HasPrefix(sub, d+"/") {
+			continue
+		}
 		_ = removeBeneath(top, d, true)
 	}
 	return nil

@@ -425,7 +425,7 @@ func TestRestoreRemovesOnlyWhatTheUserCould(t *testing.T) {
 	mine := filepath.Join(sticky, "mine")
 	must(t, os.WriteFile(mine, []byte("the user's\n"), 0o644))
 	must(t, os.Chown(mine, int(u.uid), int(u.gid)))
-	err := asUser(u.cred(), func() error { return removeEntries(sticky, []string{"mine", "victim"}) })
+	err := asUser(u.cred(), func() error { return removeEntries(sticky, []string{"mine", "victim"}, ".") })
 	if err == nil || !errors.Is(err, syscall.EPERM) {
 		t.Errorf("removing another's file in a sticky directory as the user = %v, want EPERM", err)
 	}

@@ -26,6 +26,7 @@ type Sessions interface {
 	Records() []ipc.Session
 	// LiveIn is a live session in dir, "" for none.
 	LiveIn(dir string) string
+	LiveOver(dir string) (id, project string)
 }
 
 // Checkpointer lists, restores and measures checkpoints.
@@ -257,8 +258,11 @@ func (d *Service) RestoreProject(ctx context.Context, c ipc.Caller, p ipc.Projec
 		return nil, err
 	}
 	dir := proj.Dir()
-	if live := d.sessions.LiveIn(dir); live != "" && !req.Force {
-		return nil, ipc.Conflict("session %s is running in %s: stop it first, or restore with --force", live, dir)
+	if live, in := d.sessions.LiveOver(dir); live != "" && !req.Force {
+		if in == dir {
+			return nil, ipc.Conflict("session %s is running in %s: stop it first, or restore with --force", live, dir)
+		}
+		return nil, ipc.Conflict("session %s is running in %s, whose files a restore of %s reaches: stop it first, or restore with --force", live, in, dir)
 	}
 	ctx, cancel := context.WithTimeout(ctx, checkpoint.DefaultTimeout)
 	defer cancel()
@@ -268,9 +272,12 @@ func (d *Service) RestoreProject(ctx context.Context, c ipc.Caller, p ipc.Projec
 		Dir: dir, Checkpoint: req.Checkpoint, MaxFileSize: int64(sp.CheckpointMaxFile), Ignore: sp.Watch.Ignore,
 		ShadowRoot: shadow, Credential: cred,
 	})
+	var unsaved *checkpoint.UnsavedError
 	switch {
 	case errors.Is(err, checkpoint.ErrUnknownCheckpoint):
 		return nil, ipc.NotFound("restore %s to %s: %w", dir, req.Checkpoint, err)
+	case errors.As(err, &unsaved):
+		return nil, ipc.Conflict("restore %s to %s: %w", dir, req.Checkpoint, unsaved)
 	case err != nil:
 		return nil, ipc.Conflict("restore %s to %s: %w", dir, req.Checkpoint, err)
 	}

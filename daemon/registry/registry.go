@@ -335,6 +335,31 @@ func (r *Registry) Records() []ipc.Session {
 	return out
 }
 
+// LiveOver returns a live session whose project is dir, is inside dir or
+// holds it, and that project ("" if none): the sessions a change to dir's
+// files reaches.
+func (r *Registry) LiveOver(dir string) (id, project string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for p, m := range r.live.projects {
+		if p != dir && !inside(p, dir) && !inside(dir, p) {
+			continue
+		}
+		if live := r.live.live(m); len(live) > 0 {
+			return live[0].ID(), p
+		}
+	}
+	return "", ""
+}
+
+// inside reports whether path a is inside directory b (not b itself).
+func inside(a, b string) bool {
+	if b == "/" {
+		return a != "/" && strings.HasPrefix(a, "/")
+	}
+	return strings.HasPrefix(a, b+"/")
+}
+
 // LiveIn returns the id of a live session in the project dir, "" for none.
 func (r *Registry) LiveIn(dir string) string {
 	if live := r.Live(dir); len(live) > 0 {
