@@ -244,7 +244,7 @@ type checker struct {
 	infoSig           fileSig         // its state when the domain was configured
 	index             string          // the repository's index, "" for none
 	indexSig          fileSig         // its state when the coprocess started
-	tracked           map[string]bool // tracked files that ignore rules match, then
+	tracked           map[string]bool // tracked files that ignore rules match, and their directories, then
 
 	cmd    *exec.Cmd
 	in     io.WriteCloser
@@ -624,7 +624,7 @@ func (c *checker) readAnswers(paths []string, res []bool) (int, error) {
 }
 
 // trackedIgnored lists the tracked files of the domain that ignore rules
-// match: to git they are not ignored.
+// match, and the directories that hold them: to git they are not ignored.
 func (c *checker) trackedIgnored(args []string) (map[string]bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
 	defer cancel()
@@ -647,8 +647,14 @@ func (c *checker) trackedIgnored(args []string) (map[string]bool, error) {
 	}
 	m := map[string]bool{}
 	for _, p := range strings.Split(out.String(), "\x00") {
-		if p != "" {
-			m[p] = true
+		if p == "" {
+			continue
+		}
+		m[p] = true
+		// The directories that hold it, ignored as they may be (target/,
+		// build/), are watched: an edit of the tracked file counts.
+		for d := path.Dir(p); d != "." && d != "/" && !m[d]; d = path.Dir(d) {
+			m[d] = true
 		}
 	}
 	return m, nil

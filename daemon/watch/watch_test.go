@@ -113,6 +113,37 @@ func TestIgnores(t *testing.T) {
 	}
 }
 
+// TestTrackedFilesInIgnoredDirectories: a tracked file in a directory
+// that ignore rules match (target/, build/) counts when it is edited, as
+// it does for a checkpoint; the directory's untracked files and
+// directories still do not.
+func TestTrackedFilesInIgnoredDirectories(t *testing.T) {
+	h, _ := newHub(t)
+	root := t.TempDir()
+	gitInit(t, root)
+	mkfile(t, filepath.Join(root, ".gitignore"), "target/\nbuild/\n")
+	mkfile(t, filepath.Join(root, "target/tracked.rs"), "v1")
+	mkfile(t, filepath.Join(root, "build/deep/keep.txt"), "v1")
+	mkfile(t, filepath.Join(root, "build/other/out.o"), "untracked")
+	runGit(t, root, "add", "-f", ".gitignore", "target/tracked.rs", "build/deep/keep.txt")
+	runGit(t, root, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "tracked in ignored directories")
+	w := watchDir(t, h, root, Options{})
+	// root, target, build, build/deep; never build/other.
+	if got := w.Stats().Dirs; got != 4 {
+		t.Errorf("Dirs = %d, want 4", got)
+	}
+	mkfile(t, filepath.Join(root, "target/tracked.rs"), "v2")
+	mkfile(t, filepath.Join(root, "build/deep/keep.txt"), "v2")
+	mkfile(t, filepath.Join(root, "target/debug.o"), "untracked")
+	mkfile(t, filepath.Join(root, "build/deep/new.o"), "untracked")
+	mkfile(t, filepath.Join(root, "build/other/out.o"), "untracked, again")
+	mkfile(t, filepath.Join(root, "zz-marker"), "")
+	st := waitChanged(t, w, "zz-marker")
+	if want := []string{"build/deep/keep.txt", "target/tracked.rs", "zz-marker"}; !slices.Equal(st.FilesChanged, want) {
+		t.Errorf("FilesChanged = %q, want %q", st.FilesChanged, want)
+	}
+}
+
 func TestExtraIgnorePatterns(t *testing.T) {
 	h, _ := newHub(t)
 	root := t.TempDir()
