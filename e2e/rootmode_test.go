@@ -292,6 +292,11 @@ func TestRootDaemonActsWithTheUsersRights(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "work.txt"), []byte("the user's work\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		for _, f := range []string{".gitattributes", "work.txt"} {
+			if err := os.Lchown(filepath.Join(dir, f), u.uid, u.gid); err != nil {
+				t.Fatal(err)
+			}
+		}
 		r := u.ctl(t, d.sock, "start", dir, "--", "sleep", "30")
 		if r.code != 0 {
 			t.Fatalf("%v: %s", r.args, r.stderr)
@@ -323,6 +328,39 @@ func TestRootDaemonActsWithTheUsersRights(t *testing.T) {
 		if list.code != 0 || !strings.Contains(list.stdout, "work.txt") {
 			t.Errorf("checkpoints as the user: %s%s (want the checkpoint naming work.txt)", list.stdout, list.stderr)
 		}
+		// Root lists, measures and restores them too, with git run as the
+		// user whose project it is: no ownership check met, nothing made
+		// root's.
+		if list := d.ctl("checkpoints", dir); list.code != 0 || !strings.Contains(list.stdout, "work.txt") {
+			t.Errorf("checkpoints as root: %s", list)
+		}
+		if st := d.ctl("checkpoints", "--stats", dir); st.code != 0 {
+			t.Errorf("checkpoints --stats as root: %s", st)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "work.txt"), []byte("changed since\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var cps []struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal([]byte(d.mustCtl("--json", "checkpoints", dir)), &cps); err != nil || len(cps) == 0 {
+			t.Fatalf("checkpoints --json as root: %v", err)
+		}
+		if r := d.ctl("restore", dir, cps[len(cps)-1].ID); r.code != 0 {
+			t.Errorf("restore as root: %s", r)
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, "work.txt")); string(b) != "the user's work\n" {
+			t.Errorf("work.txt after root's restore: %q", b)
+		}
+		_ = filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if fi, err := os.Lstat(p); err == nil && fi.Sys().(*syscall.Stat_t).Uid != uint32(u.uid) {
+				t.Errorf("after root's checkpoints and restore, %s is owned by uid %d, not the user", p, fi.Sys().(*syscall.Stat_t).Uid)
+			}
+			return nil
+		})
 	})
 
 	t.Run("sessiond.toml linked to a root-only file", func(t *testing.T) {

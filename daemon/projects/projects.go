@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 
 	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/daemon/access"
@@ -115,7 +116,9 @@ func (d *Service) projectFor(c ipc.Caller, ref ipc.ProjectRef) (*state.Project, 
 	if dir == "" {
 		dir = ref.Dir
 	}
-	p, _, err := access.OpenProject(dir, c.UID)
+	// Root acts in a user's project as that user: what it writes there
+	// (the session state a restore updates) stays theirs.
+	p, _, err := access.OpenProject(dir, d.projectUser(c, dir))
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +223,7 @@ func (d *Service) ProjectCheckpoints(ctx context.Context, c ipc.Caller, p ipc.Pr
 		return nil, err
 	}
 	dir := proj.Dir()
-	cred, shadow := d.gitAccess(c)
+	cred, shadow := d.gitAccess(c, proj.Dir())
 	ctx, cancel := context.WithTimeout(ctx, checkpoint.DefaultTimeout)
 	defer cancel()
 	if opt.Prune > 0 {
@@ -266,7 +269,7 @@ func (d *Service) RestoreProject(ctx context.Context, c ipc.Caller, p ipc.Projec
 	}
 	ctx, cancel := context.WithTimeout(ctx, checkpoint.DefaultTimeout)
 	defer cancel()
-	cred, shadow := d.gitAccess(c)
+	cred, shadow := d.gitAccess(c, proj.Dir())
 	sp, _ := spec.Project(proj, d.defaults.Clone())
 	saved, restored, err := d.ckpt.Restore(ctx, checkpoint.RestoreRequest{
 		Dir: dir, Checkpoint: req.Checkpoint, MaxFileSize: int64(sp.CheckpointMaxFile), Ignore: sp.Watch.Ignore,
@@ -298,7 +301,7 @@ func (d *Service) CheckpointStats(ctx context.Context, c ipc.Caller, p ipc.Proje
 	if err != nil {
 		return nil, err
 	}
-	cred, shadow := d.gitAccess(c)
+	cred, shadow := d.gitAccess(c, proj.Dir())
 	sp, _ := spec.Project(proj, d.defaults.Clone())
 	ctx, cancel := context.WithTimeout(ctx, checkpoint.DefaultTimeout)
 	defer cancel()
@@ -316,12 +319,39 @@ func (d *Service) CheckpointStats(ctx context.Context, c ipc.Caller, p ipc.Proje
 	return out, nil
 }
 
-// gitAccess is how git runs for the caller's projects (session.GitAccess).
-func (d *Service) gitAccess(c ipc.Caller) (*checkpoint.Credential, string) {
-	owner, err := access.Owner(c.UID)
+// gitAccess is how git runs for the caller's project dir
+// (session.GitAccess): as the caller, or for root, as the user whose
+// project it is.
+func (d *Service) gitAccess(c ipc.Caller, dir string) (*checkpoint.Credential, string) {
+	owner, err := access.Owner(d.projectUser(c, dir))
 	if err != nil {
 		// projectFor has already refused an unknown user.
 		return nil, ""
 	}
 	return session.GitAccess(owner)
+}
+
+// projectUser is whom a call of c on the project dir acts as: the caller;
+// for root, the user of the project's latest session, else the owner of
+// the directory. Root's own git in a user's repository would meet git's
+// ownership check (and make root's files there).
+func (d *Service) projectUser(c ipc.Caller, dir string) int {
+	if !c.Root() {
+		return c.UID
+	}
+	uid := -1
+	for _, rec := range d.sessions.Records() {
+		if rec.ProjectDir == dir {
+			uid = rec.UID
+		}
+	}
+	if uid >= 0 {
+		return uid
+	}
+	if fi, err := state.FilesOf(nil).Stat(dir); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			return int(st.Uid)
+		}
+	}
+	return c.UID
 }
