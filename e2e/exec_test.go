@@ -228,6 +228,8 @@ func TestExecBadInput(t *testing.T) {
 		{[]string{dir, "--", "no-such-command-here"}, nil, 1, "not found"},
 		{[]string{"--timeout", "10s", "--warn-before", "30s", dir, "--", "true"}, nil, 1, "give a shorter warn_before (sessionctl start --warn-before)"},
 		{[]string{"/nonexistent/dir", "--", "true"}, nil, 2, "nonexistent"},
+		{[]string{"--bogus", dir, "--", "true"}, nil, 2, "unknown flag: --bogus"},
+		{[]string{"--count", "2", dir, "--", "true"}, nil, 2, "unknown flag: --count"},
 	} {
 		cmd := exec.CommandContext(ctx, sessiondBin, append([]string{"exec"}, tt.args...)...)
 		cmd.Env = append(cleanEnv(), tt.env...)

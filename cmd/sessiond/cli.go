@@ -75,6 +75,9 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// An unknown flag or a bad flag value is a usage error, exit 2, in
+	// every command (cobra asks the root for its children).
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{2, err} })
 	root.AddCommand(newRunCmd(), newExecCmd(), newConfigCmd(), newVersionCmd(), newHolderCmd(), newDoctorCmd(), newTokenCmd())
 	root.AddCommand(newServiceCmds()...)
 	root.AddCommand(manpage.Command(version))
