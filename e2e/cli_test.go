@@ -272,6 +272,11 @@ func TestStartAndStopBatches(t *testing.T) {
 	}
 	// The API's brief view is the record's end in a few fields; an
 	// unknown view is refused before anything stops.
+	for _, body := range []string{`{"all":true,"grace":"bogus"}`, `{"ids":["zzzz"],"grace":"-5s"}`} {
+		if resp, out := curl(t, d.sock, "POST", "/v1/sessions/stop", []byte(body)); resp.StatusCode != 400 || !strings.Contains(string(out), "grace") {
+			t.Errorf("a batch stop with a bad grace %s: %d %s, want 400 naming grace", body, resp.StatusCode, out)
+		}
+	}
 	if resp, body := curl(t, d.sock, "POST", "/v1/sessions/stop?view=short", []byte(`{"all":true}`)); resp.StatusCode != 400 || !strings.Contains(string(body), `view \"short\"`) {
 		t.Errorf("stop with view short: %d %s", resp.StatusCode, body)
 	}

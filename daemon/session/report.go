@@ -138,7 +138,7 @@ func ApplyBlockers(open, resolved []ipc.Blocker, seq int, rep ipc.Report) ([]ipc
 		id, _ := strconv.Atoi(strings.TrimPrefix(r, "#"))
 		i := slices.IndexFunc(open, func(b ipc.Blocker) bool { return b.ID == id })
 		if i < 0 {
-			return nil, nil, 0, ipc.NotFound("resolve: no open blocker #%d (sessionctl state lists them)", id)
+			return nil, nil, 0, ipc.BadRequest("resolve: no open blocker #%d (sessionctl state lists them)", id)
 		}
 		resolved = append(resolved, open[i])
 		open = slices.Delete(open, i, i+1)

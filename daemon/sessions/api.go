@@ -213,16 +213,9 @@ func (d *Service) StopSession(ctx context.Context, c ipc.Caller, id string, req 
 // stopSession stops s for c, a restart to follow or not, and returns
 // once its end is on disk.
 func (d *Service) stopSession(ctx context.Context, c ipc.Caller, s *session.Session, graceArg string, restart bool) (*ipc.Session, error) {
-	grace := time.Duration(-1)
-	if graceArg != "" {
-		g, err := config.ParseDuration(graceArg)
-		if err != nil {
-			return nil, ipc.BadRequest("grace: %w", err)
-		}
-		if g.Duration < 0 {
-			return nil, ipc.BadRequest("grace: want a duration of 0 or more, got %q", graceArg)
-		}
-		grace = g.Duration
+	grace, err := parseGrace(graceArg)
+	if err != nil {
+		return nil, err
 	}
 	if err := s.StopAsked(ctx, session.StopAsk{Reason: session.Interrupted, Grace: grace, By: c.UID, Restart: restart}); err != nil && !errors.Is(err, session.ErrEnded) {
 		return nil, err
@@ -537,4 +530,19 @@ func (d *Service) Follow(ctx context.Context, c ipc.Caller, id string) (*ipc.Ses
 		rec := s.Snapshot()
 		return &rec, nil
 	}
+}
+
+// parseGrace reads a stop's grace: -1 for none given (the spec's).
+func parseGrace(arg string) (time.Duration, error) {
+	if arg == "" {
+		return -1, nil
+	}
+	g, err := config.ParseDuration(arg)
+	if err != nil {
+		return 0, ipc.BadRequest("grace: %w", err)
+	}
+	if g.Duration < 0 {
+		return 0, ipc.BadRequest("grace: want a duration of 0 or more, got %q", arg)
+	}
+	return g.Duration, nil
 }

@@ -69,6 +69,9 @@ func (d *Service) StopSessions(ctx context.Context, c ipc.Caller, req ipc.StopBa
 	case len(ids) > ipc.MaxBatch:
 		return nil, ipc.BadRequest("a batch of %d sessions: at most %d", len(ids), ipc.MaxBatch)
 	}
+	if _, err := parseGrace(req.Grace); err != nil {
+		return nil, err
+	}
 	brief := false
 	switch req.View {
 	case "":

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -89,7 +90,23 @@ func New(svc ipc.Services, access AccessFunc, log *zap.Logger, opts ...Options) 
 		metrics: opt.Metrics, observe: opt.Observe,
 	}
 	s.register()
+	// A path the API has, asked with another method, is a 404 too (there
+	// is no 405), which says the methods it takes.
+	methods := map[string][]string{}
+	for p := range s.routes {
+		m, path, _ := strings.Cut(p, " ")
+		methods[path] = append(methods[path], m)
+	}
+	paths := http.NewServeMux()
+	for path := range methods {
+		slices.Sort(methods[path])
+		paths.HandleFunc(path, func(http.ResponseWriter, *http.Request) {})
+	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if _, p := paths.Handler(r); p != "" {
+			writeError(w, ipc.NotFound("no such endpoint: %s %s (it takes %s)", r.Method, r.URL.Path, strings.Join(methods[p], ", ")))
+			return
+		}
 		writeError(w, ipc.NotFound("no such endpoint: %s %s (the API is under /%s)", r.Method, r.URL.Path, ipc.APIVersion))
 	})
 	s.http = &http.Server{

@@ -281,20 +281,23 @@ func TestBadRequests(t *testing.T) {
 		name, method, path, body string
 		status                   int
 		code                     string
+		says                     string
 	}{
-		{"malformed json", "POST", "/v1/sessions", "{bad", 400, ipc.CodeBadRequest},
-		{"unknown field", "POST", "/v1/sessions", `{"dir":"/","bogus":1}`, 400, ipc.CodeBadRequest},
-		{"wrong type", "POST", "/v1/sessions", `{"dir":3}`, 400, ipc.CodeBadRequest},
-		{"trailing data", "POST", "/v1/sessions", `{"dir":"/"} {}`, 400, ipc.CodeBadRequest},
-		{"too large", "POST", "/v1/sessions", `{"dir":"` + strings.Repeat("x", MaxBodySize) + `"}`, 413, ipc.CodeTooLarge},
-		{"unknown route", "GET", "/v1/nope", "", 404, ipc.CodeNotFound},
-		{"no version", "GET", "/sessions", "", 404, ipc.CodeNotFound},
-		{"wrong method", "DELETE", "/v1/version", "", 404, ipc.CodeNotFound},
-		{"bad tail", "GET", "/v1/sessions/x/logs?tail=-1", "", 400, ipc.CodeBadRequest},
-		{"bad all", "GET", "/v1/sessions?all=maybe", "", 400, ipc.CodeBadRequest},
-		{"bad view", "GET", "/v1/sessions?view=wide", "", 400, ipc.CodeBadRequest},
-		{"bad prune", "GET", "/v1/projects/abc/checkpoints?prune=x", "", 400, ipc.CodeBadRequest},
-		{"bad format", "GET", "/v1/projects/abc/session?dir=/p&format=xml", "", 400, ipc.CodeBadRequest},
+		{"malformed json", "POST", "/v1/sessions", "{bad", 400, ipc.CodeBadRequest, ""},
+		{"unknown field", "POST", "/v1/sessions", `{"dir":"/","bogus":1}`, 400, ipc.CodeBadRequest, ""},
+		{"wrong type", "POST", "/v1/sessions", `{"dir":3}`, 400, ipc.CodeBadRequest, ""},
+		{"trailing data", "POST", "/v1/sessions", `{"dir":"/"} {}`, 400, ipc.CodeBadRequest, ""},
+		{"too large", "POST", "/v1/sessions", `{"dir":"` + strings.Repeat("x", MaxBodySize) + `"}`, 413, ipc.CodeTooLarge, ""},
+		{"unknown route", "GET", "/v1/nope", "", 404, ipc.CodeNotFound, "the API is under /v1"},
+		{"no version", "GET", "/sessions", "", 404, ipc.CodeNotFound, "the API is under /v1"},
+		{"wrong method", "DELETE", "/v1/version", "", 404, ipc.CodeNotFound, "(it takes GET)"},
+		{"wrong method on a path of two", "PUT", "/v1/sessions", "", 404, ipc.CodeNotFound, "(it takes GET, POST)"},
+		{"wrong method on a pattern", "PUT", "/v1/sessions/abc/stop", "", 404, ipc.CodeNotFound, "(it takes POST)"},
+		{"bad tail", "GET", "/v1/sessions/x/logs?tail=-1", "", 400, ipc.CodeBadRequest, ""},
+		{"bad all", "GET", "/v1/sessions?all=maybe", "", 400, ipc.CodeBadRequest, ""},
+		{"bad view", "GET", "/v1/sessions?view=wide", "", 400, ipc.CodeBadRequest, ""},
+		{"bad prune", "GET", "/v1/projects/abc/checkpoints?prune=x", "", 400, ipc.CodeBadRequest, ""},
+		{"bad format", "GET", "/v1/projects/abc/session?dir=/p&format=xml", "", 400, ipc.CodeBadRequest, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -308,6 +311,9 @@ func TestBadRequests(t *testing.T) {
 			}
 			if tt.code != "" && eb.Code != tt.code {
 				t.Errorf("body = %s, want code %s", body, tt.code)
+			}
+			if !strings.Contains(eb.Error, tt.says) {
+				t.Errorf("body = %s, want it to say %q", body, tt.says)
 			}
 			if got := resp.Header.Get(ipc.VersionHeader); got != "test" {
 				t.Errorf("%s header = %q, want test", ipc.VersionHeader, got)
