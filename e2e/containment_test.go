@@ -173,6 +173,28 @@ func TestContainedStopLeavesNothingEscaped(t *testing.T) {
 	cgroupGone(t, rec.Cgroup.Path)
 }
 
+// A process that leaves the session's cgroup (root's may: a write to
+// another cgroup's cgroup.procs) and ignores the stop signal, but stays in
+// the command's process group, is killed at the end all the same.
+func TestContainedStopKillsWhatLeftItsCgroup(t *testing.T) {
+	d, c := containedDaemon(t, "")
+	dir := project(t)
+	procs := filepath.Join(mountOf(c.Path), "cgroup.procs")
+	id := d.start("--stop-grace", "1s", dir, "--", "sh", "-c",
+		`sh -c 'trap "" TERM; echo $$ > `+procs+`; exec sleep 7305' & sleep 7306`)
+	var left []int
+	waitFor(t, 10*time.Second, "the sleep that left its cgroup to run", func() (bool, string) {
+		left = procsRunning("sleep", "7305")
+		return len(left) == 1 && cgroupOf(t, left[0]) == "/", fmt.Sprint(left)
+	})
+	d.mustCtl("stop", id)
+	d.waitEnded(id, 10*time.Second)
+	waitFor(t, 5*time.Second, "the sleep that left its cgroup to be killed", func() (bool, string) {
+		left = procsRunning("sleep", "7305")
+		return len(left) == 0, fmt.Sprint(left)
+	})
+}
+
 // Ended sessions' cgroups, and those of starts that failed, are removed
 // once ends pause, and a daemon stopped before that removes them as it
 // stops: nothing of its cgroups is left, its own included.

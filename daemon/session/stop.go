@@ -2,10 +2,12 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 
 	"github.com/sessiond/sessiond/daemon/proc"
 	"github.com/sessiond/sessiond/ipc"
@@ -143,10 +145,23 @@ func (s *Session) killAll() {
 	defer cancel()
 	if s.killContained(ctx) {
 		// The leader, the daemon's child, is reaped by the reaper; its
-		// cgroup holds nothing more.
-		return
+		// cgroup holds nothing more. A process that left the cgroup (a
+		// root session's may) but is still in the command's process
+		// group is found as without a cgroup, each proven the session's:
+		// looked for only while the group has a member, one signal 0.
+		if s.child == nil || !groupHasMembers(s.child.PID) {
+			return
+		}
 	}
 	if left := proc.KillSession(ctx, s.id, s.child, !s.adopted); len(left) > 0 {
 		s.logger().Error("processes of the session survived SIGKILL", zap.Ints("pids", left))
 	}
+}
+
+// groupHasMembers reports whether a process group pgid has a process left.
+func groupHasMembers(pgid int) bool {
+	if pgid <= 1 {
+		return false
+	}
+	return !errors.Is(unix.Kill(-pgid, 0), unix.ESRCH)
 }
