@@ -896,3 +896,32 @@ func TestAgentStateOneTruth(t *testing.T) {
 	}
 	d.mustCtl("stop", id)
 }
+
+// TestAgentWarningsOnceAcrossACrash: a session given its deadline's
+// warning and then a waiting warning is given neither again by the daemon
+// that adopts it after a crash (the record's last warning is the waiting
+// one; the deadline's must not be taken for not given).
+func TestAgentWarningsOnceAcrossACrash(t *testing.T) {
+	state, sock := filepath.Join(t.TempDir(), "state"), newSocketPath(t)
+	d := startDaemonAt(t, state, sock)
+	dir := project(t)
+	a := newAgentSetup(t, "prompt,ask,hang")
+	id := d.start(append(a.flags, "--timeout", "60s", "--warn-before", "57s", "--waiting-timeout", "10s",
+		"--on-warning", "echo warned >> warnings.txt", dir, "--", "claude", "-p", "deploy")...)
+	warnings := func() int {
+		b, _ := os.ReadFile(filepath.Join(dir, "warnings.txt"))
+		return strings.Count(string(b), "warned\n")
+	}
+	waitFor(t, 20*time.Second, "the deadline's and the waiting warnings", func() (bool, string) {
+		rec := d.agentRecord(id)
+		return warnings() == 2 && rec.Warning != nil && rec.Warning.Reason == "waiting", fmt.Sprint(warnings(), rec.Warning)
+	})
+	d.kill9()
+	d = startDaemonAt(t, state, sock)
+	// The hooks a second warning would run come at the adoption.
+	sleepUntil(time.Now().Add(2 * time.Second))
+	if n := warnings(); n != 2 {
+		t.Errorf("%d warnings given, want 2: the daemon that adopted the session warned it again", n)
+	}
+	d.mustCtl("stop", id)
+}

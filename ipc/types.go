@@ -107,6 +107,10 @@ type Session struct {
 	EnvKeys []string `json:"env_keys,omitempty"`
 	// Warning records what happened at the warning time.
 	Warning *Warning `json:"warning,omitempty"`
+	// DeadlineWarned says the deadline's warning was given for the
+	// present warn_at (another warning, waiting's, may have come since):
+	// a daemon that adopts the session gives it no second time.
+	DeadlineWarned bool `json:"deadline_warned,omitempty"`
 	// Stop is the stop under way, in the record before its first signal:
 	// a daemon that restarts in the middle of it finishes it.
 	Stop *StopIntent `json:"stop,omitempty"`

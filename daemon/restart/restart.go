@@ -116,6 +116,34 @@ func (r *Restarter) fire(old *session.Session, rec ipc.Session, history []time.T
 		Data:    []byte(fmt.Sprintf(`{"restart_of":%q}`, old.ID())), Time: r.clock.Now()})
 }
 
+// Cancel drops the pending restart of the ended session id, if any, and
+// reports whether there was one: a user's stop ends the chain.
+func (r *Restarter) Cancel(id string) bool {
+	r.mu.Lock()
+	t, ok := r.pending[id]
+	if ok {
+		t.Stop()
+		delete(r.pending, id)
+	}
+	r.mu.Unlock()
+	if ok {
+		r.settle()
+		r.log.Info("restart cancelled by a stop", zap.String("session", id))
+	}
+	return ok
+}
+
+// PendingIDs returns the ended sessions whose restart is to come.
+func (r *Restarter) PendingIDs() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := make([]string, 0, len(r.pending))
+	for id := range r.pending {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
 // settle wakes those who wait for a pending restart.
 func (r *Restarter) settle() {
 	r.mu.Lock()

@@ -68,7 +68,7 @@ func (s *Session) onLimit(l agent.Limit, source string) (stop bool) {
 			pause := lim.ContinueAt.Sub(lim.Since).Round(time.Second)
 			if by := pause - time.Duration(lim.PausedSeconds)*time.Second; by > 0 {
 				s.timeline = s.timeline.extend(by, now)
-				s.rec.Deadline, s.rec.WarnAt = s.timeline.deadline, s.timeline.warnAt
+				s.rec.Deadline, s.rec.WarnAt, s.rec.DeadlineWarned = s.timeline.deadline, s.timeline.warnAt, s.timeline.warned
 				lim.PausedSeconds = int64(pause / time.Second)
 			}
 		}

@@ -150,7 +150,7 @@ func (s *Session) arm(sv *supervision) {
 func (s *Session) onDue(what due) bool {
 	switch what {
 	case dueWarn:
-		s.timeline.warned = true
+		s.timeline.warned, s.rec.DeadlineWarned = true, true
 		s.warn()
 	case dueDeadline:
 		s.beginStop(Timeout, -1)
@@ -194,10 +194,16 @@ func (s *Session) onDue(what due) bool {
 func (s *Session) resetTimeline() {
 	s.timeline = timeline{
 		deadline: s.rec.Deadline, warnAt: s.rec.WarnAt, warnBefore: s.spec.WarnBefore.Duration,
-		warned:      s.rec.State == ipc.StateWarned && (s.rec.Warning == nil || s.rec.Warning.Reason != warnWaiting && s.rec.Warning.Reason != warnBudget && s.rec.Warning.Reason != warnMemory && s.rec.Warning.Reason != warnStalled),
+		warned: s.rec.DeadlineWarned ||
+			// A record of a daemon that kept no DeadlineWarned: the last
+			// warning's.
+			s.rec.State == ipc.StateWarned && (s.rec.Warning == nil || s.rec.Warning.Reason != warnWaiting && s.rec.Warning.Reason != warnBudget && s.rec.Warning.Reason != warnMemory && s.rec.Warning.Reason != warnStalled),
 		idle:        s.spec.IdleTimeout.Duration,
 		waitTimeout: s.spec.WaitingTimeout.Duration, waitingSince: s.timeline.waitingSince,
-		readAt: s.timeline.readAt, continueAt: s.timeline.continueAt,
+		// The waiting warning given for this wait, before a daemon's
+		// restart, is not given again.
+		waitWarned: !s.timeline.waitingSince.IsZero() && s.rec.Warning != nil && s.rec.Warning.Reason == warnWaiting && !s.rec.Warning.At.Before(s.timeline.waitingSince),
+		readAt:     s.timeline.readAt, continueAt: s.timeline.continueAt,
 		stall: s.spec.StallTimeout.Duration, progressAt: s.timeline.progressAt, stalled: s.timeline.stalled,
 	}
 	if s.timeline.progressAt.IsZero() {

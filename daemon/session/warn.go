@@ -129,7 +129,7 @@ func (s *Session) extend(by time.Duration, byAgent bool) (ipc.Session, error) {
 		s.rec.Agent.ExtendedSeconds += int64(by / time.Second)
 	}
 	s.timeline = s.timeline.extend(by, now)
-	s.rec.Deadline, s.rec.WarnAt = s.timeline.deadline, s.timeline.warnAt
+	s.rec.Deadline, s.rec.WarnAt, s.rec.DeadlineWarned = s.timeline.deadline, s.timeline.warnAt, s.timeline.warned
 	deadlineWarning := s.rec.Warning == nil || s.rec.Warning.Reason == "" || s.rec.Warning.Reason == warnDeadline
 	if s.rec.State == ipc.StateWarned && !s.timeline.warned && deadlineWarning {
 		s.rec.State = ipc.StateRunning

@@ -220,6 +220,11 @@ func (d *Service) stopSession(ctx context.Context, c ipc.Caller, s *session.Sess
 	if err := s.StopAsked(ctx, session.StopAsk{Reason: session.Interrupted, Grace: grace, By: c.UID, Restart: restart}); err != nil && !errors.Is(err, session.ErrEnded) {
 		return nil, err
 	}
+	if !restart {
+		// Ended already, its restart policy's successor waiting out its
+		// backoff: the stop ends the chain.
+		d.restarts.Cancel(s.ID())
+	}
 	select {
 	case <-s.Done():
 	case <-s.Exited():

@@ -80,6 +80,14 @@ func (d *Service) StopSessions(ctx context.Context, c ipc.Caller, req ipc.StopBa
 	default:
 		return nil, ipc.BadRequest("view %q: want %q or none", req.View, ipc.StopViewBrief)
 	}
+	if req.All {
+		// And the chains between a session and its successor.
+		for _, id := range d.restarts.PendingIDs() {
+			if s := d.reg.Get(id); s != nil && registry.Visible(c, s) {
+				d.restarts.Cancel(id)
+			}
+		}
+	}
 	defer d.relax(len(ids))()
 	out := make([]ipc.StopResult, len(ids))
 	var wg sync.WaitGroup
