@@ -84,6 +84,29 @@ func TestRestartChainIsOneRow(t *testing.T) {
 	}
 }
 
+// TestStopEndsARestartChain: a stop of a session that ended and waits out
+// its restart policy's backoff, by its id or with stop --all, cancels the
+// restart: no successor comes.
+func TestStopEndsARestartChain(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	for _, how := range []string{"id", "all"} {
+		dir := project(t)
+		id := d.start("--restart", "always", "--checkpoint", "", dir, "--", "sh", "-c", "sleep 0.2; exit 1")
+		d.waitEnded(id, 10*time.Second)
+		if how == "id" {
+			d.mustCtl("stop", id)
+		} else {
+			d.mustCtl("stop", "--all")
+		}
+		// The restart was due a second after the end.
+		sleepUntil(time.Now().Add(2500 * time.Millisecond))
+		if all := strings.Fields(d.mustCtl("ps", "-a", "-q", "--chains", "-f", "project="+filepath.Base(dir))); len(all) != 1 {
+			t.Errorf("stop (%s) during the restart's backoff: the chain is %v, want the one session", how, all)
+		}
+	}
+}
+
 // TestRestartChainSurvivesDaemonRestart: the chain is the records', so a
 // session restarted once is refused a second restart by the next daemon
 // too, exactly as by the one that restarted it.
