@@ -2,6 +2,8 @@ package notify
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"time"
@@ -35,7 +37,7 @@ func (s *commandSink) send(ctx context.Context, d *delivery) error {
 		// The session's log exists; a notification never creates it.
 		if f, err := os.OpenFile(ev.LogPath, os.O_WRONLY|os.O_APPEND, 0); err == nil {
 			defer f.Close()
-			p.output = f
+			p.output = &cappedWriter{w: f, left: maxCommandOutput}
 		}
 	}
 	_, err = p.run(ctx)
@@ -72,4 +74,35 @@ func eventEnv(p *Payload) []string {
 		"SESSIOND_TITLE=" + p.Title,
 		"SESSIOND_LINK=" + p.Link,
 	}
+}
+
+// maxCommandOutput bounds what one notification command appends to its
+// session's log: after the session's end nothing rotates the log, and a
+// command that prints without end would fill the disk until its timeout.
+const maxCommandOutput = 1 << 20
+
+// cappedWriter passes on the first left bytes, then one line that says
+// the rest was dropped, and takes the rest in silence (the command is not
+// cut off by a broken pipe).
+type cappedWriter struct {
+	w       io.Writer
+	left    int
+	dropped bool
+}
+
+func (c *cappedWriter) Write(p []byte) (int, error) {
+	if len(p) <= c.left {
+		c.left -= len(p)
+		_, err := c.w.Write(p)
+		return len(p), err
+	}
+	if c.left > 0 {
+		_, _ = c.w.Write(p[:c.left])
+		c.left = 0
+	}
+	if !c.dropped {
+		c.dropped = true
+		_, _ = fmt.Fprintf(c.w, "\n[sessiond: the notification command's output past %d MiB is dropped]\n", maxCommandOutput>>20)
+	}
+	return len(p), nil
 }

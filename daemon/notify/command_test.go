@@ -271,6 +271,38 @@ func TestCommandOutputToLog(t *testing.T) {
 	}
 }
 
+// TestCommandOutputToLogIsBounded: a command that prints without end adds
+// at most maxCommandOutput to the session's log, then a line that says the
+// rest was dropped; it is not cut off for it, and exits as it would.
+func TestCommandOutputToLogIsBounded(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "output.log")
+	if err := os.WriteFile(log, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := newNotifier(t, nil, Options{})
+	ev := SampleEvent()
+	ev.LogPath = log
+	rule := config.NotifyRule{On: []string{"ended"}, Command: []string{"sh", "-c", `head -c 5000000 /dev/zero | tr '\0' y; echo; echo done`}}
+	if err := n.Test(context.Background(), rule, FromDaemon, ev); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(log)
+	const note = "\n[sessiond: the notification command's output past 1 MiB is dropped]\n"
+	if len(b) != maxCommandOutput+len(note) || !strings.HasSuffix(string(b), note) || strings.Count(string(b), "y") != maxCommandOutput {
+		t.Errorf("the log holds %d bytes ending %q, want %d bytes of output and the note", len(b), b[max(0, len(b)-80):], maxCommandOutput)
+	}
+}
+
+// TestCommandKilledSaysBySignal: a command killed by a signal says which,
+// by its name.
+func TestCommandKilledSaysBySignal(t *testing.T) {
+	n, _ := newNotifier(t, nil, Options{})
+	err := n.Test(context.Background(), config.NotifyRule{On: []string{"ended"}, Command: []string{"sh", "-c", "kill -9 $$"}}, FromDaemon, Event{})
+	if err == nil || !strings.Contains(err.Error(), "killed by SIGKILL") {
+		t.Errorf("Test = %v, want killed by SIGKILL", err)
+	}
+}
+
 // TestProjectRuleNeedsOwner: a root daemon never runs a project's command
 // as root because an event came without its owner.
 func TestProjectRuleNeedsOwner(t *testing.T) {

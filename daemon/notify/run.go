@@ -5,11 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sessiond/sessiond/daemon/proc"
 	"github.com/sessiond/sessiond/daemon/state"
@@ -33,7 +36,7 @@ type process struct {
 	// files looks the command up with the rights it runs with.
 	files   state.Files
 	stdin   []byte
-	output  *os.File // nil: the output is kept (its tail) and returned
+	output  io.Writer // nil: the output is kept (its tail) and returned
 	keep    int      // bytes of output kept; 0 means outputTail
 	timeout time.Duration
 }
@@ -86,7 +89,7 @@ func (p *process) run(ctx context.Context) ([]byte, error) {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return out, fmt.Errorf("%s: killed by %s%s", p.argv[0], ws.Signal(), outputSuffix(out))
+			return out, fmt.Errorf("%s: killed by %s%s", p.argv[0], unix.SignalName(ws.Signal()), outputSuffix(out))
 		}
 		return out, fmt.Errorf("%s: exit status %d%s", p.argv[0], ee.ExitCode(), outputSuffix(out))
 	}
