@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
@@ -118,13 +120,18 @@ func (m *Metrics) Observe(ev ipc.Event) {
 	switch ev.Type {
 	case ipc.EventStarted:
 		m.starts.c.Inc()
+		if m.isRestart(ev) {
+			m.restarts.c.Inc()
+		}
 	case ipc.EventFailed:
 		m.startFailures.c.Inc()
-	case ipc.EventRestarted:
-		m.restarts.c.Inc()
 	case ipc.EventWarned:
+		rec, ok := m.session(ev)
+		if ok && rec.Warning != nil && rec.Warning.Reason != "" && rec.Warning.Reason != ipc.WarnDeadline {
+			return // a wait, a budget, ...: no deadline's warning
+		}
 		m.warnings.c.Inc()
-		if rec, ok := m.session(ev); ok && !rec.WarnAt.IsZero() {
+		if ok && !rec.WarnAt.IsZero() {
 			m.warningLate.Observe(late(ev.Time, rec.WarnAt))
 		}
 	case ipc.EventStopping:
@@ -141,6 +148,26 @@ func (m *Metrics) Observe(ev ipc.Event) {
 			m.handoff.Observe(late(ev.Time, *rec.EndedAt))
 		}
 	}
+}
+
+// isRestart reports whether a started event is of a restart, by the
+// restart policy or sessionctl restart: a successor whose restart count
+// is its predecessor's plus one (a usage limit's continuation keeps it).
+// Only a start that has a predecessor is looked at further.
+func (m *Metrics) isRestart(ev ipc.Event) bool {
+	i := bytes.Index(ev.Data, []byte(`"restart_of":"`))
+	if i < 0 || len(ev.Data) <= i+14 || ev.Data[i+14] == '"' {
+		return false
+	}
+	var rec struct {
+		RestartOf string `json:"restart_of"`
+		Restarts  int    `json:"restarts"`
+	}
+	if json.Unmarshal(ev.Data, &rec) != nil || m.src.Session == nil {
+		return false
+	}
+	prev, ok := m.src.Session(rec.RestartOf)
+	return ok && rec.Restarts == prev.Restarts+1
 }
 
 func (m *Metrics) session(ev ipc.Event) (ipc.Session, bool) {

@@ -21,6 +21,8 @@ func TestObserveEvents(t *testing.T) {
 	old := t0.Add(-time.Hour)
 	recs := map[string]ipc.Session{
 		"w":   {ID: "w", State: ipc.StateWarned, WarnAt: t0},
+		"ww":  {ID: "ww", State: ipc.StateWarned, WarnAt: t0.Add(time.Hour), Warning: &ipc.Warning{Reason: "waiting"}},
+		"r0":  {ID: "r0", State: ipc.StateEnded, Restarts: 1},
 		"s":   {ID: "s", State: ipc.StateStopping, EndReason: ipc.EndTimeout, Deadline: t0},
 		"i":   {ID: "i", State: ipc.StateStopping, EndReason: ipc.EndInterrupted, Deadline: t0},
 		"e":   {ID: "e", State: ipc.StateEnded, EndReason: ipc.EndComplete, EndedAt: &ended},
@@ -32,8 +34,14 @@ func TestObserveEvents(t *testing.T) {
 		{Type: ipc.EventStarted, SessionID: "w"},
 		{Type: ipc.EventStarted, SessionID: "s"},
 		{Type: ipc.EventFailed},
-		{Type: ipc.EventRestarted, SessionID: "s"},
+		// A restart (by its policy, or sessionctl restart's: no event of
+		// its own) and a usage limit's continuation (its restarts kept).
+		{Type: ipc.EventStarted, SessionID: "r1", Data: []byte(`{"id":"r1","restart_of":"r0","restarts":2}`)},
+		{Type: ipc.EventRestarted, SessionID: "r1"},
+		{Type: ipc.EventStarted, SessionID: "c1", Data: []byte(`{"id":"c1","restart_of":"r0","restarts":1}`)},
 		{Type: ipc.EventWarned, SessionID: "w", Time: t0.Add(20 * time.Millisecond)},
+		// A waiting warning is no deadline's.
+		{Type: ipc.EventWarned, SessionID: "ww", Time: t0},
 		{Type: ipc.EventStopping, SessionID: "s", Time: t0.Add(3 * time.Millisecond)},
 		{Type: ipc.EventStopping, SessionID: "i", Time: t0.Add(time.Hour)},
 		{Type: ipc.EventEnded, SessionID: "e", Time: ended.Add(15 * time.Millisecond)},
@@ -46,7 +54,7 @@ func TestObserveEvents(t *testing.T) {
 	for name, tc := range map[string]struct {
 		got, want float64
 	}{
-		"starts":           {counterValue(t, m, "sessiond_session_starts_total"), 2},
+		"starts":           {counterValue(t, m, "sessiond_session_starts_total"), 4},
 		"start failures":   {counterValue(t, m, "sessiond_session_start_failures_total"), 1},
 		"restarts":         {counterValue(t, m, "sessiond_session_restarts_total"), 1},
 		"warnings":         {counterValue(t, m, "sessiond_session_warnings_total"), 1},
