@@ -575,3 +575,43 @@ func TestTerminalStopsUnderNohup(t *testing.T) {
 		}
 	}
 }
+
+// TestTerminalAttachKeepsTheViewersTerminal: what a session prints can
+// draw on the attached terminal but not act past its screen: its clipboard
+// is neither written nor read (OSC 52), its title is not set; and a
+// detach leaves the modes the session set (scroll region, autowrap,
+// insert mode) as they were.
+func TestTerminalAttachKeepsTheViewersTerminal(t *testing.T) {
+	x := newTmux(t)
+	d := startDaemon(t)
+	dir := project(t)
+	id := d.start("--tty", "--stop-grace", "1s", "--env", "PS1=tw$ ", dir, "--", "bash", "--norc", "--noprofile", "-i")
+	d.waitScreen(id, "tw$")
+	w := x.shell("viewer", 100, 30)
+	x.run("set-option", "-g", "set-clipboard", "on")
+	x.run("set-buffer", "-b", "mine", "the viewer's clipboard")
+	x.run("select-pane", "-t", w, "-T", "the viewer's title")
+	x.typeLine(w, sessionctlBin+" --socket "+d.sock+" attach "+id)
+	x.waitPane(w, "tw$")
+
+	// Written in pieces, so that no line of the pane echoes the sequences.
+	x.typeLine(w, `e=$(printf '\033'); b=$(printf '\007'); printf '%s]52;c;%s%s%s]0;PWNED%s' $e $(printf 'rm -rf ~' | base64) $b $e $b; echo drawn`)
+	x.waitPane(w, "drawn")
+	x.typeLine(w, `printf '%s]52;c;?%s'  $e $b; IFS= read -t2 -rs -d $b got; echo "read=[${got}]"`)
+	x.waitPane(w, "read=[]")
+	x.typeLine(w, `printf '%s[3;10r%s[?7l%s[4h'  $e $e $e; echo modes`)
+	x.waitPane(w, "modes")
+	x.pressUntil(w, "C-]", "[detached from "+id)
+
+	if bufs := x.run("list-buffers"); strings.Contains(bufs, "rm -rf") {
+		t.Errorf("the session wrote the viewer's clipboard:\n%s", bufs)
+	}
+	if title := x.run("display-message", "-p", "-t", w, "#{pane_title}"); strings.Contains(title, "PWNED") {
+		t.Errorf("the session set the viewer's title: %s", title)
+	}
+	modes := x.run("display-message", "-p", "-t", w, "#{scroll_region_upper},#{scroll_region_lower},#{wrap_flag},#{insert_flag}")
+	if strings.TrimSpace(modes) != "0,29,1,0" {
+		t.Errorf("after the detach the viewer's scroll region, wrap and insert flags are %q, want 0,29,1,0", strings.TrimSpace(modes))
+	}
+	d.mustCtl("stop", id)
+}

@@ -68,8 +68,11 @@ type Options struct {
 
 // restoreSeq puts the user's terminal back after the session's program
 // may have changed it: attributes, cursor, cursor keys, keypad, mouse,
-// focus reports and bracketed paste.
-const restoreSeq = "\x1b[0m\x1b[?25h\x1b[?1l\x1b>\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1004l\x1b[?2004l"
+// focus reports, bracketed paste, the character set, insert mode,
+// autowrap, origin mode and the scroll region (the whole screen again,
+// the cursor kept where it was).
+const restoreSeq = "\x1b[0m\x1b[?25h\x1b[?1l\x1b>\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1004l\x1b[?2004l" +
+	"\x1b(B\x0f\x1b[4l\x1b[?7h\x1b[?6l\x1b7\x1b[r\x1b8"
 
 // Run joins the user's terminal to the stream on conn until the user
 // detaches, the session's command ends, the stream breaks or ctx is done.
@@ -164,6 +167,8 @@ type attachment struct {
 	// Written by readStream only, read after it has ended.
 	alt     altTracker
 	lastErr error
+	filter  outputFilter
+	shown   []byte // the filtered output, reused
 }
 
 func (a *attachment) end(r Result) {
@@ -209,8 +214,9 @@ func (a *attachment) readStream() {
 		}
 		switch f.Type {
 		case ipc.TermFrameData:
-			a.alt.scan(f.Payload)
-			if _, err := a.opt.Out.Write(f.Payload); err != nil {
+			a.shown = a.filter.filter(a.shown[:0], f.Payload)
+			a.alt.scan(a.shown)
+			if _, err := a.opt.Out.Write(a.shown); err != nil {
 				a.end(Result{Reason: Lost, Err: fmt.Errorf("write to the terminal: %w", err)})
 				return
 			}
