@@ -37,7 +37,7 @@ type process struct {
 	files   state.Files
 	stdin   []byte
 	output  io.Writer // nil: the output is kept (its tail) and returned
-	keep    int      // bytes of output kept; 0 means outputTail
+	keep    int       // bytes of output kept; 0 means outputTail
 	timeout time.Duration
 }
 

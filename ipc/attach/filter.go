@@ -29,11 +29,11 @@ type outputFilter struct {
 type filterState uint8
 
 const (
-	fGround filterState = iota
-	fEsc                // after ESC
-	fCSI                // in a CSI sequence
-	fString             // in an OSC, DCS, SOS, PM or APC string
-	fStringEsc          // an ESC in a string: \ ends it
+	fGround    filterState = iota
+	fEsc                   // after ESC
+	fCSI                   // in a CSI sequence
+	fString                // in an OSC, DCS, SOS, PM or APC string
+	fStringEsc             // an ESC in a string: \ ends it
 )
 
 // maxSeq bounds a sequence held whole (a CSI's parameters, an OSC kept);
