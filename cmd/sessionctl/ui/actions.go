@@ -542,16 +542,26 @@ func startRequest(s *ipc.Session) (ipc.StartRequest, []string) {
 		}
 	}
 	flag("name", s.Name)
+	if s.TTY {
+		tty := true
+		req.TTY = &tty
+		args = append(args, "--tty")
+	}
 	if sp := s.Spec; sp != nil {
 		if len(sp.Command) > 0 {
 			req.Command = sp.Command
 		}
 		req.Timeout = flagDuration(sp.Timeout.Duration)
-		req.WarnBefore = flagDuration(sp.WarnBefore.Duration)
+		if !sp.WarnBeforeAuto {
+			req.WarnBefore = flagDuration(sp.WarnBefore.Duration)
+		}
 		req.WarnSignal = sp.WarnSignal.Name
 		req.WarnSignalForce = sp.WarnSignalForce
 		req.OnWarning = sp.OnWarning
-		req.StopSignal = sp.StopSignal.Name
+		if !sp.StopSignalAuto {
+			// One nobody gave (SIGHUP for a terminal's) is chosen again.
+			req.StopSignal = sp.StopSignal.Name
+		}
 		req.StopGrace = flagDuration(sp.StopGrace.Duration)
 		if sp.IdleTimeout.Duration > 0 {
 			req.IdleTimeout = flagDuration(sp.IdleTimeout.Duration)

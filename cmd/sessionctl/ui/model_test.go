@@ -544,7 +544,7 @@ func TestStartRequestKeepsTheSpec(t *testing.T) {
 	}
 	req, args := startRequest(&s)
 	got := commandLine(args)
-	want := "start --name alpha --timeout 4h --warn-before 30m --stop-signal SIGTERM --stop-grace 30s --checkpoint '@every 5m' --restart on-failure /home/dev/src/shop -- claude -p 'fix the cart'"
+	want := "start --name alpha --tty --timeout 4h --warn-before 30m --stop-signal SIGTERM --stop-grace 30s --checkpoint '@every 5m' --restart on-failure /home/dev/src/shop -- claude -p 'fix the cart'"
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
@@ -564,6 +564,29 @@ func TestStartRequestKeepsTheSpec(t *testing.T) {
 	m = send(t, m, recordMsg{id: born.ID, s: &born})
 	if m.selected != "f0000000" {
 		t.Errorf("the new session should be selected once listed, selected %q", m.selected)
+	}
+}
+
+// TestStartRequestOfATerminalSession: n on a terminal session starts one
+// on a terminal again, and a stop signal or warning nobody gave (SIGHUP for
+// a terminal, a warning fitted to the timeout) is chosen again, not
+// written out.
+func TestStartRequestOfATerminalSession(t *testing.T) {
+	s := fixture()[0]
+	s.TTY = true
+	hup, _ := config.ParseSignal("SIGHUP")
+	s.Spec = &config.Spec{
+		Command: []string{"bash", "-i"}, Timeout: config.Duration{Duration: time.Hour},
+		WarnBefore: config.Duration{Duration: 15 * time.Minute}, WarnBeforeAuto: true, StopSignal: hup, StopSignalAuto: true,
+		StopGrace: config.Duration{Duration: 30 * time.Second}, Checkpoint: "",
+	}
+	req, args := startRequest(&s)
+	want := "start --name alpha --tty --timeout 1h --stop-grace 30s --checkpoint '' /home/dev/src/shop -- bash -i"
+	if got := commandLine(args); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	if req.TTY == nil || !*req.TTY || req.StopSignal != "" || req.WarnBefore != "" {
+		t.Errorf("request %+v: want a terminal, no stop signal, no warn_before", req)
 	}
 }
 
