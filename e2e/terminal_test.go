@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -599,6 +600,16 @@ func TestTerminalAttachKeepsTheViewersTerminal(t *testing.T) {
 	x.waitPane(w, "drawn")
 	x.typeLine(w, `printf '%s]52;c;?%s'  $e $b; IFS= read -t2 -rs -d $b got; echo "read=[${got}]"`)
 	x.waitPane(w, "read=[]")
+	// A query is answered by the session's own terminal, once.
+	x.typeLine(w, `printf '%s[6n' $e; IFS= read -t2 -rs -d R pos; IFS= read -t1 -rs -d R again; echo "pos=${#pos},${#again}"`)
+	answered := regexp.MustCompile(`(?m)^pos=(\d+),(\d+)`)
+	waitFor(t, 20*time.Second, "the query's answer", func() (bool, string) {
+		pane := x.pane(w)
+		return answered.MatchString(pane), pane
+	})
+	if m := answered.FindStringSubmatch(x.pane(w)); m[1] == "0" || m[2] != "0" {
+		t.Errorf("a cursor position query while attached: answers of %s and %s bytes, want one", m[1], m[2])
+	}
 	x.typeLine(w, `printf '%s[3;10r%s[?7l%s[4h'  $e $e $e; echo modes`)
 	x.waitPane(w, "modes")
 	x.pressUntil(w, "C-]", "[detached from "+id)

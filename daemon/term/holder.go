@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -130,9 +129,6 @@ type holder struct {
 	// finished is closed when the loop is done; connection goroutines then
 	// stop waiting for it.
 	finished chan struct{}
-	// writerAttached tells the replies goroutine that a viewer's own
-	// terminal answers the child's queries.
-	writerAttached atomic.Bool
 
 	// mu guards what follows. The reader hands each read of the terminal
 	// to the log, the screen and the viewers itself, under mu, rather than
@@ -658,11 +654,12 @@ func (h *holder) typeInput(data []byte) error {
 
 var errFinished = errors.New("the terminal's command has ended")
 
-// forwardReplies drains the emulator's answers to the child's queries. They
-// go to the child only while no writer is attached: an attached terminal
-// answers for itself, and two answers would confuse the child. A child that
-// does not read its input gets its answers dropped rather than stall the
-// emulator.
+// forwardReplies drains the emulator's answers to the child's queries and
+// gives them to the child, a writer attached or not: sessionctl attach
+// keeps the queries from the viewer's terminal (an answer of its own
+// would be typed into the session, whatever it asked for), so this
+// terminal answers alone. A child that does not read its input gets its
+// answers dropped rather than stall the emulator.
 func (h *holder) forwardReplies() {
 	buf := make([]byte, 4096)
 	r := h.scr.replies()
@@ -671,7 +668,7 @@ func (h *holder) forwardReplies() {
 		if err != nil {
 			return
 		}
-		if h.writerAttached.Load() || n == 0 {
+		if n == 0 {
 			continue
 		}
 		select {
@@ -683,7 +680,6 @@ func (h *holder) forwardReplies() {
 
 func (h *holder) setWriter(v *viewer) {
 	h.writer = v
-	h.writerAttached.Store(v != nil)
 }
 
 // call runs f in the loop and waits for it; false means the loop is gone.

@@ -68,11 +68,11 @@ type Options struct {
 
 // restoreSeq puts the user's terminal back after the session's program
 // may have changed it: attributes, cursor, cursor keys, keypad, mouse,
-// focus reports, bracketed paste, the character set, insert mode,
-// autowrap, origin mode and the scroll region (the whole screen again,
-// the cursor kept where it was).
+// focus reports, bracketed paste, the character set, insert mode and
+// autowrap. The scroll region and origin mode, whose reset moves the
+// cursor, are reset only when the session set them (outputFilter.region).
 const restoreSeq = "\x1b[0m\x1b[?25h\x1b[?1l\x1b>\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1004l\x1b[?2004l" +
-	"\x1b(B\x0f\x1b[4l\x1b[?7h\x1b[?6l\x1b7\x1b[r\x1b8"
+	"\x1b(B\x0f\x1b[4l\x1b[?7h"
 
 // Run joins the user's terminal to the stream on conn until the user
 // detaches, the session's command ends, the stream breaks or ctx is done.
@@ -110,6 +110,15 @@ func Run(ctx context.Context, conn io.ReadWriteCloser, opt Options) (Result, err
 		// Whatever the session's program left set is undone, and an
 		// alternate screen it entered is left.
 		seq := restoreSeq
+		if a.filter.region {
+			// Each homes the cursor: on the alternate screen, left
+			// next; else the cursor goes to the last line, below what
+			// the session drew.
+			seq += "\x1b[?6l\x1b[r"
+			if !a.alt.on {
+				seq += "\x1b[999;1H"
+			}
+		}
 		if a.alt.on {
 			seq += "\x1b[?1049l"
 		}

@@ -1,5 +1,10 @@
 package attach
 
+import (
+	"slices"
+	"strings"
+)
+
 // outputFilter is what stands between a session's output and the
 // attaching user's terminal. The session's program draws on that terminal
 // (text, colours, cursor movement, the alternate screen, modes), but
@@ -24,6 +29,9 @@ type outputFilter struct {
 	state filterState
 	seq   []byte // the sequence being read (kept: ESC, CSI; dropped: the rest)
 	c2    bool   // a 0xC2 byte is held: what follows says whether it is a C1
+	// region says the session set a scroll region or origin mode, which a
+	// detach resets.
+	region bool
 }
 
 type filterState uint8
@@ -92,6 +100,7 @@ func (f *outputFilter) filter(out, p []byte) []byte {
 			case b >= 0x40 && b <= 0x7e:
 				if csiShown(f.seq) {
 					out = append(out, f.seq...)
+					f.region = f.region || setsRegion(f.seq)
 				}
 				f.state = fGround
 			case b == 0x1b:
@@ -154,4 +163,18 @@ func csiShown(seq []byte) bool {
 		return !(private && params[0] == '?')
 	}
 	return true
+}
+
+// setsRegion reports whether a CSI sequence sets a scroll region (DECSTBM,
+// DECSLRM) or origin mode (DECOM, private mode 6).
+func setsRegion(seq []byte) bool {
+	final := seq[len(seq)-1]
+	params := string(seq[2 : len(seq)-1])
+	switch {
+	case final == 'r' || final == 's' && params != "":
+		return !strings.HasPrefix(params, "?")
+	case (final == 'h' || final == 'l') && strings.HasPrefix(params, "?"):
+		return slices.Contains(strings.Split(params[1:], ";"), "6")
+	}
+	return false
 }
