@@ -174,7 +174,10 @@ func (s *screen) flush() {
 			s.skipped += len(p) - keep
 			p = p[len(p)-keep:]
 		}
-		if i := bytes.IndexByte(p, '\n'); i >= 0 {
+		// At a line boundary, unless the first line's end is in the last
+		// half: then what is kept is mostly one long line, whose tail
+		// fills the screen as it would have.
+		if i := bytes.IndexByte(p, '\n'); i >= 0 && i < len(p)/2 {
 			s.skipped += i + 1
 			p = p[i+1:]
 		}

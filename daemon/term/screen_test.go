@@ -3,6 +3,7 @@ package term
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -191,6 +192,30 @@ func TestScreenQueueSkips(t *testing.T) {
 		if l != fmt.Sprintf("burst line %d", first+i) {
 			t.Fatalf("line %d after the marker is %q", i, l)
 		}
+	}
+}
+
+// A burst that ends in one long line, past what the emulator takes: the
+// screen shows that line's tail, wrapped, above what follows it, as a
+// terminal would, not only the note.
+func TestScreenQueueSkipsALongLine(t *testing.T) {
+	s := newScreen(ipc.TermSize{Cols: 80, Rows: 24}, 1000)
+	long := strings.Repeat("x", 200000)
+	for p := long + "\r\nEND\r\n"; len(p) > 0; {
+		n := min(len(p), 4096)
+		s.queue([]byte(p[:n]))
+		p = p[n:]
+	}
+	s.flush()
+	scr := s.snapshot(1000)
+	full := 0
+	for _, l := range scr.Lines {
+		if l == strings.Repeat("x", 80) {
+			full++
+		}
+	}
+	if full < 20 || !slices.Contains(scr.Lines, "END") {
+		t.Fatalf("the screen after a long line's burst has %d full rows of it, want 20 or more above END:\n%s", full, strings.Join(scr.Lines, "\n"))
 	}
 }
 
