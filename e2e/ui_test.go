@@ -237,6 +237,11 @@ func TestDashboardInTmux(t *testing.T) {
 	if s := p.capture(); strings.Contains(s, "sessiond [live") {
 		t.Errorf("the dashboard is still on the screen after quitting:\n%s", s)
 	}
+	// The window's title is the one it had (tmux's first: the host name).
+	host, _ := os.Hostname()
+	if title := strings.TrimSpace(p.run("display-message", "-p", "-t", "ui", "#{pane_title}")); title != host {
+		t.Errorf("the window's title after quitting is %q, want %q as before", title, host)
+	}
 }
 
 // lastTick is the highest "tick N" on the screen.
