@@ -481,7 +481,13 @@ func (m model) action(msg tea.Msg) (model, tea.Cmd) {
 			}
 			m.status = status{kind: statusFailed, command: command, text: strings.TrimPrefix(text, "sessionctl: ")}
 		} else {
-			m.status = status{kind: statusDone, command: command, text: "detached"}
+			// What attach said of its end: detached, or the command
+			// ended, and how.
+			text := "detached"
+			if l := lastLine(msg.stderr); strings.HasPrefix(l, "[") && strings.HasSuffix(l, "]") {
+				text = l[1 : len(l)-1]
+			}
+			m.status = status{kind: statusDone, command: command, text: text}
 		}
 	case handoffPageMsg:
 		command := m.ctl("handoff", msg.id)
@@ -625,4 +631,10 @@ func jsonLines(v any) []string {
 		return []string{line(err.Error())}
 	}
 	return strings.Split(ipc.TerminalText(string(b)), "\n")
+}
+
+// lastLine is the last line of s that is not blank, trimmed.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }

@@ -515,6 +515,10 @@ func TestAttach(t *testing.T) {
 	if !strings.Contains(screen(m), "✓ $ sessionctl attach a1x2c3d4: detached") {
 		t.Errorf("back from attach:\n%s", screen(m))
 	}
+	m = send(t, m, attachedMsg{id: "a1x2c3d4", stderr: "\n[the command of a1x2c3d4 ended: exit code 5]\n"})
+	if !strings.Contains(screen(m), "✓ $ sessionctl attach a1x2c3d4: the command of a1x2c3d4 ended: exit code 5") {
+		t.Errorf("back from an attach whose command ended, the status should say so:\n%s", screen(m))
+	}
 }
 
 func TestQuit(t *testing.T) {
