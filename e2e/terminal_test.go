@@ -403,6 +403,9 @@ func TestTerminalBadInput(t *testing.T) {
 	if _, _, code, body := rawAttach(t, d.sock, id, false); code != 409 || !strings.Contains(body, "writer") {
 		t.Fatalf("second writer: %d %s", code, body)
 	}
+	if r := d.ctl("send", id, "a\xff\xfe"); r.code != 2 || !strings.Contains(r.stderr, "not valid UTF-8") {
+		t.Errorf("send of bytes that are no text: %s, want a usage error", r)
+	}
 
 	// Sizes: 0 is refused with a notice and the stream goes on; 65535 is
 	// clamped.

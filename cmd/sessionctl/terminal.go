@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -195,6 +196,11 @@ func (a *app) sendCmd() *cobra.Command {
 			ctx := cmd.Context()
 			if args[1] == "" && !enter {
 				return usageErr("nothing to send: TEXT is empty and --enter is not given")
+			}
+			if !utf8.ValidString(args[1]) {
+				// The API carries text: a byte that is no character
+				// would reach the terminal as U+FFFD.
+				return usageErr("TEXT is not valid UTF-8: only text can be sent (attach to type other bytes)")
 			}
 			id, err := a.resolve(ctx, args[0])
 			if err != nil {
