@@ -629,3 +629,28 @@ func TestTerminalAttachKeepsTheViewersTerminal(t *testing.T) {
 	}
 	d.mustCtl("stop", id)
 }
+
+// TestTerminalSendToAProgramThatDoesNotRead: a send the terminal's
+// program does not take is refused after a while, saying how much was
+// typed, and the rest is not typed later; a viewer's keys are not held up
+// behind it for good.
+func TestTerminalSendToAProgramThatDoesNotRead(t *testing.T) {
+	d := startDaemon(t)
+	dir := project(t)
+	id := d.start("--tty", "--stop-grace", "1s", dir, "--", "sh", "-c", "stty -icanon -echo; sleep 1000")
+	waitFor(t, 10*time.Second, "the command to run", func() (bool, string) {
+		return len(procsRunning("sleep", "1000")) > 0, ""
+	})
+	big := strings.Repeat("y", 60000)
+	for range 2 {
+		began := time.Now()
+		r := executeWithin(t, 30*time.Second, cleanEnv(), sessionctlBin, "--socket", d.sock, "send", id, big)
+		if r.code != 1 || !strings.Contains(r.stderr, "not reading its input") || !strings.Contains(r.stderr, "the rest dropped") {
+			t.Errorf("a send the program does not read: %s", r)
+		}
+		if took := time.Since(began); took > 15*time.Second {
+			t.Errorf("the send took %s", took)
+		}
+	}
+	d.mustCtl("stop", id)
+}

@@ -324,6 +324,8 @@ const (
 	TermErrForbidden = "forbidden"
 	// TermErrInternal: the holder failed to do what was asked.
 	TermErrInternal = "internal"
+	// TermErrBusy: the terminal's program did not take the input in time.
+	TermErrBusy = "busy"
 )
 
 // TermError is the payload of a TermFrameError frame.

@@ -46,6 +46,9 @@ func terminalError(s *session.Session, err error) error {
 	}
 	var te *ipc.TermError
 	var he *term.HolderError
+	if errors.As(err, &he) && he.Code == ipc.TermErrBusy {
+		return ipc.Conflict("session %s: %s", id, he.Message)
+	}
 	if errors.As(err, &he) || errors.As(err, &te) || errors.Is(err, ipc.ErrTermSize) {
 		return ipc.BadRequest("session %s: %w", id, err)
 	}

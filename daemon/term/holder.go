@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -124,7 +125,7 @@ type holder struct {
 	sock  string
 
 	ops       chan func()
-	input     chan inputJob
+	input     chan *inputJob
 	childExit chan ipc.TermExit
 	// finished is closed when the loop is done; connection goroutines then
 	// stop waiting for it.
@@ -170,6 +171,13 @@ type holder struct {
 type inputJob struct {
 	data []byte
 	done chan error // nil: nobody waits (the emulator's replies)
+	// deadline bounds the write (zero: none); what is not written by
+	// then is not typed.
+	deadline time.Time
+	// state is jobQueued, then jobTaken by the writer or jobDropped by a
+	// caller that stopped waiting first: a dropped job is not typed.
+	state atomic.Int32
+	n     int // written, for the caller once done
 }
 
 func newHolder(stdin io.Reader) (*holder, error) {
@@ -183,7 +191,7 @@ func newHolder(stdin io.Reader) (*holder, error) {
 		diag:      log.New(os.Stderr, fmt.Sprintf("holder[%d] ", os.Getpid()), log.LstdFlags|log.Lmicroseconds|log.LUTC),
 		sock:      filepath.Join(spec.SessionDir, SocketName),
 		ops:       make(chan func()),
-		input:     make(chan inputJob, 16),
+		input:     make(chan *inputJob, 16),
 		childExit: make(chan ipc.TermExit, 1),
 		finished:  make(chan struct{}),
 		viewers:   map[*viewer]struct{}{},
@@ -625,7 +633,12 @@ func (h *holder) writeInput() {
 	for {
 		select {
 		case job := <-h.input:
-			_, err := h.master.Write(job.data)
+			if !job.state.CompareAndSwap(jobQueued, jobTaken) {
+				continue
+			}
+			_ = h.master.SetWriteDeadline(job.deadline)
+			n, err := h.master.Write(job.data)
+			job.n = n
 			if job.done != nil {
 				job.done <- err
 			}
@@ -636,21 +649,63 @@ func (h *holder) writeInput() {
 }
 
 // typeInput writes to the terminal as if typed, and waits until it is
-// written (or the holder is finishing).
+// written (or the holder is finishing). A viewer's keys wait as long as
+// the program does not read them, as on any terminal.
 func (h *holder) typeInput(data []byte) error {
-	job := inputJob{data: data, done: make(chan error, 1)}
+	_, err := h.typeWithin(data, time.Time{})
+	return err
+}
+
+// typeWithin is typeInput bounded by deadline (zero: none): what the
+// program has not taken by then is not typed, now or later, and n says
+// how much was. A program that does not read its input then holds up
+// neither the caller nor the keys of a viewer behind it.
+func (h *holder) typeWithin(data []byte, deadline time.Time) (n int, err error) {
+	job := &inputJob{data: data, done: make(chan error, 1), deadline: deadline}
+	var timeout <-chan time.Time
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		timeout = t.C
+	}
 	select {
 	case h.input <- job:
 	case <-h.finished:
-		return errFinished
+		return 0, errFinished
+	case <-timeout:
+		return 0, errNotReading
 	}
 	select {
 	case err := <-job.done:
-		return err
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			err = errNotReading
+		}
+		return job.n, err
 	case <-h.finished:
-		return errFinished
+		return 0, errFinished
+	case <-timeout:
+		// Queued behind input the program does not take: dropped, unless
+		// its write began, which its own deadline ends.
+		if job.state.CompareAndSwap(jobQueued, jobDropped) {
+			return 0, errNotReading
+		}
+		err := <-job.done
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			err = errNotReading
+		}
+		return job.n, err
 	}
 }
+
+// An inputJob's states.
+const (
+	jobQueued int32 = iota
+	jobTaken
+	jobDropped
+)
+
+// errNotReading is input the terminal's program did not take in time.
+var errNotReading = errors.New("the terminal's program is not reading its input")
 
 var errFinished = errors.New("the terminal's command has ended")
 
@@ -672,7 +727,7 @@ func (h *holder) forwardReplies() {
 			continue
 		}
 		select {
-		case h.input <- inputJob{data: append([]byte(nil), buf[:n]...)}:
+		case h.input <- &inputJob{data: append([]byte(nil), buf[:n]...)}:
 		default:
 		}
 	}

@@ -2,6 +2,7 @@ package term
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"time"
@@ -11,6 +12,10 @@ import (
 
 // maxConns bounds the connections a holder serves at once.
 const maxConns = 64
+
+// sendTimeout bounds a send: text the terminal's program has not taken
+// by then is not typed (the caller is told how much was).
+const sendTimeout = 5 * time.Second
 
 // replyTimeout bounds the writing of one answer.
 const replyTimeout = 10 * time.Second
@@ -126,10 +131,14 @@ func (h *holder) serveConn(c *net.UnixConn) {
 		if req.Enter {
 			data = append(data, '\r')
 		}
-		if err := h.typeInput(data); err != nil {
-			if errors.Is(err, errFinished) {
+		if n, err := h.typeWithin(data, time.Now().Add(sendTimeout)); err != nil {
+			switch {
+			case errors.Is(err, errFinished):
 				reply(c, ipc.TermFrameError, ended())
-			} else {
+			case errors.Is(err, errNotReading):
+				reply(c, ipc.TermFrameError, ipc.TermError{Code: ipc.TermErrBusy, Message: fmt.Sprintf(
+					"%s: %d of %d bytes typed in %s, the rest dropped", err, n, len(data), sendTimeout)})
+			default:
 				reply(c, ipc.TermFrameError, ipc.TermError{Code: ipc.TermErrInternal, Message: "type into the terminal: " + err.Error()})
 			}
 			return
