@@ -486,7 +486,11 @@ func TestCheckpointRestore(t *testing.T) {
 	}
 	repo.assertUntouched("restore", before)
 
-	// The saved checkpoint holds the tree as it was before the restore.
+	// The saved checkpoint holds the tree as it was before the restore,
+	// and the listing says which restore it was saved for.
+	if out := d.mustCtl("checkpoints", repo.dir); !regexp.MustCompile(`(?m)^` + m[1] + ` .* restore +\d+ +before restoring ` + cp[:12] + `$`).MatchString(out) {
+		t.Errorf("checkpoints does not name the restore the saved checkpoint was for:\n%s", out)
+	}
 	saved := repo.git("rev-parse", "--verify", m[1]+"^{commit}")
 	if got := repo.commitTree(saved); !mapsEqual(got, preRestore) {
 		t.Errorf("saved checkpoint %s:\n%q\nwant the pre-restore tree:\n%q", m[1], got, preRestore)

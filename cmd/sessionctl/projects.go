@@ -94,6 +94,11 @@ func (a *app) checkpointsCmd() *cobra.Command {
 				if summary == "" {
 					summary = firstLine(c.Message)
 				}
+				if id, ok := strings.CutPrefix(firstLine(c.Message), "before restoring "); ok {
+					// A restore's own: which restore it undoes says more
+					// than what it changed.
+					summary = fmt.Sprintf("before restoring %.12s", id)
+				}
 				fmt.Fprintf(tw, "%.12s\t%s\t%s\t%d\t%s\n", c.ID, c.Time.Local().Format("2006-01-02 15:04:05"), c.SessionID, c.FilesChanged, clipText(ipc.TerminalLine(summary), 72))
 				if len(c.FormerIDs) > 0 {
 					short := make([]string, len(c.FormerIDs))

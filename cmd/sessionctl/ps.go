@@ -31,8 +31,8 @@ by its restart policy (or sessionctl restart) is one row, its latest session,
 with the chain's RESTARTS count; --chains lists every session of a chain.
 
 --filter KEY=VALUE keeps matching sessions (one key given twice: either
-value; different keys: both): state=running|warned|stopping|starting|ended|
-failed|live, name=NAME (a * matches any run), project=DIR (the directory, or
+value; different keys: both): state=queued|starting|running|warned|stopping|
+ended|failed|live, name=NAME (a * matches any run), project=DIR (the directory, or
 its base name), reason=END_REASON.
 
 --format takes a Go template over the row's fields: .ID .Name .Project

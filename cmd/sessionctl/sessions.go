@@ -513,7 +513,7 @@ func (a *app) logsCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing output as it comes, until the session ends")
 	cmd.Flags().IntVarP(&tail, "lines", "n", 0, "print only the last N lines")
-	cmd.Flags().BoolVar(&raw, "raw", false, "print the log's raw bytes, control sequences and all (colours, cursor movement, titles); by default they are stripped and any other control character is shown escaped")
+	cmd.Flags().BoolVar(&raw, "raw", false, "print the log's raw bytes, control sequences and all (colours, cursor movement, titles); by default they are stripped, and any other control character but tab and newline is dropped")
 	times.register(cmd)
 	return cmd
 }
