@@ -238,20 +238,38 @@ SESSIOND_HOST or SESSIOND_CONTEXT says otherwise.`,
 			if err != nil {
 				return err
 			}
+			// As rm and stop do: the others are removed, each one that
+			// cannot be is a line on stderr, and the exit is 1.
+			var removed []string
+			failed := false
 			for _, n := range args {
-				if _, ok := cf.Contexts[n]; !ok {
-					return &exitError{exitFailed, fmt.Errorf("no context %q", n)}
+				_, ok := cf.Contexts[n]
+				switch {
+				case n == defaultContext:
+					fmt.Fprintf(a.errOut, "sessionctl: %q is this host's own daemon, always there: it cannot be removed (context use NAME makes another current)\n", n)
+					failed = true
+					continue
+				case !ok:
+					fmt.Fprintf(a.errOut, "sessionctl: no context %q (sessionctl context ls lists them)\n", n)
+					failed = true
+					continue
 				}
 				delete(cf.Contexts, n)
 				if cf.Current == n {
 					cf.Current = ""
 				}
+				removed = append(removed, n)
 			}
-			if err := cf.save(path); err != nil {
-				return err
+			if len(removed) > 0 {
+				if err := cf.save(path); err != nil {
+					return err
+				}
 			}
-			for _, n := range args {
+			for _, n := range removed {
 				fmt.Fprintln(a.out, n)
+			}
+			if failed {
+				return &exitError{exitFailed, errQuiet}
 			}
 			return nil
 		},

@@ -50,11 +50,13 @@ the handoff is still written).
 
 Exit status: the command's own; 128+N when a signal N killed it; 124 when the
 deadline came, 121 idle, 122 budget spent, 123 waited too long for input;
-1 when it could not start; 2 for a usage error.
+75 when a usage limit stopped it (on_limit = "stop": retry later); 1 when it
+could not start; 2 for a usage error.
 
-The state dir defaults to DIR/.sessiond/exec (on the project's volume, so the
-next run finds it), the socket to $SESSIOND_SOCKET, else a short path in the
-temp dir that the child is given as SESSIOND_SOCKET.`,
+The state dir defaults to $SESSIOND_STATE_DIR, else DIR/.sessiond/exec (on the
+project's volume, so the next run finds it); the socket to $SESSIOND_SOCKET,
+else one in $XDG_RUNTIME_DIR when that is private to the user, else in a
+private directory of its own; the child is given it as SESSIOND_SOCKET.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runExec(cmd, args, &f)
 		},
@@ -63,7 +65,7 @@ temp dir that the child is given as SESSIOND_SOCKET.`,
 	f.start.Bind(fs)
 	fs.StringVar(&f.run.config, "config", "", "daemon config file (default $SESSIOND_CONFIG, else "+config.DefaultConfigPath()+" if present)")
 	fs.StringVar(&f.run.stateDir, "state-dir", "", "state directory (default $SESSIOND_STATE_DIR, else DIR/.sessiond/exec)")
-	fs.StringVar(&f.run.socket, "socket", "", "socket to serve the API on (default $SESSIOND_SOCKET, else one in the temp dir)")
+	fs.StringVar(&f.run.socket, "socket", "", "socket to serve the API on (default $SESSIOND_SOCKET, else one in a private $XDG_RUNTIME_DIR or a private directory of its own)")
 	fs.StringVar(&f.run.logLevel, "log-level", "warn", "debug, info, warn or error")
 	fs.StringVar(&f.deadlineFromEnv, "deadline-from-env", "", "name of an environment variable holding the scheduler's deadline, if set: seconds from now (activeDeadlineSeconds), a duration, or an RFC 3339 time")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "do not copy the session's output to stdout")
