@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -155,8 +156,24 @@ func (s *SetupCommands) UnmarshalTOML(v any) error {
 	return nil
 }
 
+// MarshalTOML writes the list as it is written: an inline array of
+// strings and arrays of strings (a JSON array of them, its strings
+// escaped as JSON escapes them, is that in TOML).
+func (s SetupCommands) MarshalTOML() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s.items()); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
 // MarshalJSON writes the list as it is written in TOML.
-func (s SetupCommands) MarshalJSON() ([]byte, error) {
+func (s SetupCommands) MarshalJSON() ([]byte, error) { return json.Marshal(s.items()) }
+
+// items are the commands as written: strings and lists of strings.
+func (s SetupCommands) items() []any {
 	out := make([]any, 0, len(s))
 	for _, c := range s {
 		if c.Argv != nil {
@@ -165,7 +182,7 @@ func (s SetupCommands) MarshalJSON() ([]byte, error) {
 			out = append(out, c.Shell)
 		}
 	}
-	return json.Marshal(out)
+	return out
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -391,5 +392,39 @@ func TestPools(t *testing.T) {
 		if _, err := Parse("x.toml", []byte(src)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", src, err, want)
 		}
+	}
+}
+
+// TestEffectiveConfigSetupAndDefaults: the effective config that sessiond config
+// check prints (the config encoded as TOML) is a config file that reads
+// back the same, worktree_setup's commands written as a user writes them,
+// and every default of the queue and the environment filled in.
+func TestEffectiveConfigSetupAndDefaults(t *testing.T) {
+	src := `[defaults]
+worktree_setup = ["npm ci", ["echo", "a <&> \"b\""]]
+`
+	c, err := Parse("a.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := toml.NewEncoder(&b).Encode(c); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		`worktree_setup = ["npm ci",["echo","a <&> \"b\""]]`, `inherit_env = true`, `on_limit = "wait"`,
+		`limit_pauses_deadline = true`, `limit_jitter = "15s"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the effective config has no %s:\n%s", want, out)
+		}
+	}
+	again, err := Parse("b.toml", b.Bytes())
+	if err != nil {
+		t.Fatalf("the effective config does not read back: %v\n%s", err, out)
+	}
+	if !reflect.DeepEqual(again.Defaults.WorktreeSetup, c.Defaults.WorktreeSetup) {
+		t.Errorf("worktree_setup read back as %+v, want %+v", again.Defaults.WorktreeSetup, c.Defaults.WorktreeSetup)
 	}
 }
