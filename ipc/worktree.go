@@ -58,7 +58,7 @@ type WorktreeRemoved struct {
 	Worktree Worktree `json:"worktree"`
 	// Pruned: the directory was gone already; only git's record of it was
 	// removed.
-	Pruned bool `json:"pruned,omitempty"`
+	Pruned bool `json:"pruned"`
 	// BranchDeleted: the branch went too; a branch with commits of its own
 	// (CommitsAhead) is kept.
 	BranchDeleted bool `json:"branch_deleted"`

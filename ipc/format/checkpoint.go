@@ -49,8 +49,9 @@ type CheckpointResult struct {
 	// Tree is the tree of the work tree as checkpointed: the base of the
 	// next incremental checkpoint.
 	Tree string `json:"tree"`
-	// Time is when the checkpoint was made (second precision, as in git).
-	Time time.Time `json:"time"`
+	// Time is when the checkpoint was made (second precision, as in git);
+	// none when Skipped: no checkpoint was made.
+	Time time.Time `json:"time,omitzero"`
 	// FilesChanged is the number of paths that differ from the parent.
 	FilesChanged int `json:"files_changed"`
 	// Files are those paths, relative to the top of the work tree.
