@@ -181,16 +181,16 @@ func TestContainedStopKillsWhatLeftItsCgroup(t *testing.T) {
 	dir := project(t)
 	procs := filepath.Join(mountOf(c.Path), "cgroup.procs")
 	id := d.start("--stop-grace", "1s", dir, "--", "sh", "-c",
-		`sh -c 'trap "" TERM; echo $$ > `+procs+`; exec sleep 7305' & sleep 7306`)
+		`sh -c 'trap "" TERM; echo $$ > `+procs+`; exec sleep 7351' & sleep 7352`)
 	var left []int
 	waitFor(t, 10*time.Second, "the sleep that left its cgroup to run", func() (bool, string) {
-		left = procsRunning("sleep", "7305")
+		left = procsRunning("sleep", "7351")
 		return len(left) == 1 && cgroupOf(t, left[0]) == "/", fmt.Sprint(left)
 	})
 	d.mustCtl("stop", id)
 	d.waitEnded(id, 10*time.Second)
 	waitFor(t, 5*time.Second, "the sleep that left its cgroup to be killed", func() (bool, string) {
-		left = procsRunning("sleep", "7305")
+		left = procsRunning("sleep", "7351")
 		return len(left) == 0, fmt.Sprint(left)
 	})
 }
