@@ -253,6 +253,42 @@ func TestRestartOutlivesACrash(t *testing.T) {
 	d2.waitState(next[0], 10*time.Second, "running")
 }
 
+// TestPolicyRestartOutlivesACrash: a session that ended with its restart
+// policy's successor waiting out the backoff (a second), the daemon killed
+// then: the next daemon starts the successor, once.
+func TestPolicyRestartOutlivesACrash(t *testing.T) {
+	d := startDaemon(t)
+	dir := project(t)
+	id := d.start("--restart", "on-failure", "--checkpoint", "", dir, "--", "sh", "-c", "sleep 0.3; exit 1")
+	d.waitEnded(id, 10*time.Second)
+	d.kill9()
+	// The killed daemon had not started the successor: no record says so.
+	recs, _ := filepath.Glob(filepath.Join(d.stateDir, "sessions", "*", "session.json"))
+	for _, p := range recs {
+		if b, _ := os.ReadFile(p); strings.Contains(string(b), `"restart_of":"`+id+`"`) {
+			t.Fatalf("the killed daemon had started the successor (%s): the kill came after the backoff", p)
+		}
+	}
+	d2 := startDaemonAt(t, d.stateDir, d.sock)
+	successors := func() []string {
+		var next []string
+		for _, r := range d2.list(true) {
+			if r.RestartOf == id {
+				next = append(next, r.ID)
+			}
+		}
+		return next
+	}
+	waitFor(t, 20*time.Second, "the successor to start", func() (bool, string) {
+		return len(successors()) > 0, ""
+	})
+	sleepUntil(time.Now().Add(1500 * time.Millisecond))
+	if next := successors(); len(next) != 1 {
+		t.Fatalf("successors of %s: %v, want one", id, next)
+	}
+	d2.mustCtl("stop", id)
+}
+
 // TestRemovalOutlivesACrash: a session directory whose removal a daemon
 // began (renamed aside, then deleted) is finished by the next daemon.
 func TestRemovalOutlivesACrash(t *testing.T) {

@@ -55,7 +55,7 @@ func (d *Service) Recover() {
 		d.log.Warn("the stops under way when the last daemon ended are unreadable; their sessions go on running", zap.Error(err))
 	}
 	var sum recoverySummary
-	var live, queued []*session.Session
+	var live, queued, ended []*session.Session
 	owners := ownerCache{}
 	for _, e := range entries {
 		if !e.IsDir() {
@@ -146,6 +146,8 @@ func (d *Service) Recover() {
 			queued = append(queued, s)
 		case ipc.Live(rec.State):
 			live = append(live, s)
+		case rec.State == ipc.StateEnded:
+			ended = append(ended, s)
 		}
 	}
 	ending := d.recoverLive(live, &sum)
@@ -197,12 +199,37 @@ func (d *Service) Recover() {
 			go d.finishRestart(s)
 		}
 	}
-	if sum.records+sum.unreadable+sum.mismatched+sum.swept+sum.unstarted > 0 {
+	sum.restarts = d.resumeRestarts(ended)
+	if sum.records+sum.unreadable+sum.mismatched+sum.swept+sum.unstarted+sum.restarts > 0 {
 		d.log.Info("recovered session records", sum.fields()...)
 	}
 	if w := d.deps.Pending.Warning(); w != "" {
 		d.log.Warn(w+"; they are written as soon as there is room", zap.String("state_dir", d.cfg.StateDir))
 	}
+}
+
+// resumeRestarts gives the restart policy again to the sessions that had
+// ended before this daemon, and whose successor an earlier daemon had
+// scheduled and not started (it died or was stopped during the backoff):
+// ends within their restart_window, with no successor. It returns how
+// many it scheduled.
+func (d *Service) resumeRestarts(ended []*session.Session) int {
+	now := d.clock.Now()
+	n := 0
+	for _, s := range ended {
+		rec := s.Snapshot()
+		sp := s.Spec()
+		if rec.EndedAt == nil || now.Sub(*rec.EndedAt) > sp.RestartWindow.Duration ||
+			rec.Stop != nil && rec.Stop.Restart || d.reg.Successor(rec.ID) != "" {
+			continue
+		}
+		exitKnown := rec.ExitCode != nil || rec.Signal != ""
+		if dec := session.RestartDecision(sp, session.Reason(rec.EndReason), exitKnown, s.RestartHistory(), now); dec.Yes {
+			d.restarts.Consider(s)
+			n++
+		}
+	}
+	return n
 }
 
 // recoverTimeout bounds the wait for the ends found at start: past it the
@@ -264,6 +291,9 @@ type recoverySummary struct {
 	// unstarted are the directories of starts that never got as far as
 	// their record, removed.
 	unstarted int
+	// restarts are the restarts an earlier daemon scheduled and did not
+	// start, scheduled again.
+	restarts int
 }
 
 func (r recoverySummary) fields() []zap.Field {
@@ -280,6 +310,7 @@ func (r recoverySummary) fields() []zap.Field {
 		zap.Int("skipped_mismatched_id", r.mismatched),
 		zap.Int("stray_processes_killed", r.swept),
 		zap.Int("unstarted_removed", r.unstarted),
+		zap.Int("restarts_resumed", r.restarts),
 	}
 }
 
