@@ -181,3 +181,13 @@ func BenchmarkDecodeRows(b *testing.B) {
 		}
 	})
 }
+
+func TestWarningText(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	if got := WarningText(now.Add(90*time.Second), now); !strings.Contains(got, "will be stopped in 1m30s (at 2026-12-01T10:01:30Z)") {
+		t.Errorf("a deadline ahead: %q", got)
+	}
+	if got := WarningText(now.Add(-2*time.Second), now); !strings.Contains(got, "deadline (2026-12-01T09:59:58Z) has passed: it is being stopped now") || strings.Contains(got, "in 0s") {
+		t.Errorf("a deadline passed: %q", got)
+	}
+}

@@ -484,8 +484,10 @@ type Report struct {
 // event, warning.json and the agent hook output.
 func WarningText(deadline, now time.Time) string {
 	left := deadline.Sub(now).Round(time.Second)
-	if left < 0 {
-		left = 0
+	if left <= 0 {
+		// A deadline that passed while no daemon ran: the stop follows.
+		return fmt.Sprintf("sessiond: this session's deadline (%s) has passed: it is being stopped now. Write down what you did and what comes next (sessionctl report --summary ... --next ...) if you still can.",
+			deadline.Format(time.RFC3339))
 	}
 	return fmt.Sprintf("sessiond: this session will be stopped in %s (at %s). Wrap up now: checkpoint or commit your work, write down what you did and what comes next (sessionctl report --summary ... --next ...), and leave the project in a state the next session can resume from.",
 		left, deadline.Format(time.RFC3339))
