@@ -12,11 +12,12 @@
 // names them, dependency and cache directories (node_modules, .venv,
 // target, ...) even when no ignore rule does — the list checkpoints leave
 // out, so that files_changed, last_file_edited and checkpoints agree on what
-// counts as the project's work. A left-out directory is never watched, so
-// node_modules costs no watch; nor is an ignored one, unless it holds a
-// tracked file (target/ with a tracked file in it): then the directories
-// on the way to that file are, and an edit of it counts, as it does for a
-// checkpoint.
+// counts as the project's work. A left-out or ignored directory is never
+// watched, so node_modules costs no watch, unless it holds a tracked file
+// (a committed dist/, a target/ with a tracked file in it): then the
+// directories on the way to that file are, and an edit of it counts, as it
+// does for a checkpoint. The tracked files in a left-out directory are
+// asked of git's index (git ls-files) the first time the scan meets it.
 //
 // Ignores are decided by git itself, through one long-lived
 // `git check-ignore --stdin -z --verbose --non-matching --no-index` per

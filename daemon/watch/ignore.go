@@ -245,6 +245,10 @@ type checker struct {
 	index             string          // the repository's index, "" for none
 	indexSig          fileSig         // its state when the coprocess started
 	tracked           map[string]bool // tracked files that ignore rules match, and their directories, then
+	// kept are, by left-out directory (relative to the domain), the
+	// tracked files in it and the directories that hold them, as git's
+	// index had them when asked; forgotten when the coprocess stops.
+	kept map[string]map[string]bool
 
 	cmd    *exec.Cmd
 	in     io.WriteCloser
@@ -482,6 +486,7 @@ func (c *checker) start() error {
 // stop ends the coprocess: EOF on its stdin makes git exit; a git that does
 // not is killed after a bound.
 func (c *checker) stop() {
+	c.kept = nil // the index may have changed: asked again
 	if c.cmd == nil {
 		return
 	}
@@ -621,6 +626,68 @@ func (c *checker) readAnswers(paths []string, res []bool) (int, error) {
 		res[i] = field[0] != "" && !strings.HasPrefix(field[2], "!") && !c.tracked[p]
 	}
 	return len(paths), nil
+}
+
+// keeps reports whether rel, the left-out directory dir (node_modules,
+// dist, ...) or a path in it, both relative to the project root, is a
+// tracked file or a directory that holds one: what a checkpoint holds
+// there, and so what the watcher watches there.
+func (ig *ignorer) keeps(dir, rel string) bool {
+	ig.addDomain("")
+	d := ig.domainOf(dir)
+	c := ig.domains[d]
+	if c == nil {
+		return false
+	}
+	if d != "" {
+		dir, rel = dir[len(d)+1:], rel[len(d)+1:]
+	}
+	return c.keptIn(dir)[rel]
+}
+
+// keptIn is c.kept of the left-out directory dir (relative to the
+// domain), asked of git's index once.
+func (c *checker) keptIn(dir string) map[string]bool {
+	if set, ok := c.kept[dir]; ok {
+		return set
+	}
+	set := map[string]bool{}
+	if c.kept == nil {
+		c.kept = map[string]map[string]bool{}
+	}
+	c.kept[dir] = set
+	if !c.configured {
+		if err := c.configure(); err != nil {
+			return set
+		}
+	}
+	if c.index == "" {
+		return set // no repository: nothing tracked
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
+	defer cancel()
+	args := append([]string{"--git-dir=" + c.gitDir, "--work-tree=" + c.workTree}, hardening...)
+	cmd := exec.CommandContext(ctx, "git", append(args, "ls-files", "-z", "-c", "--", ":(literal)"+dir+"/")...)
+	cmd.Dir = c.dir
+	cmd.Env = gitEnv()
+	cmd.SysProcAttr = c.ig.sysProcAttr()
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &limitedBuffer{max: 4096}
+	if err := proc.Run(cmd); err != nil {
+		c.ig.log().Debug("git ls-files of a left-out directory failed; nothing tracked taken there", zap.String("dir", dir), zap.Error(err))
+		return set
+	}
+	for _, p := range strings.Split(out.String(), "\x00") {
+		if p == "" {
+			continue
+		}
+		set[p] = true
+		for d := path.Dir(p); d != "." && d != "/" && !set[d]; d = path.Dir(d) {
+			set[d] = true
+		}
+	}
+	return set
 }
 
 // trackedIgnored lists the tracked files of the domain that ignore rules

@@ -94,6 +94,9 @@ func (w *Watch) scanTree(rel string, mode scanMode, since time.Time, prune bool)
 			if prune {
 				seen[d] = struct{}{}
 			}
+			// In a left-out directory (listed for the tracked files it
+			// holds), only those and their directories count.
+			lo := w.leftOutDir(d, true)
 			for _, e := range entries {
 				name := e.Name()
 				switch name {
@@ -104,8 +107,11 @@ func (w *Watch) scanTree(rel string, mode scanMode, since time.Time, prune bool)
 					continue
 				}
 				child := joinRel(d, name)
+				if lo != "" && !w.ign.keeps(lo, child) {
+					continue
+				}
 				if e.IsDir() {
-					if w.leaveOut[name] {
+					if lo == "" && w.leaveOut[name] && !w.ign.keeps(child, child) {
 						if mode != scanQuiet {
 							leftOut = append(leftOut, child)
 						}
@@ -310,6 +316,7 @@ func (w *Watch) pollDirs() {
 			continue
 		}
 		now := names(entries)
+		lo := w.leftOutDir(d, true)
 		for _, e := range entries {
 			name := e.Name()
 			if name == ".git" {
@@ -320,8 +327,11 @@ func (w *Watch) pollDirs() {
 				continue
 			}
 			child := joinRel(d, name)
+			if lo != "" && !w.ign.keeps(lo, child) {
+				continue
+			}
 			if e.IsDir() {
-				if w.leaveOut[name] {
+				if lo == "" && w.leaveOut[name] && !w.ign.keeps(child, child) {
 					continue
 				}
 				_, isWatched := w.dirs[child]
@@ -347,6 +357,9 @@ func (w *Watch) pollDirs() {
 				continue
 			}
 			child := joinRel(d, name)
+			if lo != "" && !w.ign.keeps(lo, child) {
+				continue
+			}
 			_, isWatched := w.dirs[child]
 			_, isPolled := w.polled[child]
 			if isWatched || isPolled {

@@ -826,20 +826,31 @@ func (w *Watch) syncCounts() {
 }
 
 // inLeaveOut reports whether rel lies in a directory named in
-// Options.LeaveOut, or is one (when isDir).
+// Options.LeaveOut, or is one (when isDir), and is not tracked there nor
+// holds what is (a checkpoint holds a tracked file wherever it is).
 func (w *Watch) inLeaveOut(rel string, isDir bool) bool {
+	d := w.leftOutDir(rel, isDir)
+	return d != "" && !w.ign.keeps(d, rel)
+}
+
+// leftOutDir is the first directory on rel's path (rel itself when isDir)
+// whose name is in Options.LeaveOut, or "".
+func (w *Watch) leftOutDir(rel string, isDir bool) string {
 	if len(w.leaveOut) == 0 {
-		return false
+		return ""
 	}
-	for {
-		i := strings.IndexByte(rel, '/')
+	for at := 0; ; {
+		i := strings.IndexByte(rel[at:], '/')
 		if i < 0 {
-			return isDir && w.leaveOut[rel]
+			if isDir && w.leaveOut[rel[at:]] {
+				return rel
+			}
+			return ""
 		}
-		if w.leaveOut[rel[:i]] {
-			return true
+		if w.leaveOut[rel[at:at+i]] {
+			return rel[:at+i]
 		}
-		rel = rel[i+1:]
+		at += i + 1
 	}
 }
 

@@ -904,3 +904,38 @@ func otherUser(t *testing.T, uid int, why string) (*Hub, *observer.ObservedLogs,
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return h, logs, &identity.User{UID: uid, GID: uid}, dir
 }
+
+// TestTrackedFilesInLeftOutDirectories: a left-out directory (dist,
+// node_modules) that holds tracked files is watched where they are, and an
+// edit of one counts, as it does for a checkpoint; its untracked files and
+// a left-out directory with nothing tracked still do not.
+func TestTrackedFilesInLeftOutDirectories(t *testing.T) {
+	h, _ := newHub(t)
+	root := t.TempDir()
+	gitInit(t, root)
+	mkfile(t, filepath.Join(root, "dist/lib.js"), "v1")
+	mkfile(t, filepath.Join(root, "vendor/node_modules/x/x.js"), "v1")
+	mkfile(t, filepath.Join(root, "node_modules/y/y.js"), "untracked")
+	runGit(t, root, "add", "dist/lib.js", "vendor/node_modules/x/x.js")
+	runGit(t, root, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "tracked in left-out directories")
+	w := watchDir(t, h, root, Options{LeaveOut: []string{"dist", "node_modules"}})
+	// root, dist, vendor, vendor/node_modules, vendor/node_modules/x;
+	// never node_modules.
+	if got := w.Stats().Dirs; got != 5 {
+		t.Errorf("Dirs = %d, want 5", got)
+	}
+	mkfile(t, filepath.Join(root, "dist/lib.js"), "v2")
+	mkfile(t, filepath.Join(root, "vendor/node_modules/x/x.js"), "v2")
+	mkfile(t, filepath.Join(root, "dist/bundle.js"), "untracked")
+	mkfile(t, filepath.Join(root, "vendor/node_modules/x/new.js"), "untracked")
+	mkfile(t, filepath.Join(root, "node_modules/y/y.js"), "untracked, again")
+	mkdirs(t, root, "dist/chunks")
+	mkfile(t, filepath.Join(root, "zz-marker"), "")
+	st := waitChanged(t, w, "zz-marker")
+	if want := []string{"dist/lib.js", "vendor/node_modules/x/x.js", "zz-marker"}; !slices.Equal(st.FilesChanged, want) {
+		t.Errorf("FilesChanged = %q, want %q", st.FilesChanged, want)
+	}
+	if got := w.Stats().Dirs; got != 5 {
+		t.Errorf("Dirs after an untracked directory in dist = %d, want 5", got)
+	}
+}
