@@ -3,6 +3,7 @@ package term
 import (
 	"bytes"
 	"fmt"
+	"image"
 	"io"
 	"reflect"
 	"strconv"
@@ -110,6 +111,21 @@ func (s *screen) setMode(m ansi.Mode, on bool) {
 			}
 		}
 	}
+}
+
+// scrollRegion reads a screen's scroll region, rows top (0-based) to
+// bottom (exclusive); ok is false where the emulator's layout is not as
+// expected (a test checks that it is).
+func scrollRegion(scr *vt.Screen) (top, bottom int, ok bool) {
+	if scr == nil {
+		return 0, 0, false
+	}
+	f := reflect.ValueOf(scr).Elem().FieldByName("scroll")
+	if !f.IsValid() || f.Type() != reflect.TypeFor[image.Rectangle]() {
+		return 0, 0, false
+	}
+	r := *(*image.Rectangle)(unsafe.Pointer(f.UnsafeAddr()))
+	return r.Min.Y, r.Max.Y, true
 }
 
 // parserData bounds the emulator's buffer for the payload of OSC, DCS and
@@ -310,6 +326,18 @@ func (s *screen) repaint() []byte {
 		b.WriteString(line)
 	}
 	b.WriteString("\x1b[0m")
+	// The scroll region (all of the screen, or the rows a program keeps
+	// scrolling while it holds the others still), before the cursor: it
+	// moves the cursor home.
+	scr := s.main
+	if s.emu.IsAltScreen() {
+		scr = s.alt
+	}
+	if top, bottom, ok := scrollRegion(scr); ok && (top > 0 || bottom < s.rows) {
+		b.WriteString("\x1b[" + strconv.Itoa(top+1) + ";" + strconv.Itoa(bottom) + "r")
+	} else {
+		b.WriteString("\x1b[r")
+	}
 	if s.title != "" {
 		b.WriteString("\x1b]2;" + ansiSafe(s.title) + "\x07")
 	}

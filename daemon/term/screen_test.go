@@ -257,3 +257,24 @@ func TestAltScreenParked(t *testing.T) {
 		t.Fatalf("callbacks lost: title %q, modes %v", s.title, s.modes)
 	}
 }
+
+// A repaint states the scroll region a program set (its status line held
+// still below), and the whole screen when it set none, the cursor where it
+// was.
+func TestRepaintKeepsTheScrollRegion(t *testing.T) {
+	s := newScreen(ipc.TermSize{Cols: 40, Rows: 12}, 100)
+	if top, bottom, ok := scrollRegion(s.main); !ok || top != 0 || bottom != 12 {
+		t.Fatalf("scrollRegion of a fresh screen = %d, %d, %v; the emulator's layout changed", top, bottom, ok)
+	}
+	s.queue([]byte("\x1b[2J\x1b[10;1HSTATUS\x1b[1;5r\x1b[1;1Hline 1\r\nline 2"))
+	s.flush()
+	rp := string(s.repaint())
+	if !strings.Contains(rp, "\x1b[1;5r") || strings.Index(rp, "\x1b[1;5r") > strings.LastIndex(rp, "\x1b[2;7H") {
+		t.Errorf("the repaint does not set the scroll region before the cursor:\n%q", rp)
+	}
+	s.queue([]byte("\x1b[r"))
+	s.flush()
+	if rp := string(s.repaint()); !strings.Contains(rp, "\x1b[r") || strings.Contains(rp, "\x1b[1;5r") {
+		t.Errorf("the repaint after the region was reset:\n%q", rp)
+	}
+}

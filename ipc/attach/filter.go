@@ -171,7 +171,8 @@ func setsRegion(seq []byte) bool {
 	final := seq[len(seq)-1]
 	params := string(seq[2 : len(seq)-1])
 	switch {
-	case final == 'r' || final == 's' && params != "":
+	case (final == 'r' || final == 's') && params != "":
+		// CSI r alone is the whole screen again, which needs no reset.
 		return !strings.HasPrefix(params, "?")
 	case (final == 'h' || final == 'l') && strings.HasPrefix(params, "?"):
 		return slices.Contains(strings.Split(params[1:], ";"), "6")
