@@ -396,6 +396,13 @@ func TestWorktreeStartBadInput(t *testing.T) {
 	if got := readFile(t, filepath.Join(d.worktreeRecord(dirty).Worktree.Path, "app.txt")); got != "main line\n" {
 		t.Errorf("the worktree has the uncommitted change: %q", got)
 	}
+	// A listing filtered by a directory there is not is a 400, not [].
+	if resp, body := curl(t, d.sock, "GET", "/v1/worktrees?repo=/nonexistent/repo", nil); resp.StatusCode != 400 || !strings.Contains(string(body), "no such directory") {
+		t.Errorf("worktrees of a directory there is not: %d %s, want 400", resp.StatusCode, body)
+	}
+	if resp, body := curl(t, d.sock, "GET", "/v1/worktrees?repo="+r.dir, nil); resp.StatusCode != 200 || !strings.Contains(string(body), "busy") {
+		t.Errorf("worktrees of the repository: %d %s", resp.StatusCode, body)
+	}
 }
 
 // TestWorktreeRootMode: a root daemon makes a user's worktree with that

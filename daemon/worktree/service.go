@@ -343,6 +343,17 @@ func (x *Service) ListWorktrees(ctx context.Context, c ipc.Caller, repo string) 
 	if repo != "" && !filepath.IsAbs(repo) {
 		return nil, ipc.BadRequest("repository %q is not an absolute path", repo)
 	}
+	if repo != "" && len(x.visible(c, repo)) == 0 {
+		// A filter naming no directory is a mistake, not an empty list;
+		// looked at with the caller's rights.
+		owner, _, err := accessOf(c.UID)
+		if err != nil {
+			return nil, err
+		}
+		if fi, err := state.FilesOf(owner).Stat(repo); err != nil || !fi.IsDir() {
+			return nil, ipc.BadRequest("repository %s: no such directory (or not one this user may see)", repo)
+		}
+	}
 	byPath := map[string][]ipc.WorktreeSession{}
 	live := map[string]bool{}
 	all := x.sessions.Records()
