@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -652,5 +654,45 @@ func TestTerminalSendToAProgramThatDoesNotRead(t *testing.T) {
 			t.Errorf("the send took %s", took)
 		}
 	}
+	d.mustCtl("stop", id)
+}
+
+// TestTerminalAttachWhoseInputEnded: an attach whose input ends (attach <
+// file) watches on, and gives up the writer's place: a person can attach
+// and type.
+func TestTerminalAttachWhoseInputEnded(t *testing.T) {
+	d := startDaemon(t)
+	dir := project(t)
+	id := d.start("--tty", "--stop-grace", "1s", "--env", "PS1=ie$ ", dir, "--", "bash", "--norc", "--noprofile", "-i")
+	d.waitScreen(id, "ie$")
+	watcher := exec.Command(sessionctlBin, "--socket", d.sock, "attach", id)
+	watcher.Env = cleanEnv()
+	watcher.Stdin = strings.NewReader("echo typed-$((40+2))\n")
+	out, err := os.Create(filepath.Join(t.TempDir(), "watched"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	watcher.Stdout = out
+	if err := watcher.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = watcher.Process.Kill(); _ = watcher.Wait() }()
+	d.waitScreen(id, "typed-42")
+	var code int
+	var status string
+	waitFor(t, 10*time.Second, "the writer's place to be free", func() (bool, string) {
+		var c net.Conn
+		c, _, code, status = rawAttach(t, d.sock, id, false)
+		if c != nil {
+			c.Close()
+		}
+		return code == 101, fmt.Sprint(code, " ", status)
+	})
+	d.mustCtl("send", id, "echo still-watched", "--enter")
+	waitFor(t, 10*time.Second, "the attach whose input ended to go on showing the session", func() (bool, string) {
+		b, _ := os.ReadFile(out.Name())
+		return strings.Contains(string(b), "still-watched"), ""
+	})
 	d.mustCtl("stop", id)
 }

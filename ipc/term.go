@@ -38,7 +38,8 @@ const (
 	// resize, TermExit for wait, {} for send).
 	TermFrameOK TermFrameType = 'k'
 	// TermFrameData carries raw terminal bytes: output to a viewer, or keystrokes
-	// from the writer.
+	// from the writer. An empty one from the writer says its input ended: it
+	// watches on, and another viewer may be the writer.
 	TermFrameData TermFrameType = 'd'
 	// TermFrameResize carries a window size from the writer, as EncodeTermSize
 	// writes it.

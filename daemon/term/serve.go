@@ -218,6 +218,17 @@ func (h *holder) serveAttach(c *net.UnixConn, fr *ipc.TermFrameReader, readOnly 
 			if readOnly {
 				continue // a read-only viewer's keys go nowhere
 			}
+			if len(f.Payload) == 0 {
+				// The writer's input ended (attach < file): it watches on,
+				// and the writer's place is free for someone who types.
+				h.call(func() {
+					if h.writer == v {
+						h.setWriter(nil)
+					}
+				})
+				readOnly = true
+				continue
+			}
 			if err := h.typeInput(f.Payload); err != nil {
 				return
 			}

@@ -280,7 +280,11 @@ func (a *attachment) readKeys(in *input) {
 			default:
 				if errors.Is(err, io.EOF) {
 					// Input ended (not a terminal): keep watching the
-					// stream, as a viewer.
+					// stream, as a viewer; an empty data frame tells the
+					// holder, which lets another viewer be the writer.
+					if !a.opt.ReadOnly {
+						_ = a.send(ipc.TermFrameData, nil)
+					}
 					return
 				}
 				a.end(Result{Reason: Lost, Err: fmt.Errorf("read the terminal: %w", err)})
