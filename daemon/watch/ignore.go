@@ -664,35 +664,26 @@ func (c *checker) keptIn(dir string) map[string]bool {
 	if c.index == "" {
 		return set // no repository: nothing tracked
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
-	defer cancel()
 	args := append([]string{"--git-dir=" + c.gitDir, "--work-tree=" + c.workTree}, hardening...)
-	cmd := exec.CommandContext(ctx, "git", append(args, "ls-files", "-z", "-c", "--", ":(literal)"+dir+"/")...)
-	cmd.Dir = c.dir
-	cmd.Env = gitEnv()
-	cmd.SysProcAttr = c.ig.sysProcAttr()
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &limitedBuffer{max: 4096}
-	if err := proc.Run(cmd); err != nil {
+	got, err := c.lsFiles(append(args, "ls-files", "-z", "-c", "--", ":(literal)"+dir+"/"))
+	if err != nil {
 		c.ig.log().Debug("git ls-files of a left-out directory failed; nothing tracked taken there", zap.String("dir", dir), zap.Error(err))
 		return set
 	}
-	for _, p := range strings.Split(out.String(), "\x00") {
-		if p == "" {
-			continue
-		}
-		set[p] = true
-		for d := path.Dir(p); d != "." && d != "/" && !set[d]; d = path.Dir(d) {
-			set[d] = true
-		}
-	}
-	return set
+	c.kept[dir] = got
+	return got
 }
 
 // trackedIgnored lists the tracked files of the domain that ignore rules
 // match, and the directories that hold them: to git they are not ignored.
 func (c *checker) trackedIgnored(args []string) (map[string]bool, error) {
+	return c.lsFiles(append(args, "ls-files", "-z", "-c", "-i", "--exclude-standard"))
+}
+
+// lsFiles runs git (argv: a git ls-files -z, with the domain's repository)
+// as the project's user, bounded, and returns the paths it lists and the
+// directories that hold them.
+func (c *checker) lsFiles(argv []string) (map[string]bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
 	defer cancel()
 	go func() {
@@ -702,15 +693,16 @@ func (c *checker) trackedIgnored(args []string) (map[string]bool, error) {
 		case <-ctx.Done():
 		}
 	}()
-	cmd := exec.CommandContext(ctx, "git", append(args, "ls-files", "-z", "-c", "-i", "--exclude-standard")...)
+	cmd := exec.CommandContext(ctx, "git", argv...)
 	cmd.Dir = c.dir
 	cmd.Env = gitEnv()
 	cmd.SysProcAttr = c.ig.sysProcAttr()
 	var out bytes.Buffer
 	cmd.Stdout = &out
-	cmd.Stderr = &limitedBuffer{max: 4096}
+	stderr := &limitedBuffer{max: 4096}
+	cmd.Stderr = stderr
 	if err := proc.Run(cmd); err != nil {
-		return nil, fmt.Errorf("git ls-files in %s: %w (%s)", c.dir, err, strings.TrimSpace(cmd.Stderr.(*limitedBuffer).String()))
+		return nil, fmt.Errorf("git ls-files in %s: %w (%s)", c.dir, err, strings.TrimSpace(stderr.String()))
 	}
 	m := map[string]bool{}
 	for _, p := range strings.Split(out.String(), "\x00") {
@@ -718,8 +710,8 @@ func (c *checker) trackedIgnored(args []string) (map[string]bool, error) {
 			continue
 		}
 		m[p] = true
-		// The directories that hold it, ignored as they may be (target/,
-		// build/), are watched: an edit of the tracked file counts.
+		// The directories that hold it, ignored or left out as they may
+		// be (target/, dist/), are watched: an edit of the file counts.
 		for d := path.Dir(p); d != "." && d != "/" && !m[d]; d = path.Dir(d) {
 			m[d] = true
 		}
