@@ -548,6 +548,10 @@ func TestQueueAfterAndRestart(t *testing.T) {
 	if ps := d.mustCtl("ps"); !strings.Contains(ps, "queued #1") || !strings.Contains(ps, "queued #2") {
 		t.Errorf("ps does not number the queue:\n%s", ps)
 	}
+	// A queued session has not run: no uptime.
+	if up := d.mustCtl("ps", "-f", "state=queued", "--format", "{{.Uptime}}"); strings.Trim(up, "-\n") != "" {
+		t.Errorf("the uptime of queued sessions: %q, want -", up)
+	}
 
 	d.kill9()
 	d2 := startDaemonAt(t, state, sock)

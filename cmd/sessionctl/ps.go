@@ -481,7 +481,11 @@ func parseFilters(flags []string) (func(ipc.SessionRow) bool, error) {
 // and cut from one string (a listing has 100 rows, each of six).
 func (r *psRow) timesAndUsage(s *ipc.SessionRow, now, end time.Time) {
 	var buf [96]byte
-	b := ipc.AppendShortDuration(buf[:0], end.Sub(s.StartedAt))
+	b := buf[:0]
+	if s.State != ipc.StateQueued {
+		// A queued session has not run yet: no uptime.
+		b = ipc.AppendShortDuration(b, end.Sub(s.StartedAt))
+	}
 	var ends [5]int // of UPTIME, REMAINING, PID, CPU and MEM
 	ends[0] = len(b)
 	live := ipc.Live(s.State) && !s.Deadline.IsZero()
@@ -505,6 +509,9 @@ func (r *psRow) timesAndUsage(s *ipc.SessionRow, now, end time.Time) {
 	}
 	text := string(b)
 	r.Uptime = text[:ends[0]]
+	if r.Uptime == "" {
+		r.Uptime = "-"
+	}
 	if live {
 		r.Remaining = text[ends[0]:ends[1]]
 		if s.PID > 0 {
