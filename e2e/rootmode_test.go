@@ -174,6 +174,34 @@ func TestRootDaemonActsWithTheUsersRights(t *testing.T) {
 		}
 	})
 
+	t.Run("root starts a session in a user's project", func(t *testing.T) {
+		// What the project's files name runs as the project's owner, not
+		// as root, and root's environment is not handed to it.
+		dir := u.project(t)
+		if err := os.WriteFile(filepath.Join(dir, "sessiond.toml"), []byte("[session]\ncommand = [\"sh\", \"-c\", \"id -u > cmd.uid; echo root-secret=$ROOT_SECRET > cmd.env\"]\npreflight = [\"id -u > pre.uid\"]\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_ = os.Lchown(filepath.Join(dir, "sessiond.toml"), u.uid, u.gid)
+		r := execute(t, append(cleanEnv(), "ROOT_SECRET=hunter2"), sessionctlBin, "--socket", d.sock, "start", "-q", "--wait", "--env", "GIVEN=1", dir)
+		if r.code != 0 {
+			t.Fatalf("root's start in the user's project: %s", r)
+		}
+		for _, f := range []string{"cmd.uid", "pre.uid"} {
+			if b, err := os.ReadFile(filepath.Join(dir, f)); err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(u.uid) {
+				t.Errorf("%s = %q (%v), want the user's uid %d", f, b, err, u.uid)
+			}
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, "cmd.env")); strings.Contains(string(b), "hunter2") {
+			t.Errorf("the user's session got root's environment: %s", b)
+		}
+		var owner struct {
+			UID int `json:"uid"`
+		}
+		if err := json.Unmarshal([]byte(d.mustCtl("inspect", strings.TrimSpace(r.stdout))), &owner); err != nil || owner.UID != u.uid {
+			t.Errorf("the session belongs to uid %d (%v), want the user's %d", owner.UID, err, u.uid)
+		}
+	})
+
 	t.Run("symlinks to root's files and directories", func(t *testing.T) {
 		target := rootFile(t, "progress", "root's progress\n")
 		rootDir := filepath.Dir(rootFile(t, "keep", "k"))

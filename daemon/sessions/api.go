@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"go.uber.org/zap"
+	"syscall"
 
 	"context"
 	"errors"
@@ -141,6 +142,22 @@ func (d *Service) startSession(ctx context.Context, c ipc.Caller, req ipc.StartR
 	p, owner, err := access.OpenProject(req.Dir, c.UID)
 	if err != nil {
 		return nil, err
+	}
+	u, err := d.userOfProject(c, p.Dir())
+	if err != nil {
+		return nil, err
+	}
+	if u != nil {
+		// Root starts a session in a user's project as that user: what
+		// the project's files name (its command, preflight, services,
+		// notification commands) never runs as root, and root's
+		// environment is not handed to the user (a clean one, with the
+		// --env values given).
+		c = ipc.Caller{UID: u.UID, GID: u.GID, PID: c.PID}
+		req.Environ = nil
+		if p, owner, err = access.OpenProject(req.Dir, c.UID); err != nil {
+			return nil, err
+		}
 	}
 	if err := access.CheckDir(c, p.Dir()); err != nil {
 		return nil, err
@@ -550,4 +567,26 @@ func parseGrace(arg string) (time.Duration, error) {
 		return 0, ipc.BadRequest("grace: want a duration of 0 or more, got %q", arg)
 	}
 	return g.Duration, nil
+}
+
+// userOfProject is the user a root caller's start in dir runs as: the
+// directory's owner when that is another user (nil: the caller itself,
+// and always for a daemon that is not root).
+func (d *Service) userOfProject(c ipc.Caller, dir string) (*state.Owner, error) {
+	if !c.Root() || os.Geteuid() != 0 {
+		return nil, nil
+	}
+	fi, err := state.FilesOf(nil).Stat(dir)
+	if err != nil {
+		return nil, ipc.BadRequest("%w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || int(st.Uid) == c.UID {
+		return nil, nil
+	}
+	u, err := state.LookupOwner(int(st.Uid))
+	if err != nil {
+		return nil, ipc.Conflict("%s belongs to uid %d, as whom a session there would run: %v", dir, st.Uid, err)
+	}
+	return u, nil
 }
