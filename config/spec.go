@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"unicode"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -171,8 +172,8 @@ func (s *Spec) Validate() error {
 		return &FieldError{"command", "the program name is empty"}
 	}
 	for k := range s.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return &FieldError{"env", fmt.Sprintf("invalid variable name %q", k)}
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsFunc(k, unicode.IsControl) {
+			return &FieldError{"env", fmt.Sprintf("invalid variable name %q (no =, and no control character)", k)}
 		}
 	}
 	if s.Timeout.Duration <= 0 {

@@ -426,3 +426,30 @@ func TestInterruptedWaitLeavesTheSession(t *testing.T) {
 		t.Errorf("the session after its waiter was interrupted: %s, want running", rec.State)
 	}
 }
+
+// TestJSONOutputEscapesC1: a C1 control a session's command, project or
+// files carry (U+009D, an OSC to some terminals) is in --json output as a
+// \u escape, never raw, whose value reads back the same.
+func TestJSONOutputEscapesC1(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	dir := project(t)
+	arg := "x\u009d52;c;SGk=\u009c\u009b6n"
+	id := d.start("--checkpoint", "", dir, "--", "sh", "-c", "sleep 60", arg)
+	for _, args := range [][]string{{"inspect", id}, {"--json", "ps"}, {"--json", "ps", "-f", "state=running"}, {"--json", "events"}} {
+		out := d.mustCtl(args...)
+		if strings.Contains(out, "\u009d") || strings.Contains(out, "\u009b") {
+			t.Errorf("%v prints a raw C1 control", args)
+		}
+		if !strings.Contains(out, `\u009d52;c;SGk=\u009c\u009b6n`) {
+			t.Errorf("%v does not carry the argument escaped:\n%s", args, out)
+		}
+	}
+	var rec struct {
+		Command []string `json:"command"`
+	}
+	if err := json.Unmarshal([]byte(d.mustCtl("inspect", id)), &rec); err != nil || len(rec.Command) != 4 || rec.Command[3] != arg {
+		t.Errorf("the escaped record reads back as %q (%v), want the argument %q", rec.Command, err, arg)
+	}
+	d.mustCtl("stop", id)
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sessiond/sessiond/config"
 	"github.com/sessiond/sessiond/ipc"
+	"github.com/sessiond/sessiond/ipc/escape"
 )
 
 // HostEnv names the environment variable that gives --host.
@@ -305,6 +306,7 @@ func (a *app) eventsHosts(ctx context.Context, follow, all bool) error {
 				mu.Lock()
 				if a.json {
 					b, _ := json.Marshal(hostEvent{Host: h[0], Event: ev})
+					b = escape.JSONC1(b)
 					fmt.Fprintf(a.out, "%s\n", b)
 				} else {
 					fmt.Fprintf(a.out, "%s  %s  %-10s %s  %s\n", ipc.TerminalLine(h[0]), ev.Time.Local().Format("15:04:05.000"), ev.Type, ev.SessionID, ipc.TerminalLine(ev.Message))

@@ -39,7 +39,7 @@ func (a *app) printJSON(v any) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(a.out, "%s\n", b)
+	_, err = fmt.Fprintf(a.out, "%s\n", escape.JSONC1(b))
 	return err
 }
 
@@ -58,7 +58,7 @@ func (a *app) passJSON(data []byte, err error) error {
 		return fmt.Errorf("the daemon's answer is not JSON: %w", err)
 	}
 	b.WriteByte('\n')
-	_, err = a.out.Write(b.Bytes())
+	_, err = a.out.Write(escape.JSONC1(b.Bytes()))
 	return err
 }
 
@@ -583,6 +583,7 @@ func (a *app) eventsCmd() *cobra.Command {
 				}
 				if a.json {
 					b, _ := json.Marshal(ev)
+					b = escape.JSONC1(b)
 					fmt.Fprintf(a.out, "%s\n", b)
 					continue
 				}

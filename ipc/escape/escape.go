@@ -8,6 +8,7 @@
 package escape
 
 import (
+	"bytes"
 	"io"
 	"strings"
 	"unicode/utf8"
@@ -188,4 +189,33 @@ func incompleteTail(p []byte) int {
 		}
 	}
 	return 0
+}
+
+// JSONC1 writes the C1 controls (U+0080 to U+009F) in JSON text as \u
+// escapes: JSON leaves them raw, and some terminals obey them as ESC
+// sequences (U+009D as OSC, U+009B as CSI). The value is the same JSON;
+// b itself is returned when it holds none.
+func JSONC1(b []byte) []byte {
+	i := bytes.IndexByte(b, 0xc2)
+	for i >= 0 && (i+1 >= len(b) || b[i+1] < 0x80 || b[i+1] > 0x9f) {
+		j := bytes.IndexByte(b[i+1:], 0xc2)
+		if j < 0 {
+			return b
+		}
+		i += 1 + j
+	}
+	if i < 0 {
+		return b
+	}
+	out := make([]byte, 0, len(b)+16)
+	for k := 0; k < len(b); k++ {
+		if b[k] == 0xc2 && k+1 < len(b) && b[k+1] >= 0x80 && b[k+1] <= 0x9f {
+			out = append(out, `\u00`...)
+			out = append(out, "0123456789abcdef"[b[k+1]>>4], "0123456789abcdef"[b[k+1]&15])
+			k++
+			continue
+		}
+		out = append(out, b[k])
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package escape
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -49,5 +50,21 @@ func TestWriterSplits(t *testing.T) {
 		if b.String() != want {
 			t.Fatalf("cut at %d: %q, want %q", cut, b.String(), want)
 		}
+	}
+}
+
+func TestJSONC1(t *testing.T) {
+	in := []byte("{\"f\":\"a\u009d52;c;SGk=\u009c\u009b6n é \u00a0\"}")
+	out := JSONC1(in)
+	if want := `{"f":"a\u009d52;c;SGk=\u009c\u009b6n é ` + "\u00a0" + `"}`; string(out) != want {
+		t.Errorf("JSONC1 = %q, want %q", out, want)
+	}
+	var a, b map[string]string
+	if json.Unmarshal(in, &a) != nil || json.Unmarshal(out, &b) != nil || a["f"] != b["f"] {
+		t.Errorf("the escaped JSON reads back as %q, want %q", b["f"], a["f"])
+	}
+	plain := []byte(`{"f":"é à"}`)
+	if got := JSONC1(plain); &got[0] != &plain[0] {
+		t.Error("JSONC1 copied JSON that holds no C1 control")
 	}
 }
