@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"unicode"
 	"time"
+	"unicode"
 
 	"golang.org/x/sys/unix"
 )
