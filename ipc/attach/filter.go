@@ -1,8 +1,11 @@
 package attach
 
 import (
+	"bytes"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // outputFilter is what stands between a session's output and the
@@ -11,24 +14,29 @@ import (
 // nothing it prints may act on the terminal beyond its screen, or make
 // the terminal answer: the answer would come back as keys typed into the
 // session (a root admin attached to a user's session would type for it
-// whatever the user's program asked for). So it drops:
-//   - every OSC but hyperlinks (OSC 8): the clipboard (OSC 52, written or
-//     read), titles, colours, notifications, the working directory;
-//   - DCS, SOS, PM and APC strings: requests (DECRQSS, XTGETTCAP),
-//     passthrough to an outer terminal, graphics;
-//   - the CSI reports and queries: device status and cursor position (n),
-//     device attributes (c), window operations and reports (t), mode
-//     requests (DECRQM, $p), the terminal's version (> q), the keyboard
-//     protocol's query (? u);
-//   - C1 controls written as UTF-8 (U+0080 to U+009F), which some
-//     terminals obey as ESC sequences.
+// whatever the user's program asked for). So it passes text as whole
+// UTF-8 characters, and only the ESC and CSI sequences that draw or set a
+// mode (csiShown), and drops:
+//   - every OSC but a hyperlink (OSC 8) of plain text: the clipboard
+//     (OSC 52, written or read), titles, colours, notifications;
+//   - DCS, SOS, PM and APC strings, and screen's title (ESC k):
+//     requests (DECRQSS, XTGETTCAP), passthrough to an outer terminal,
+//     graphics;
+//   - every CSI sequence that is not drawing: reports and queries (device
+//     status, attributes, modes, the terminal's version, the keyboard
+//     protocol's, graphics'), window operations, printing;
+//   - DECID (ESC Z);
+//   - C1 controls, written as UTF-8 (U+0080 to U+009F) or as one byte,
+//     which some terminals obey as ESC sequences, and bytes that are no
+//     character.
 //
 // The session's terminal itself is the holder's, which answers what its
 // program asks; the attaching terminal only shows it.
 type outputFilter struct {
 	state filterState
 	seq   []byte // the sequence being read (kept: ESC, CSI; dropped: the rest)
-	c2    bool   // a 0xC2 byte is held: what follows says whether it is a C1
+	ch    []byte // a UTF-8 character being read, passed once whole
+	want  int    // its length
 	// region says the session set a scroll region or origin mode, which a
 	// detach resets.
 	region bool
@@ -54,33 +62,46 @@ func (f *outputFilter) filter(out, p []byte) []byte {
 	for _, b := range p {
 		switch f.state {
 		case fGround:
-			if f.c2 {
-				f.c2 = false
-				if b >= 0x80 && b <= 0x9f {
-					continue // U+0080..U+009F: a C1 control
-				}
-				if b >= 0xa0 && b <= 0xbf {
-					out = append(out, 0xc2, b)
+			if len(f.ch) > 0 {
+				if b >= 0x80 && b <= 0xbf {
+					f.ch = append(f.ch, b)
+					if len(f.ch) == f.want {
+						// Whole: passed if it is a character, and not a
+						// C1 control (U+0080 to U+009F).
+						if r, _ := utf8.DecodeRune(f.ch); r != utf8.RuneError && (r < 0x80 || r > 0x9f) {
+							out = append(out, f.ch...)
+						}
+						f.ch = f.ch[:0]
+					}
 					continue
 				}
-				// A lone 0xC2 is no character: dropped, so that no
-				// later byte makes a C1 of it.
+				f.ch = f.ch[:0] // a character cut short: dropped, b read anew
 			}
-			switch b {
-			case 0x1b:
+			switch {
+			case b == 0x1b:
 				f.state, f.seq = fEsc, append(f.seq[:0], b)
-			case 0xc2:
-				f.c2 = true
-			default:
+			case b < 0x80:
 				out = append(out, b)
+			case b >= 0xc2 && b <= 0xdf:
+				f.ch, f.want = append(f.ch[:0], b), 2
+			case b >= 0xe0 && b <= 0xef:
+				f.ch, f.want = append(f.ch[:0], b), 3
+			case b >= 0xf0 && b <= 0xf4:
+				f.ch, f.want = append(f.ch[:0], b), 4
+			default:
+				// A continuation with no character, or a C1 control
+				// written as one byte, which some terminals obey: dropped.
 			}
 		case fEsc:
 			f.seq = append(f.seq, b)
 			switch {
 			case b == '[' && len(f.seq) == 2:
 				f.state = fCSI
-			case (b == ']' || b == 'P' || b == 'X' || b == '^' || b == '_') && len(f.seq) == 2:
+			case (b == ']' || b == 'P' || b == 'X' || b == '^' || b == '_' || b == 'k') && len(f.seq) == 2:
+				// OSC, DCS, SOS, PM, APC, and screen's title (ESC k).
 				f.state = fString
+			case b == 'Z' && len(f.seq) == 2:
+				f.state = fGround // DECID: the terminal would answer
 			case b == 0x1b:
 				// ESC ESC: the first is dropped, the second begins anew.
 				f.seq = append(f.seq[:0], b)
@@ -105,8 +126,8 @@ func (f *outputFilter) filter(out, p []byte) []byte {
 				f.state = fGround
 			case b == 0x1b:
 				f.state, f.seq = fEsc, append(f.seq[:0], b)
-			case b < 0x20 || len(f.seq) > maxSeq:
-				f.state = fGround // cut or too long: dropped
+			case b < 0x20 || b >= 0x7f || len(f.seq) > maxSeq:
+				f.state = fGround // cut, not ASCII, or too long: dropped
 			}
 		case fString:
 			if b == 0x07 && f.seq[1] == ']' {
@@ -138,31 +159,49 @@ func (f *outputFilter) filter(out, p []byte) []byte {
 func (f *outputFilter) endString(out *[]byte, st string) {
 	s := f.seq
 	f.state = fGround
-	if len(s) <= maxSeq && len(s) >= 4 && s[1] == ']' && s[2] == '8' && s[3] == ';' {
+	if len(s) <= maxSeq && len(s) >= 4 && s[1] == ']' && s[2] == '8' && s[3] == ';' && plainText(s[4:]) {
 		*out = append(append(*out, s...), st...)
 	}
 }
 
 // csiShown reports whether a whole CSI sequence (ESC [ ... final) only
-// draws: not a query, a report or a window operation.
+// draws or sets a mode: a final byte of those (cursor movement, erasing,
+// scrolling, attributes, modes, margins, the cursor's shape), with no
+// intermediate but those of DECSCUSR, DECSTR and DECSCA/DECSCL. The
+// rest, and the queries among those finals, make the terminal answer or
+// act past the screen (window operations, printing, reports).
 func csiShown(seq []byte) bool {
 	final := seq[len(seq)-1]
 	params := seq[2 : len(seq)-1]
-	private := len(params) > 0 && params[0] >= 0x3c && params[0] <= 0x3f // < = > ?
-	switch final {
-	case 'n', 'c', 't':
+	var private byte
+	if len(params) > 0 && params[0] >= 0x3c && params[0] <= 0x3f { // < = > ?
+		private = params[0]
+	}
+	for _, c := range params {
+		if c >= 0x20 && c <= 0x2f && c != ' ' && c != '!' && c != '"' {
+			return false // $ (DECRQM, DECRQPSR...), * (DECRQCRA), # (XTREPORTSGR), '
+		}
+	}
+	if strings.IndexByte(drawingFinals, final) < 0 {
 		return false
-	case 'p':
-		// DECRQM (CSI ... $ p) asks; DECSTR (CSI ! p) and the rest set.
-		return len(params) == 0 || params[len(params)-1] != '$'
+	}
+	switch final {
+	case 'm', 'S', 'u':
+		return private != '?' // XTQMODKEYS, XTSMGRAPHICS, the keyboard protocol's query
 	case 'q':
-		// XTVERSION (CSI > q) asks; DECSCUSR (CSI N SP q) sets the cursor.
-		return !(private && params[0] == '>')
-	case 'u':
-		// The keyboard protocol's query (CSI ? u); CSI u restores the cursor.
-		return !(private && params[0] == '?')
+		return private != '>' // XTVERSION
 	}
 	return true
+}
+
+// drawingFinals are the final bytes of CSI sequences that draw or set a
+// mode.
+const drawingFinals = "@ABCDEFGHIJKLMPSTXZ`abdefghlmpqrsu"
+
+// plainText reports whether b is UTF-8 text without control characters
+// (a hyperlink's parameters and URI).
+func plainText(b []byte) bool {
+	return utf8.Valid(b) && !bytes.ContainsFunc(b, unicode.IsControl)
 }
 
 // setsRegion reports whether a CSI sequence sets a scroll region (DECSTBM,

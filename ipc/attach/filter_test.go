@@ -3,6 +3,7 @@ package attach
 import (
 	"bytes"
 	"testing"
+	"unicode/utf8"
 )
 
 func filtered(chunks ...string) string {
@@ -34,6 +35,14 @@ func TestOutputFilter(t *testing.T) {
 		{"version and keyboard queries", "\x1b[>q\x1b[?u\x1b[uok", "\x1b[uok"},
 		{"C1 as UTF-8", "a\xc2\x9b6nb\xc2\x9d52;c;x\x07c\xc2\xa0d", "a6nb52;c;x\x07c\xc2\xa0d"},
 		{"cut CSI", "\x1b[12\n\x1b[1mok", "\x1b[1mok"},
+		{"raw 8-bit C1", "a\x9b6nb\x9d52;c;UkFX\x07c", "a6nb52;c;UkFX\x07c"},
+		{"UTF-8 kept whole", "é ✓ 𝄞 \xc3\xa9", "é ✓ 𝄞 é"},
+		{"a C1 hidden in a hyperlink", "\x1b]8;;http://a\xc2\x9c\xc2\x9d52;c;T1NDOEMx\x07|", "|"},
+		{"DECID", "a\x1bZb", "ab"},
+		{"more queries", "\x1b[0x\x1b[1$u\x1b[1$w\x1b[1;1;1;1;1*y\x1b[?1;1S\x1b[?4m\x1b[1;1;2;2#|\x1b[5iok", "ok"},
+		{"screen's title", "a\x1bkTITLE\x1b\\b", "ab"},
+		{"a C1 in a CSI", "\x1b[1\x9b6mok", "6mok"},
+		{"drawing kept", "\x1b[>4;1m\x1b[2 q\x1b[3`\x1b[?1049h\x1b[>1u\x1b[<u", "\x1b[>4;1m\x1b[2 q\x1b[3`\x1b[?1049h\x1b[>1u\x1b[<u"},
 	} {
 		if got := filtered(tc.in); got != tc.want {
 			t.Errorf("%s: %q → %q, want %q", tc.name, tc.in, got, tc.want)
@@ -65,7 +74,14 @@ func FuzzOutputFilter(f *testing.F) {
 		if !bytes.Equal(out, out2) {
 			t.Fatalf("%q: whole %q, split at %d %q", in, out, c, out2)
 		}
-		for _, bad := range [][]byte{[]byte("\x1b]52"), []byte("\x1b]0;"), []byte("\x1bP"), []byte("\x1b_"), []byte("\x1b[6n"), []byte("\x1b[c"), []byte("\xc2\x9b")} {
+		for rest := out; len(rest) > 0; {
+			r, size := utf8.DecodeRune(rest)
+			if r >= 0x80 && r <= 0x9f || r == utf8.RuneError && size == 1 && rest[0] >= 0x80 && rest[0] <= 0x9f {
+				t.Fatalf("%q came out as %q, which holds a C1 control", in, out)
+			}
+			rest = rest[size:]
+		}
+		for _, bad := range [][]byte{[]byte("\x1b]52"), []byte("\x1b]0;"), []byte("\x1bP"), []byte("\x1b_"), []byte("\x1b[6n"), []byte("\x1b[c"), []byte("\x1bZ"), []byte("\x1bk")} {
 			if bytes.Contains(out, bad) {
 				t.Fatalf("%q came out as %q, which holds %q", in, out, bad)
 			}
