@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -636,4 +637,43 @@ func TestEndWritesIntoTheProjectsSpares(t *testing.T) {
 	if data, err := os.ReadFile(filepath.Join(sd, "handoff.json")); err != nil || !strings.Contains(string(data), id) {
 		t.Errorf("handoff.json (%v):\n%s", err, data)
 	}
+}
+
+// TestUnreadableRecordKillsNothing: a live session whose record is found
+// unreadable after a crash is not killed. With its first, starting record
+// as the previous version, the next daemon finds its process again through
+// the project's lock and adopts it; with both versions unreadable, its
+// process (and cgroup) are left running, unsupervised, and said so.
+func TestUnreadableRecordKillsNothing(t *testing.T) {
+	d := startDaemon(t)
+	dir := project(t)
+	id := d.start("--checkpoint", "", dir, "--", "sleep", "7361")
+	rec := d.waitState(id, 10*time.Second, "running")
+	d.kill9()
+	recPath := filepath.Join(d.stateDir, "sessions", id, "session.json")
+	if err := os.WriteFile(recPath, []byte("garbage\x00\xff{{{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d = startDaemonAt(t, d.stateDir, d.sock)
+	if got := d.waitState(id, 10*time.Second, "running"); got.PID != rec.PID {
+		t.Errorf("the session after its record was unreadable: %s, pid %d; want it adopted, pid %d", got.State, got.PID, rec.PID)
+	}
+	if procs := procsRunning("sleep", "7361"); len(procs) != 1 || procs[0] != rec.PID {
+		t.Fatalf("the session's process: %v, want %d alive", procs, rec.PID)
+	}
+
+	d.kill9()
+	for _, p := range []string{recPath, filepath.Join(filepath.Dir(recPath), ".session.json.spare")} {
+		if err := os.WriteFile(p, []byte("yy"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d = startDaemonAt(t, d.stateDir, d.sock)
+	if log := readFile(t, d.logPath); !strings.Contains(log, "skipping unreadable session record") {
+		t.Errorf("the daemon does not say it skipped the record:\n%s", log)
+	}
+	if procs := procsRunning("sleep", "7361"); len(procs) != 1 {
+		t.Errorf("the process of a session whose record is unreadable was killed: %v", procs)
+	}
+	_ = syscall.Kill(rec.PID, syscall.SIGKILL)
 }

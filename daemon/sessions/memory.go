@@ -35,9 +35,13 @@ func (d *Service) WatchMemory(ctx context.Context) {
 }
 
 // sweepCgroups removes the cgroups that belong to no live session: those
-// of sessions whose start or end a daemon died in.
-func (d *Service) sweepCgroups() {
+// of sessions whose start or end a daemon died in. Those of keep (sessions
+// whose record cannot be read) stay, with what they hold.
+func (d *Service) sweepCgroups(keep map[string]bool) {
 	live := map[string]bool{}
+	for id := range keep {
+		live[id] = true
+	}
 	for _, s := range d.reg.All() {
 		if ipc.Live(s.State()) {
 			live[s.ID()] = true

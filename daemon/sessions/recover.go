@@ -56,6 +56,10 @@ func (d *Service) Recover() {
 	}
 	var sum recoverySummary
 	var live, queued, ended []*session.Session
+	// unreadable are the sessions whose record (and its previous version)
+	// cannot be read: nothing says whether they run, so nothing of theirs
+	// is killed.
+	unreadable := map[string]bool{}
 	owners := ownerCache{}
 	for _, e := range entries {
 		if !e.IsDir() {
@@ -86,7 +90,9 @@ func (d *Service) Recover() {
 			// after its command ran.
 			if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, state.ErrEmpty) {
 				sum.unreadable++
-				d.log.Warn("skipping unreadable session record", zap.String("path", path), zap.Error(err))
+				unreadable[e.Name()] = true
+				d.log.Warn("skipping unreadable session record; what the session runs is left running, unsupervised",
+					zap.String("path", path), zap.Error(err))
 				continue
 			}
 			if fi, err := os.Lstat(filepath.Join(root, e.Name(), "output.log")); err == nil && fi.Size() > 0 {
@@ -132,6 +138,9 @@ func (d *Service) Recover() {
 			// daemon's again; Load puts the values given with --env back
 			// from the session's directory.
 			sp.Env = p.Env
+		}
+		if aside != nil && proj != nil && rec.State == ipc.StateStarting && rec.PID == 0 && !rec.TTY {
+			repairFromLock(&rec, proj, d.log)
 		}
 		if proj != nil && ipc.Live(rec.State) {
 			d.notes.LoadProject(proj)
@@ -191,8 +200,8 @@ func (d *Service) Recover() {
 		}
 	}
 	sum.pending = pending
-	sum.swept = d.sweepOrphans()
-	d.sweepCgroups()
+	sum.swept = d.sweepOrphans(unreadable)
+	d.sweepCgroups(unreadable)
 	d.trimHistory()
 	for _, s := range d.reg.All() {
 		if rec := s.Snapshot(); rec.Stop != nil && rec.Stop.Restart && !ipc.Live(rec.State) {
@@ -206,6 +215,21 @@ func (d *Service) Recover() {
 	if w := d.deps.Pending.Warning(); w != "" {
 		d.log.Warn(w+"; they are written as soon as there is room", zap.String("state_dir", d.cfg.StateDir))
 	}
+}
+
+// repairFromLock fills in, from the project's lock, the process of a
+// session whose record was unreadable and whose previous version is its
+// first, starting record (no pid yet): the lock names the child the start
+// spawned, with its start time and boot, which is what adoption proves
+// the process by. A lock of another session, or none, changes nothing.
+func repairFromLock(rec *ipc.Session, proj *state.Project, log *zap.Logger) {
+	l, err := proj.ReadLock()
+	if err != nil || l == nil || l.SessionID != rec.ID || l.ChildPID <= 0 || l.ChildStartTime == 0 || l.BootID == "" {
+		return
+	}
+	rec.PID, rec.StartTime, rec.BootID = l.ChildPID, l.ChildStartTime, l.BootID
+	rec.State = ipc.StateRunning
+	log.Warn("the session's process is taken from its project's lock, its record unreadable", zap.String("session", rec.ID), zap.Int("pid", l.ChildPID))
 }
 
 // resumeRestarts gives the restart policy again to the sessions that had
@@ -321,9 +345,13 @@ func (r recoverySummary) fields() []zap.Field {
 // that names a recorded session is killed only if it runs as that
 // session's user; each is proven (proc.Process) as it is killed. It
 // returns how many were.
-func (d *Service) sweepOrphans() int {
+func (d *Service) sweepOrphans(unreadable map[string]bool) int {
 	n := 0
 	for _, f := range proc.SessionsByEnv(d.cfg.Socket) {
+		if unreadable[f.Session] {
+			d.log.Warn("a process of a session whose record is unreadable is left running", zap.Int("pid", f.PID), zap.String("session", f.Session))
+			continue
+		}
 		if s := d.reg.Get(f.Session); s != nil {
 			if st := s.Snapshot().State; (ipc.Live(st) && st != ipc.StateStarting) || s.UID() != f.UID {
 				continue
