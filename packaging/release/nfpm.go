@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -136,8 +138,13 @@ func (b *builder) nfpm(ctx context.Context, t Target, bin, format string) (strin
 		}
 		cfg.Contents = append(cfg.Contents, c)
 	}
-	// /etc/sessiond belongs to the package, so that purging removes it.
-	cfg.Contents = append(cfg.Contents, nfpmContent{Dst: "/etc/sessiond", Type: "dir", FileInfo: nfpmFileInfo{Mode: 0o755, Owner: "root", Group: "root"}})
+	// The package's own directories (/etc/sessiond, /usr/libexec/sessiond,
+	// its doc and license directories) belong to it, so that removing it
+	// (rpm -e, which leaves a directory nobody owns) and purging remove
+	// them; shared ones (/usr/bin, man1) are not its.
+	for _, d := range ownDirs(cfg.Contents, "/etc/sessiond") {
+		cfg.Contents = append(cfg.Contents, nfpmContent{Dst: d, Type: "dir", FileInfo: nfpmFileInfo{Mode: 0o755, Owner: "root", Group: "root"}})
+	}
 	data, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		return "", err
@@ -164,6 +171,30 @@ func (b *builder) nfpm(ctx context.Context, t Target, bin, format string) (strin
 	}
 	dst := filepath.Join(b.Dist, filepath.Base(made[0]))
 	return dst, os.Rename(made[0], dst)
+}
+
+// ownDirs are the directories of contents (and more) that hold "sessiond"
+// as a component of their path: the package's own.
+func ownDirs(contents []nfpmContent, more ...string) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(d string) {
+		for ; d != "/" && d != "."; d = path.Dir(d) {
+			if !slices.Contains(strings.Split(d, "/"), "sessiond") || seen[d] {
+				continue
+			}
+			seen[d] = true
+			out = append(out, d)
+		}
+	}
+	for _, c := range contents {
+		add(path.Dir(c.Dst))
+	}
+	for _, d := range more {
+		add(d)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func withoutEnv(env []string, names ...string) []string {

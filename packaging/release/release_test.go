@@ -572,7 +572,8 @@ func TestRPMInstall(t *testing.T) {
 	}
 	files := strings.Fields(o.must(t, "rpm", "-ql", "sessiond"))
 	o.must(t, "rpm", "-e", "--nodeps", "sessiond")
-	for _, p := range append(files, "/var/lib/sessiond", "/run/sessiond") {
+	// The package's own directories go with it, not only its files.
+	for _, p := range append(files, "/var/lib/sessiond", "/run/sessiond", "/usr/libexec/sessiond", "/usr/share/doc/sessiond", "/usr/share/licenses/sessiond") {
 		if _, err := os.Lstat(o.host(p)); err == nil {
 			t.Errorf("%s is left after rpm -e", p)
 		}
