@@ -313,10 +313,20 @@ func TestTerminalExitWhileDaemonDown(t *testing.T) {
 	}
 	waitFile(t, filepath.Join(stateDir, "sessions", id, "exit.json"), 20*time.Second)
 	waitFor(t, 10*time.Second, "the holder to end", func() (bool, string) { return !alive(holder), "" })
+	var exit struct {
+		ExitedAt time.Time `json:"exited_at"`
+	}
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(stateDir, "sessions", id, "exit.json"))), &exit); err != nil || exit.ExitedAt.IsZero() {
+		t.Fatalf("exit.json: %v", err)
+	}
+	sleepUntil(time.Now().Add(time.Second)) // the next daemon comes later
 	d = startDaemonAt(t, stateDir, sock)
 	rec := d.waitEnded(id, 20*time.Second)
 	if rec.EndReason != "error" || rec.ExitCode == nil || *rec.ExitCode != 6 {
 		t.Fatalf("ended %s, exit %v; want error, exit 6 (from the holder)", rec.EndReason, rec.ExitCode)
+	}
+	if rec.EndedAt == nil || !rec.EndedAt.Equal(exit.ExitedAt) {
+		t.Errorf("ended at %v, want %v, when the holder saw the command end", rec.EndedAt, exit.ExitedAt)
 	}
 	if out := d.mustCtl("inspect", id); !strings.Contains(out, "while no daemon ran") {
 		t.Errorf("the record does not say the end came while no daemon ran:\n%s", out)

@@ -257,5 +257,10 @@ func (s *Session) endObserved(ex ipc.TermExit) {
 		reason = r // the stop an earlier daemon began
 	}
 	s.beginEnd(reason, exit)
+	// Its end is when its holder saw the command end, not when this
+	// daemon found it.
+	if !ex.ExitedAt.IsZero() {
+		s.end.at = ex.ExitedAt
+	}
 	s.release()
 }
