@@ -140,9 +140,14 @@ func TestStopOutlivesACrash(t *testing.T) {
 	dir := project(t)
 	id := d.start("--restart", "on-failure", "--stop-grace", "20s", dir, "--", "sh", "-c", slowToStop)
 	pid := d.waitState(id, 10*time.Second, "running").PID
-	go runCtl(t, d.sock, nil, "stop", id)
+	stopped := make(chan result, 1)
+	go func() { stopped <- runCtl(t, d.sock, nil, "stop", id) }()
 	d.waitState(id, 10*time.Second, "stopping")
 	d.kill9()
+	// The stop that waited is told what became of it.
+	if r := <-stopped; r.code != 1 || !strings.Contains(r.stderr, "sessiond closed the connection before it answered") {
+		t.Errorf("the stop whose daemon was killed: %s", r)
+	}
 	// The command finishes its stop while no daemon runs.
 	waitFor(t, 10*time.Second, "the command to exit", func() (bool, string) { return !alive(pid), "" })
 	d2 := startDaemonAt(t, d.stateDir, d.sock)

@@ -204,6 +204,9 @@ func (c *Client) roundTrip(ctx context.Context, req Request) (*Response, error) 
 		if ssh, ok := w.Conn.(*sshConn); ok {
 			return nil, ssh.cut(err)
 		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+			return nil, fmt.Errorf("sessiond closed the connection before it answered %s %s; it stopped or crashed, and the next daemon finishes what it had recorded (a stop, for one): %w", req.Method, req.Target, err)
+		}
 		return nil, fmt.Errorf("%s %s: %w", req.Method, req.Target, err)
 	}
 }
