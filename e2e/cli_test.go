@@ -453,3 +453,33 @@ func TestJSONOutputEscapesC1(t *testing.T) {
 	}
 	d.mustCtl("stop", id)
 }
+
+// TestCorruptContextsFile: a contexts file that is not JSON stops the
+// commands that would go to the current context (it may be another
+// host's), saying how to repair; the context commands set it aside and
+// start anew, saying so.
+func TestCorruptContextsFile(t *testing.T) {
+	t.Parallel()
+	cfgHome := t.TempDir()
+	path := filepath.Join(cfgHome, "sessiond", "contexts.json")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(`{"current": "h1", "contexts": {`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := append(cleanEnv(), "XDG_CONFIG_HOME="+cfgHome, "XDG_RUNTIME_DIR="+t.TempDir(), "HOME="+t.TempDir())
+	if r := execute(t, env, sessionctlBin, "ps"); r.code != 1 || !strings.Contains(r.stderr, "context ls sets it aside") {
+		t.Errorf("ps with a corrupt contexts file: %s", r)
+	}
+	r := execute(t, env, sessionctlBin, "context", "ls")
+	if r.code != 0 || !strings.Contains(r.stderr, "was not JSON") || !strings.Contains(r.stdout, "default") {
+		t.Errorf("context ls with a corrupt contexts file: %s", r)
+	}
+	if aside, _ := filepath.Glob(path + ".corrupt-*"); len(aside) != 1 || fileExists(path) {
+		t.Errorf("the corrupt file is not set aside: %v, still there: %v", aside, fileExists(path))
+	}
+	if r := execute(t, env, sessionctlBin, "ps"); r.code != 3 {
+		t.Errorf("ps after the repair, with no daemon: %s, want exit 3", r)
+	}
+}

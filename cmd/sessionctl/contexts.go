@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -66,12 +67,41 @@ func loadContexts() (*contextFile, string, error) {
 		return nil, path, err
 	}
 	if err := json.Unmarshal(data, cf); err != nil {
-		return nil, path, fmt.Errorf("%s: %v (fix or remove it)", path, err)
+		// Not read as no contexts: the current one may be another host's,
+		// and a command meant for it must not act on this one.
+		return nil, path, &corruptContexts{path: path, err: err}
 	}
 	if cf.Contexts == nil {
 		cf.Contexts = map[string]contextEntry{}
 	}
 	return cf, path, nil
+}
+
+// corruptContexts is a contexts file that is not JSON.
+type corruptContexts struct {
+	path string
+	err  error
+}
+
+func (e *corruptContexts) Error() string {
+	return fmt.Sprintf("%s: %v (sessionctl context ls sets it aside and starts anew; or fix it)", e.path, e.err)
+}
+
+// loadContextsToEdit is loadContexts for the context commands, which
+// repair: a file that is not JSON is set aside as PATH.corrupt-<time>, said
+// on stderr, and the contexts start anew.
+func (a *app) loadContextsToEdit() (*contextFile, string, error) {
+	cf, path, err := loadContexts()
+	var bad *corruptContexts
+	if !errors.As(err, &bad) {
+		return cf, path, err
+	}
+	aside := path + ".corrupt-" + time.Now().UTC().Format("20060102T150405Z")
+	if rerr := os.Rename(path, aside); rerr != nil {
+		return nil, path, fmt.Errorf("%w; setting it aside failed: %v", err, rerr)
+	}
+	fmt.Fprintf(a.errOut, "sessionctl: warning: %s was not JSON (%v): set aside as %s; the contexts start anew\n", path, bad.err, aside)
+	return &contextFile{Contexts: map[string]contextEntry{}}, path, nil
 }
 
 // save writes the file whole, atomically, owner-only.
@@ -145,7 +175,7 @@ SESSIOND_HOST or SESSIOND_CONTEXT says otherwise.`,
 			if _, err := ipc.ParseHost(host); err != nil {
 				return usageErr("%v", err)
 			}
-			cf, path, err := loadContexts()
+			cf, path, err := a.loadContextsToEdit()
 			if err != nil {
 				return err
 			}
@@ -169,7 +199,7 @@ SESSIOND_HOST or SESSIOND_CONTEXT says otherwise.`,
 		Short:   "List the contexts; * marks the current one",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cf, _, err := loadContexts()
+			cf, _, err := a.loadContextsToEdit()
 			if err != nil {
 				return err
 			}
@@ -211,7 +241,7 @@ SESSIOND_HOST or SESSIOND_CONTEXT says otherwise.`,
 		Short: "Make NAME the current context (default: this host)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cf, path, err := loadContexts()
+			cf, path, err := a.loadContextsToEdit()
 			if err != nil {
 				return err
 			}
@@ -234,7 +264,7 @@ SESSIOND_HOST or SESSIOND_CONTEXT says otherwise.`,
 		Short: "Remove contexts",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cf, path, err := loadContexts()
+			cf, path, err := a.loadContextsToEdit()
 			if err != nil {
 				return err
 			}
