@@ -28,8 +28,8 @@ func (d *Daemon) shareSocket() error {
 		return fmt.Errorf("give the socket to group %s: %w", grp.Name, err)
 	}
 	if fi, err := os.Stat(filepath.Dir(d.cfg.Socket)); err == nil && fi.Mode().Perm()&0o011 == 0 {
-		d.log.Warn("allowed_groups members cannot reach the socket: its directory is closed to them",
-			zap.String("dir", filepath.Dir(d.cfg.Socket)), zap.String("mode", fi.Mode().Perm().String()))
+		d.log.Warn("allowed_groups members cannot reach the socket: its directory is closed to them (chgrp it to the group and chmod 0750, or put the socket elsewhere)",
+			zap.String("dir", filepath.Dir(d.cfg.Socket)), zap.String("mode", fmt.Sprintf("%04o", fi.Mode().Perm())))
 	}
 	return nil
 }

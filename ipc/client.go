@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"io"
 	"io/fs"
 	"net"
 	"net/textproto"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"time"
 )
@@ -67,6 +69,10 @@ func (c *Client) dialDaemon(ctx context.Context) (net.Conn, error) {
 		return nil, ctx.Err()
 	}
 	if errors.Is(err, fs.ErrPermission) {
+		if dir := filepath.Dir(c.Socket); unix.Access(dir, unix.X_OK) != nil {
+			return nil, &Error{Status: statusForbidden, Code: CodeForbidden,
+				Message: fmt.Sprintf("permission denied on %s: its directory %s is closed to this user; whoever runs that sessiond must open it to its allowed_groups (chgrp GROUP %s; chmod 0750 %s)", c.Socket, dir, dir, dir)}
+		}
 		return nil, &Error{Status: statusForbidden, Code: CodeForbidden,
 			Message: fmt.Sprintf("permission denied on %s: this user may not use that sessiond (ask for a group in its allowed_groups, or run your own)", c.Socket)}
 	}
