@@ -202,6 +202,19 @@ func TestRootDaemonActsWithTheUsersRights(t *testing.T) {
 		}
 	})
 
+	t.Run("a socket in a directory closed to the user", func(t *testing.T) {
+		// The user is in allowed_groups: what keeps them out is the
+		// directory, and the message says so, not to ask for a group.
+		sockDir := filepath.Dir(d.sock)
+		if err := os.Chmod(sockDir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Chmod(sockDir, 0o755)
+		if r := u.ctl(t, d.sock, "ps"); r.code == 0 || !strings.Contains(r.stderr, "is closed to this user") || strings.Contains(r.stderr, "ask for a group") {
+			t.Errorf("ps through a closed directory: %s", r)
+		}
+	})
+
 	t.Run("symlinks to root's files and directories", func(t *testing.T) {
 		target := rootFile(t, "progress", "root's progress\n")
 		rootDir := filepath.Dir(rootFile(t, "keep", "k"))
