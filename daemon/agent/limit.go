@@ -202,6 +202,11 @@ func claudeStopFailure(errName, details, last string, now time.Time) (Limit, boo
 	case "authentication_failed":
 		l.Class = LimitAuth
 	case "overloaded", "server_error":
+		if errName == "server_error" && !ok && unreachable(text) {
+			// The API was never reached (no network, DNS): no refusal of
+			// the account's, so no limit to wait out; the turn failed.
+			return Limit{}, false
+		}
 		l.Class, l.GaveUp = LimitThrottle, true
 	default:
 		if !ok {
@@ -215,6 +220,19 @@ func claudeStopFailure(errName, details, last string, now time.Time) (Limit, boo
 		}
 	}
 	return l, true
+}
+
+// unreachable reports whether an agent's error says its API was never
+// reached: a network or name failure, not an answer of the API's.
+func unreachable(text string) bool {
+	low := strings.ToLower(text)
+	for _, w := range []string{"can't reach", "cannot reach", "connection_failed", "enotfound", "eai_again", "econnrefused",
+		"econnreset", "etimedout", "fetch failed", "connection error", "socket hang up", "network is unreachable"} {
+		if strings.Contains(low, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // OutputLimit looks for a limit in the last lines of a headless agent's

@@ -78,6 +78,15 @@ func TestClaudeStopFailure(t *testing.T) {
 	if ev, err = ClaudeCode.ParseHook(p, true); err != nil || ev.Limit == nil || ev.Limit.Class != LimitThrottle || !ev.Limit.GaveUp {
 		t.Fatalf("throttle: got %+v %v", ev, err)
 	}
+	// An API never reached (no network) is no limit: the turn failed.
+	p = []byte(`{"session_id":"0f4b3c52-6f0e-4a39-9d41-3f7d1b2a9c10","hook_event_name":"StopFailure","error":"server_error","error_details":"API Error: Can't reach the API server (ENOTFOUND)"}`)
+	if ev, err = ClaudeCode.ParseHook(p, false); err != nil || ev.Limit != nil || !ev.TurnEnded {
+		t.Fatalf("no network: got %+v %v, want the turn ended and no limit", ev, err)
+	}
+	p = []byte(`{"session_id":"0f4b3c52-6f0e-4a39-9d41-3f7d1b2a9c10","hook_event_name":"StopFailure","error":"server_error","error_details":"API Error: 500 Internal server error"}`)
+	if ev, err = ClaudeCode.ParseHook(p, false); err != nil || ev.Limit == nil || ev.Limit.Class != LimitThrottle {
+		t.Fatalf("a server's error: got %+v %v, want a throttle", ev, err)
+	}
 }
 
 func FuzzClassifyMessage(f *testing.F) {
