@@ -17,6 +17,7 @@ type fakeDaemon struct {
 	now          time.Time
 	deadline     time.Time
 	warned       bool
+	state        string // "": running or warned
 	extendCap    time.Duration
 	extendUsed   time.Duration
 	remainingErr error
@@ -61,8 +62,12 @@ func (f *fakeDaemon) Remaining(ctx context.Context, session string) (Remaining, 
 	if f.remainingErr != nil {
 		return Remaining{}, f.remainingErr
 	}
+	state := f.state
+	if state == "" {
+		state = map[bool]string{false: "running", true: "warned"}[f.warned]
+	}
 	return Remaining{
-		State: map[bool]string{false: "running", true: "warned"}[f.warned], Deadline: f.deadline,
+		State: state, Deadline: f.deadline,
 		WarnAt: f.deadline.Add(-30 * time.Minute), Left: f.deadline.Sub(f.now), Warned: f.warned,
 		ExtendCap: f.extendCap, ExtendLeft: f.extendCap - f.extendUsed, Budget: f.budget,
 	}, nil

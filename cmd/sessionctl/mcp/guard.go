@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -27,22 +28,89 @@ type guardedTransport struct {
 }
 
 func (g guardedTransport) Connect(ctx context.Context) (sdk.Connection, error) {
-	w := &lockedWriter{w: g.out}
-	r := &lineGuard{src: bufio.NewReaderSize(g.in, 64<<10), w: w, logger: g.logger}
+	open := &inFlight{}
+	open.done = sync.NewCond(&open.mu)
+	w := &lockedWriter{w: g.out, open: open}
+	r := &lineGuard{src: bufio.NewReaderSize(g.in, 64<<10), w: w, logger: g.logger, open: open}
 	return (&sdk.IOTransport{Reader: readCloser{r, g.in}, Writer: w, MaxLineLength: -1}).Connect(ctx)
+}
+
+// inFlight counts the requests read and not answered yet: a client that
+// closes its end right after its requests (printf ... | sessionctl mcp)
+// still gets their answers, as the end of input is passed on to the SDK,
+// which ends the connection, only once they are written, or drainWait has
+// passed.
+type inFlight struct {
+	mu   sync.Mutex
+	done *sync.Cond
+	n    int
+}
+
+// drainWait bounds the wait for the answers at the end of input: a
+// client's close of its end is also how it ends the connection (MCP's
+// stdio shutdown), which cancels a call still waiting on the daemon once
+// this has passed.
+const drainWait = 2 * time.Second
+
+// message is what the counting reads of a JSON-RPC message.
+type message struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+}
+
+func (o *inFlight) read(line []byte) {
+	var m message
+	if json.Unmarshal(line, &m) == nil && len(m.ID) > 0 && string(m.ID) != "null" && m.Method != "" {
+		o.mu.Lock()
+		o.n++
+		o.mu.Unlock()
+	}
+}
+
+func (o *inFlight) written(msg []byte) {
+	var m message
+	if json.Unmarshal(msg, &m) == nil && len(m.ID) > 0 && string(m.ID) != "null" && m.Method == "" {
+		o.mu.Lock()
+		if o.n > 0 {
+			o.n--
+		}
+		o.done.Broadcast()
+		o.mu.Unlock()
+	}
+}
+
+// drain waits until every request read is answered, or drainWait.
+func (o *inFlight) drain() {
+	timer := time.AfterFunc(drainWait, func() {
+		o.mu.Lock()
+		o.n = 0
+		o.done.Broadcast()
+		o.mu.Unlock()
+	})
+	defer timer.Stop()
+	o.mu.Lock()
+	for o.n > 0 {
+		o.done.Wait()
+	}
+	o.mu.Unlock()
 }
 
 // lockedWriter keeps the guard's answers and the SDK's messages whole: the
 // SDK writes each message with one Write.
 type lockedWriter struct {
-	mu sync.Mutex
-	w  io.WriteCloser
+	mu   sync.Mutex
+	w    io.WriteCloser
+	open *inFlight
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+	n, err := l.w.Write(p)
+	l.mu.Unlock()
+	if l.open != nil {
+		l.open.written(p)
+	}
+	return n, err
 }
 
 func (l *lockedWriter) Close() error { return l.w.Close() }
@@ -58,6 +126,7 @@ type lineGuard struct {
 	w       io.Writer
 	logger  *slog.Logger
 	pending []byte
+	open    *inFlight // nil: no wait for answers at the end
 }
 
 func (g *lineGuard) Read(p []byte) (int, error) {
@@ -65,9 +134,15 @@ func (g *lineGuard) Read(p []byte) (int, error) {
 		line, err := g.line()
 		if len(line) > 0 {
 			g.pending = line
+			if g.open != nil {
+				g.open.read(line)
+			}
 			break
 		}
 		if err != nil {
+			if g.open != nil {
+				g.open.drain()
+			}
 			return 0, err
 		}
 	}
@@ -111,9 +186,11 @@ func (g *lineGuard) line() ([]byte, error) {
 			continue
 		}
 		if trimmed[0] == '[' && json.Valid(trimmed) {
-			// A batch (protocol versions before 2025-06-18): the SDK
-			// answers it, or refuses it for the newer versions.
-			return line, nil
+			// A batch: the SDK ends the connection on one of the newer
+			// protocol versions, and on a malformed one of the older;
+			// no client of sessiond's sends them.
+			g.refuse(nil, jsonrpc.CodeInvalidRequest, "invalid request: JSON-RPC batches are not served; send one message a line")
+			continue
 		}
 		if _, err := jsonrpc.DecodeMessage(trimmed); err != nil {
 			if !json.Valid(trimmed) {

@@ -12,8 +12,9 @@ import (
 )
 
 // FuzzLineGuard feeds arbitrary bytes to the guard in front of the SDK: it
-// never panics, passes on only JSON-RPC messages (or batches), and answers
-// everything else with a JSON-RPC error.
+// never panics, passes on only JSON-RPC messages (no batch: the SDK would
+// end the connection on one), and answers everything else with a JSON-RPC
+// error.
 func FuzzLineGuard(f *testing.F) {
 	f.Add([]byte(initialize + "\n"))
 	f.Add([]byte("garbage\n" + `{"jsonrpc":"2.0","id":2,"method":"tools/list"}` + "\n"))
@@ -33,10 +34,7 @@ func FuzzLineGuard(f *testing.F) {
 				t.Fatal("an empty line was passed on")
 			}
 			if line[0] == '[' {
-				if !json.Valid([]byte(line)) {
-					t.Fatalf("an invalid batch was passed on: %q", line)
-				}
-				continue
+				t.Fatalf("a batch was passed on: %q", line)
 			}
 			if _, err := jsonrpc.DecodeMessage([]byte(line)); err != nil {
 				t.Fatalf("passed on %q: %v", line, err)

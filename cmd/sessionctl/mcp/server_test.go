@@ -147,6 +147,14 @@ func TestTimeRemaining(t *testing.T) {
 	if !slices.Equal(d.sessions, []string{testSession, testSession, testSession}) {
 		t.Errorf("the daemon was asked about %q", d.sessions)
 	}
+	// An ended session has no time left, whatever its deadline said.
+	d.mu.Lock()
+	d.state = "ended"
+	d.mu.Unlock()
+	out = remainingOutput{}
+	if text, _ := callTool(t, cs, "time_remaining", nil, &out); !strings.HasPrefix(text, "This session has ended: no time left. Tokens:") || out.SecondsLeft != 0 || out.Left != "0s" {
+		t.Errorf("an ended session: %q, %+v", text, out)
+	}
 }
 
 func TestReport(t *testing.T) {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sessiond/sessiond/ipc"
 )
 
 // Limits of a report, the daemon's (the seed's): the schema tells the model
@@ -114,6 +116,10 @@ func (t *tools) remaining(ctx context.Context, _ *sdk.CallToolRequest, _ noInput
 		return nil, remainingOutput{}, err
 	}
 	left := max(r.Left, 0).Round(time.Second)
+	ended := !ipc.Live(r.State)
+	if ended {
+		left = 0 // an ended session has no time left, whatever its deadline
+	}
 	out := remainingOutput{
 		State: r.State, Deadline: formatTime(r.Deadline), WarnAt: formatTime(r.WarnAt),
 		Left: formatDuration(left), SecondsLeft: int64(left / time.Second), Warned: r.Warned,
@@ -126,12 +132,14 @@ func (t *tools) remaining(ctx context.Context, _ *sdk.CallToolRequest, _ noInput
 	}
 	var b strings.Builder
 	switch {
+	case ended:
+		fmt.Fprintf(&b, "This session has %s: no time left.", r.State)
 	case r.Deadline.IsZero():
 		b.WriteString("This session has no deadline.")
 	default:
 		fmt.Fprintf(&b, "%s left (deadline %s).", out.Left, out.Deadline)
 	}
-	if r.Warned {
+	if r.Warned && !ended {
 		b.WriteString(" WARNED: wrap up now, checkpoint or commit your work and report what you did and what comes next.")
 	}
 	if r.Budget.MaxTokens > 0 {

@@ -212,3 +212,40 @@ func TestClientCancelsCall(t *testing.T) {
 		t.Errorf("after a cancelled call: %s", text)
 	}
 }
+
+// TestWireAnswersBeforeTheEnd: a client that writes its requests and
+// closes its end at once (printf ... | sessionctl mcp) gets their answers;
+// a batch among them is refused, and the connection goes on to the end.
+func TestWireAnswersBeforeTheEnd(t *testing.T) {
+	w := serveWire(t, newFakeDaemon(), Options{SessionID: testSession})
+	all := initialize + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}` + "\n" +
+		`[{"jsonrpc":"2.0","id":97,"method":"tools/list"}]` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}` + "\n"
+	if _, err := io.WriteString(w.in, all); err != nil {
+		t.Fatal(err)
+	}
+	w.in.Close()
+	got := map[string]answer{}
+	for range 3 {
+		a := w.answer(t)
+		got[string(a.ID)] = a
+	}
+	if a := got["1"]; a.Error != nil {
+		t.Errorf("initialize: %+v", a)
+	}
+	if a := got["2"]; a.Error != nil || !strings.Contains(string(a.Result), "time_remaining") {
+		t.Errorf("tools/list: %+v %s", a.Error, a.Result)
+	}
+	if a := got["null"]; a.Error == nil || !strings.Contains(a.Error.Message, "batches are not served") {
+		t.Errorf("the batch: %+v", a)
+	}
+	select {
+	case err := <-w.done:
+		if err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return after the client closed its end")
+	}
+}
