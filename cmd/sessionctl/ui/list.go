@@ -226,7 +226,7 @@ func (m *model) columns() []column {
 		column{title: "STATE", width: 11, drop: 0, cell: func(m *model, s *ipc.Session, _ int) (string, paint) {
 			return stateText(s), m.st.state(s)
 		}},
-		column{title: "AGENT", width: 7, drop: 3, cell: func(m *model, s *ipc.Session, _ int) (string, paint) {
+		column{title: "AGENT", width: 8, drop: 3, cell: func(m *model, s *ipc.Session, _ int) (string, paint) {
 			if s.Agent == nil || s.Agent.State == "" {
 				return "-", m.st.faint
 			}
