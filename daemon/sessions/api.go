@@ -147,6 +147,7 @@ func (d *Service) startSession(ctx context.Context, c ipc.Caller, req ipc.StartR
 	if err != nil {
 		return nil, err
 	}
+	byRoot := u != nil
 	if u != nil {
 		// Root starts a session in a user's project as that user: what
 		// the project's files name (its command, preflight, services,
@@ -199,7 +200,7 @@ func (d *Service) startSession(ctx context.Context, c ipc.Caller, req ipc.StartR
 		return nil, err
 	}
 	s, info, err := d.launch(launchParams{UID: c.UID, Project: p, Owner: owner, Spec: sp, Name: req.Name, EnvKeys: keys, Environ: environ, Resume: resume,
-		ID: wt.SessionID(), Worktree: wt.Wire(), Queue: after, NoQueue: req.Queue != nil && !*req.Queue})
+		ID: wt.SessionID(), Worktree: wt.Wire(), Queue: after, NoQueue: req.Queue != nil && !*req.Queue, ByRoot: byRoot})
 	if err != nil {
 		d.worktrees.Undo(wt)
 		return nil, err

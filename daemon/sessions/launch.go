@@ -42,6 +42,9 @@ type launchParams struct {
 	NoQueue          bool
 	Deadline, WarnAt time.Time
 	Agent            *ipc.Agent
+	// ByRoot is a start root asked for in a user's project, which runs as
+	// the user (UID) but counts in no limit of the user's.
+	ByRoot bool
 }
 
 // launch registers a session and starts it, and returns once its command
@@ -94,7 +97,7 @@ func (d *Service) launch(p launchParams) (*session.Session, session.StartInfo, e
 			}, d.deps)
 		},
 	}
-	if !d.trusted(p.UID) {
+	if !d.trusted(p.UID) && !p.ByRoot {
 		claim.MaxLivePerUser = d.cfg.MaxSessionsPerUser
 	}
 	s, err := d.reg.Register(claim)
