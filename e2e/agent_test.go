@@ -925,3 +925,28 @@ func TestAgentWarningsOnceAcrossACrash(t *testing.T) {
 	}
 	d.mustCtl("stop", id)
 }
+
+// TestAgentCodexInteractiveTurn: an interactive Codex, which no hook tells
+// of a prompt, is seen working once its turn starts in its rollout, so a
+// turn longer than waiting_timeout is not ended as a wait; its
+// conversation is found and recorded.
+func TestAgentCodexInteractiveTurn(t *testing.T) {
+	d := startDaemon(t)
+	dir := project(t)
+	a := newAgentSetup(t, "wait=go,prompt,wait=done,stop,hang")
+	id := d.start(append(a.flags, "--waiting-timeout", "8s", dir, "--", "codex")...)
+	d.waitAgent(id, "waiting")
+	a.cue(t, "go")
+	d.waitAgent(id, "working")
+	// Longer than waiting_timeout, at work.
+	sleepUntil(time.Now().Add(10 * time.Second))
+	if rec := d.agentRecord(id); rec.State != "running" || rec.Agent.State != "working" {
+		t.Fatalf("an interactive Codex at work past waiting_timeout: session %s, agent %s", rec.State, rec.Agent.State)
+	}
+	a.cue(t, "done")
+	rec := d.waitAgent(id, "waiting")
+	if rec.Agent.ConversationID == "" || rec.Agent.Turns != 1 {
+		t.Errorf("codex agent = %+v, want its conversation and one turn", rec.Agent)
+	}
+	d.mustCtl("stop", id)
+}

@@ -266,8 +266,12 @@ func (s *Session) locateConversation(ev *agent.Event) {
 	if id == "" {
 		id = rec.ConversationID
 	}
-	a.locateTries++
-	a.located = a.locateTries >= maxLocate
+	if !s.promptUnheard() {
+		// An agent that waits for its first prompt has made no
+		// conversation yet: no try spent.
+		a.locateTries++
+		a.located = a.locateTries >= maxLocate
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	conv, err := a.adapter.Locate(ctx, agent.Query{ConversationID: id, ProjectDir: s.projectDir, Since: a.since, Env: s.env(), Files: s.files()})
 	cancel()
@@ -613,11 +617,20 @@ const transcriptPoll = 5 * time.Second
 // scheduleRead sets when the transcript is read next: transcriptPoll from
 // now while the agent works, never otherwise. The caller arms the timer.
 func (s *Session) scheduleRead() {
-	if a := s.agent; a != nil && (a.tr != nil || !a.located) && s.rec.Agent != nil && s.rec.Agent.State == ipc.AgentWorking {
+	if a := s.agent; a != nil && (a.tr != nil || !a.located) && s.rec.Agent != nil && (s.rec.Agent.State == ipc.AgentWorking || s.promptUnheard()) {
 		s.timeline.readAt = s.deps.Clock.Now().Add(transcriptPoll)
 		return
 	}
 	s.timeline.readAt = time.Time{}
+}
+
+// promptUnheard reports whether the agent waits for a prompt that no hook
+// of its tells of when it comes: an interactive Codex, whose turn's start
+// is read off its rollout (task_started), polled meanwhile.
+func (s *Session) promptUnheard() bool {
+	a, rec := s.agent, s.rec.Agent
+	return a != nil && rec != nil && a.plan.Interactive && a.adapter.Name() == "codex" &&
+		rec.State == ipc.AgentWaiting && rec.WaitingReason == agent.WaitPrompt
 }
 
 // pollTranscript reads what the transcript gained since the last read and
