@@ -74,6 +74,7 @@ var sanctioned = map[string]struct {
 	"proc/spawn.go":                     {"the one spawner of sessions' commands (the user's credential) and /dev/null; the lookup of the command", []string{"Spawn", "executable"}},
 	"proc/spawner_linux.go":             {"/proc/thread-self/fd of the spawner's own thread, to empty its descriptor table; the commands it forks are Spawn's", []string{"closeAllButPoller"}},
 	"session/recover.go":                {"the session's log and record in the daemon's own state dir, for their last write", []string{"Session.lastSign"}},
+	"session/agent.go":                  {"the agent's files a daemon of the session's own user wrote in the session's directory of its state dir, removed at the end", []string{"Session.removeAgentFiles"}},
 	"session/environ.go":                {"the environment kept in the session's directory, in the daemon's own state dir", []string{"Session.saveEnviron", "readEnviron"}},
 	"session/env.go":                    {"the handoff archive in the daemon's own state dir", []string{"Session.HandoffFile"}},
 	"session/sidecar.go":                {"a sidecar's log in the daemon's own state dir", []string{"Session.startSidecar", "readyCheck"}},

@@ -247,6 +247,13 @@ func TestAgentWaitingTimeout(t *testing.T) {
 	if end.EndReason != "waiting" {
 		t.Fatalf("end reason %q, want waiting", end.EndReason)
 	}
+	// The agent's settings (its environment, an API key among it) are
+	// kept no longer than the session.
+	for _, f := range []string{"claude-settings.json", "claude-mcp.json"} {
+		if p := filepath.Join(d.stateDir, "sessions", id, f); fileExists(p) {
+			t.Errorf("%s is left after the session's end", p)
+		}
+	}
 	rec := d.agentRecord(id)
 	if rec.Warning == nil || rec.Warning.Reason != "waiting" {
 		t.Errorf("warning = %+v, want reason waiting", rec.Warning)

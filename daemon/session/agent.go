@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -482,7 +484,21 @@ func agentFacts(rec ipc.Session) *state.AgentFacts {
 // removeAgentFiles removes the files a root daemon handed the agent in the
 // project's .sessiond.
 func (s *Session) removeAgentFiles() {
-	if s.agent == nil || s.owner == nil || s.proj == nil {
+	if s.agent == nil {
+		return
+	}
+	if s.owner == nil {
+		// A daemon of the session's own user wrote them in the session's
+		// directory of its state dir: they may hold the user's settings'
+		// environment (an API key), kept no longer than the session.
+		for _, name := range []string{agent.ClaudeSettingsFile, agent.ClaudeMCPFile} {
+			if err := os.Remove(filepath.Join(s.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				s.logger().Warn("remove the agent's file", zap.String("file", name), zap.Error(err))
+			}
+		}
+		return
+	}
+	if s.proj == nil {
 		return
 	}
 	for _, name := range []string{agent.ClaudeSettingsFile, agent.ClaudeMCPFile} {
