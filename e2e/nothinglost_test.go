@@ -654,6 +654,20 @@ func TestUnreadableRecordKillsNothing(t *testing.T) {
 	dir := project(t)
 	id := d.start("--checkpoint", "", dir, "--", "sleep", "7361")
 	rec := d.waitState(id, 10*time.Second, "running")
+	// What the test leaves running, it ends: the process, then the
+	// cgroup the daemon left with it, and the daemon's own.
+	if cg := d.inspectContained(id).Cgroup; cg != nil {
+		t.Cleanup(func() {
+			_ = syscall.Kill(rec.PID, syscall.SIGKILL)
+			waitFor(t, 5*time.Second, "the left process to be gone", func() (bool, string) { return !alive(rec.PID), "" })
+			for _, p := range []string{cg.Path + "/cmd", cg.Path, filepath.Dir(cg.Path)} {
+				_ = syscall.Rmdir(p)
+			}
+			for _, p := range cg.V1 {
+				_ = syscall.Rmdir(p)
+			}
+		})
+	}
 	d.kill9()
 	recPath := filepath.Join(d.stateDir, "sessions", id, "session.json")
 	if err := os.WriteFile(recPath, []byte("garbage\x00\xff{{{"), 0o600); err != nil {
@@ -680,5 +694,4 @@ func TestUnreadableRecordKillsNothing(t *testing.T) {
 	if procs := procsRunning("sleep", "7361"); len(procs) != 1 {
 		t.Errorf("the process of a session whose record is unreadable was killed: %v", procs)
 	}
-	_ = syscall.Kill(rec.PID, syscall.SIGKILL)
 }
