@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sessiond/sessiond/daemon/cgroup"
 )
 
 // pollInterval is how often the bounded waits look again.
@@ -138,6 +140,10 @@ func startProcess(t testing.TB, bin string, env []string, stateDir, sock, config
 		if t.Failed() {
 			d.dumpLog()
 		}
+		// The watcher's directory a daemon killed with SIGKILL left, which
+		// only a next daemon of the state dir would remove: the last
+		// daemon of it is gone by now (cleanups run last first).
+		_ = os.RemoveAll(filepath.Join(os.TempDir(), cgroup.NameFor(stateDir)+"-watch"))
 	})
 	waitFor(t, 15*time.Second, "sessiond to answer on "+sock, func() (bool, string) {
 		select {
